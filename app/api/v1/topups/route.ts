@@ -1,0 +1,27 @@
+import { env } from "@/lib/env";
+import { readJsonBody } from "@/lib/http/read-json-body";
+import { validateTopupRequest } from "@/lib/http/operation-requests";
+import { jsonResponse, operationResponse, problemResponse } from "@/lib/http/respond";
+import { withPrincipal } from "@/lib/http/route";
+import { parseListQuery } from "@/lib/http/list-query";
+import { createTopup } from "@/lib/topups/create-topup";
+import { listTopups } from "@/lib/topups/list-topups";
+
+export const dynamic = "force-dynamic";
+
+/** POST /api/v1/topups `{ refId, amount }` (contract section 4). */
+export const POST = withPrincipal(async (request, principal) => {
+  const settings = env();
+  const body = await readJsonBody(request, settings.BODY_LIMIT_BYTES);
+  if (!body.ok) return problemResponse(body.code, body.detail);
+  const input = validateTopupRequest(body.value, body.raw, { maxAmountMinor: settings.MAX_AMOUNT_MINOR, walletCurrency: settings.WALLET_CURRENCY });
+  if (!input.ok) return problemResponse("invalid_request", input.detail);
+  return operationResponse(await createTopup({ userId: principal.userId, ...input.value }));
+});
+
+/** GET /api/v1/topups?status=&limit= (contract section 4). */
+export const GET = withPrincipal(async (request, principal) => {
+  const query = parseListQuery(new URL(request.url).searchParams);
+  if (!query.ok) return problemResponse("invalid_request", query.detail);
+  return jsonResponse(200, { topups: await listTopups(principal.userId, query.value) });
+});

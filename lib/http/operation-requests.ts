@@ -1,0 +1,98 @@
+/**
+ * Validation of operation requests (contract section 1), shared by route handlers and server actions so
+ * both doors accept exactly the same inputs. Everything here runs before any database or Redis work.
+ * Unknown members are refused: a misspelt field in a payments API must not be silently ignored.
+ */
+import { z } from "zod";
+import { AD_ID_PATTERN, REF_ID_PATTERN } from "../ledger/keys";
+import { parseAmountToken, type RawMembers } from "./raw-json";
+
+export type Validated<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly detail: string };
+
+const refId = z.string().regex(REF_ID_PATTERN, "must be 1..128 characters of A-Z a-z 0-9 . _ : -");
+const currency = z.string().regex(/^[A-Z]{3}$/, "must be a 3-letter ISO 4217 code");
+
+const topupSchema = z.strictObject({ refId, amount: z.number(), currency: currency.optional() });
+const paymentSchema = z.strictObject({ orderId: refId, amount: z.number(), currency: currency.optional() });
+const rewardSchema = z.strictObject({
+  adId: z.string().regex(AD_ID_PATTERN, "must be 1..117 characters of A-Z a-z 0-9 . _ : -"),
+});
+
+function describe(error: z.ZodError): string {
+  return error.issues
+    .map((issue) => (issue.path.length ? `${issue.path.join(".")}: ${issue.message}` : issue.message))
+    .join("; ");
+}
+
+interface AmountRules {
+  readonly maxAmountMinor: number;
+  readonly walletCurrency: string;
+}
+
+function checkAmountAndCurrency(
+  raw: RawMembers,
+  requestedCurrency: string | undefined,
+  rules: AmountRules,
+): Validated<{ amountMinor: number; currency: string }> {
+  const amountMinor = parseAmountToken(raw.get("amount"), rules.maxAmountMinor);
+  if (amountMinor === null) {
+    return { ok: false, detail: `amount: must be a JSON integer from 1 to ${rules.maxAmountMinor} (minor units)` };
+  }
+  const currencyCode = requestedCurrency ?? rules.walletCurrency;
+  if (currencyCode !== rules.walletCurrency) {
+    return { ok: false, detail: `currency: this wallet holds ${rules.walletCurrency} only` };
+  }
+  return { ok: true, value: { amountMinor, currency: currencyCode } };
+}
+
+/** `POST /api/v1/topups` body `{ refId, amount, currency? }`. */
+export function validateTopupRequest(
+  value: unknown,
+  raw: RawMembers,
+  rules: AmountRules,
+): Validated<{ refId: string; amountMinor: number; currency: string }> {
+  const parsed = topupSchema.safeParse(value);
+  if (!parsed.success) return { ok: false, detail: describe(parsed.error) };
+  const money = checkAmountAndCurrency(raw, parsed.data.currency, rules);
+  if (!money.ok) return money;
+  return { ok: true, value: { refId: parsed.data.refId, ...money.value } };
+}
+
+/** `POST /api/v1/payments` body `{ orderId, amount, currency? }`. */
+export function validatePaymentRequest(
+  value: unknown,
+  raw: RawMembers,
+  rules: AmountRules,
+): Validated<{ orderId: string; amountMinor: number; currency: string }> {
+  const parsed = paymentSchema.safeParse(value);
+  if (!parsed.success) return { ok: false, detail: describe(parsed.error) };
+  const money = checkAmountAndCurrency(raw, parsed.data.currency, rules);
+  if (!money.ok) return money;
+  return { ok: true, value: { orderId: parsed.data.orderId, ...money.value } };
+}
+
+/** `POST /api/v1/rewards` body `{ adId }`. */
+export function validateRewardRequest(value: unknown): Validated<{ adId: string }> {
+  const parsed = rewardSchema.safeParse(value);
+  if (!parsed.success) return { ok: false, detail: describe(parsed.error) };
+  return { ok: true, value: parsed.data };
+}
+
+/**
+ * Form fields (server actions) in the same shape as a JSON body: the amount arrives as text, which must be
+ * exactly the JSON integer token the API would accept. Returns the raw members map for the validators above.
+ */
+export function formToRaw(fields: Record<string, string>): { value: Record<string, unknown>; raw: RawMembers } {
+  const raw: RawMembers = new Map();
+  const value: Record<string, unknown> = {};
+  for (const [name, text] of Object.entries(fields)) {
+    if (name === "amount") {
+      raw.set(name, text);
+      value[name] = /^-?[0-9]+$/.test(text) ? Number(text) : text;
+    } else {
+      raw.set(name, JSON.stringify(text));
+      value[name] = text;
+    }
+  }
+  return { value, raw };
+}

@@ -1,0 +1,144 @@
+/**
+ * The claim (contract section 1): `INSERT ... ON CONFLICT (user_id, type, ref_id) DO NOTHING RETURNING`
+ * at READ COMMITTED decides, in PostgreSQL, which request does the work. Losers read the row in a
+ * separate statement and replay its stored response, wait for it, or are refused when their parameters
+ * differ. Never check-then-act.
+ */
+import { env } from "../env";
+import { pool } from "../db";
+import { ENTRY_COLUMNS, toLedgerEntry, type LedgerEntry, type StoredResponse, type TransitionActor } from "./entry";
+import { differingFields, fingerprint, type OperationParams } from "./fingerprint";
+import type { OperationKey } from "./keys";
+import type { Queryable } from "./queryable";
+
+export interface ClaimRequest {
+  readonly key: OperationKey;
+  /** Positive integer in minor units of `currency`. */
+  readonly amountMinor: number;
+  /** ISO 4217 code, e.g. "USD". */
+  readonly currency: string;
+  /** Everything that defines the operation (amount, currency, type-specific fields); fingerprinted. */
+  readonly params: OperationParams;
+  /** Lease owner recorded on the row while the winner works (see worker.ts). */
+  readonly leaseOwner: string;
+  /** Lease length in milliseconds; after it the reconciler may take the row over. */
+  readonly leaseMs: number;
+  readonly actor: TransitionActor;
+}
+
+/** Outcomes of reading a key that another request already claimed. */
+export type ExistingOutcome =
+  | { readonly kind: "replay"; readonly response: StoredResponse; readonly entry: LedgerEntry }
+  | { readonly kind: "mismatch"; readonly fields: string[] }
+  | { readonly kind: "in_progress"; readonly retryAfterS: number; readonly entry: LedgerEntry };
+
+export type ClaimOutcome = { readonly kind: "claimed"; readonly entry: LedgerEntry } | ExistingOutcome;
+
+const INSERT_CLAIM_SQL = `
+WITH claimed AS (
+  INSERT INTO ledger_entries
+    (user_id, type, ref_id, amount_minor, currency, fingerprint, params, status, lease_owner, lease_expires_at)
+  VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, 'initiated', $8, now() + $9::int * interval '1 millisecond')
+  ON CONFLICT (user_id, type, ref_id) DO NOTHING
+  RETURNING ${ENTRY_COLUMNS}
+), logged AS (
+  INSERT INTO ledger_transitions (user_id, entry_id, from_status, to_status, actor, attempt)
+  SELECT user_id, id, NULL, 'initiated', $10, attempt FROM claimed
+)
+SELECT ${ENTRY_COLUMNS} FROM claimed`;
+
+const SELECT_BY_KEY_SQL = `SELECT ${ENTRY_COLUMNS} FROM ledger_entries WHERE user_id = $1 AND type = $2 AND ref_id = $3`;
+
+/**
+ * Tries to claim `request.key` on `db` (the pool for an autocommit claim, or a transaction's client when the
+ * work happens in the same transaction). Returns the new row, status `initiated`, lease held by
+ * `request.leaseOwner` with `attempt` 1, and its first audit transition; or `null` when the key already has a
+ * row. When another transaction holds an uncommitted claim on the key this waits for it: its commit makes
+ * this return null, its rollback lets this insert (stack-notes 15).
+ * Throws database errors as they come (classify them with db-errors.ts).
+ */
+export async function insertClaim(db: Queryable, request: ClaimRequest): Promise<LedgerEntry | null> {
+  const { key } = request;
+  const result = await db.query(INSERT_CLAIM_SQL, [
+    key.userId,
+    key.type,
+    key.refId,
+    request.amountMinor,
+    request.currency,
+    fingerprint(key.type, request.params),
+    JSON.stringify(request.params),
+    request.leaseOwner,
+    request.leaseMs,
+    request.actor,
+  ]);
+  // The race is decided here: exactly one INSERT per key returns a row. An empty RETURNING means another
+  // request owns the key; it is not a result and must be followed by a read of that row (case C02).
+  const row = result.rows[0];
+  return row ? toLedgerEntry(row) : null;
+}
+
+/** Reads the row of `key` in its own statement (a fresh READ COMMITTED snapshot); null when none exists. */
+export async function findEntryByKey(key: OperationKey, db: Queryable = pool()): Promise<LedgerEntry | null> {
+  const result = await db.query(SELECT_BY_KEY_SQL, [key.userId, key.type, key.refId]);
+  const row = result.rows[0];
+  return row ? toLedgerEntry(row) : null;
+}
+
+/** Polling schedule of a waiting loser: starts at 10 ms (a fast winner finishes in a few ms) and doubles
+ * up to 200 ms, so 1000 waiting duplicates cost at most ~5 reads per second each. */
+const WAIT_FIRST_MS = 10;
+const WAIT_MAX_STEP_MS = 200;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The loser's path for a key that has a row: compares fingerprints first (so a mismatch is refused even
+ * while the winner is still running, contract section 3), then replays the stored response, waiting up to
+ * `waitMs` for the winner to store it. Holds no transaction and no connection while waiting.
+ * Returns `replay`, `mismatch` (with the differing field names) or `in_progress` (with Retry-After seconds).
+ * Returns null only if the row does not exist (the caller then claims again).
+ */
+export async function awaitStoredResponse(
+  key: OperationKey,
+  params: OperationParams,
+  waitMs: number = env().IDEMPOTENCY_WAIT_MS,
+): Promise<ExistingOutcome | null> {
+  const expected = fingerprint(key.type, params);
+  const deadline = Date.now() + waitMs;
+  let stepMs = WAIT_FIRST_MS;
+  for (;;) {
+    const entry = await findEntryByKey(key);
+    if (!entry) return null;
+    if (entry.fingerprint !== expected) {
+      return { kind: "mismatch", fields: differingFields(entry.params, params) };
+    }
+    if (entry.response) return { kind: "replay", response: entry.response, entry };
+    const remainingMs = deadline - Date.now();
+    if (remainingMs <= 0) {
+      // One second: the winner is alive (or its lease will expire and the reconciler finishes the row);
+      // a client retrying after a second either replays or waits again, and never runs the work twice.
+      return { kind: "in_progress", retryAfterS: 1, entry };
+    }
+    await sleep(Math.min(stepMs, remainingMs));
+    stepMs = Math.min(stepMs * 2, WAIT_MAX_STEP_MS);
+  }
+}
+
+/** A claim whose row neither inserts nor reads three times in a row means rows are being deleted: a bug. */
+const CLAIM_ROUNDS_MAX = 3;
+
+/**
+ * Claims `request.key` in its own autocommit statement (for operations with an external call, which must
+ * commit the claim before the call: a rollback cannot take back a bank charge).
+ * Returns `claimed` to exactly one caller per key; every other caller gets `replay`, `mismatch` or
+ * `in_progress` (see {@link awaitStoredResponse}). Throws on database errors.
+ */
+export async function claimOperation(request: ClaimRequest, waitMs?: number): Promise<ClaimOutcome> {
+  for (let round = 0; round < CLAIM_ROUNDS_MAX; round++) {
+    const entry = await insertClaim(pool(), request);
+    if (entry) return { kind: "claimed", entry };
+    const existing = await awaitStoredResponse(request.key, request.params, waitMs);
+    if (existing) return existing;
+  }
+  throw new Error(`claim: key ${request.key.type}/${request.key.refId} neither inserts nor reads`);
+}

@@ -1,0 +1,82 @@
+/**
+ * The ledger row as the application sees it, and its mapping from PostgreSQL. Amounts are JS numbers:
+ * every int8 in the schema is CHECKed below 2^53 and lib/db.ts refuses any unsafe int8, so no `bigint`
+ * can reach `JSON.stringify`.
+ */
+import type { LedgerType } from "./keys";
+import type { OperationParams } from "./fingerprint";
+
+/** Lifecycle of a row (contract section 2). `succeeded` and `failed` are terminal. */
+export type EntryStatus = "initiated" | "processing" | "succeeded" | "failed";
+export const UNFINISHED_STATUSES: readonly EntryStatus[] = ["initiated", "processing"];
+
+/** Who moved a row (contract section 2, audit table). */
+export type TransitionActor = "request" | "webhook" | "reconciler" | "admin";
+
+/** A stored first response: the HTTP status code and the exact body text (contract section 3). */
+export interface StoredResponse {
+  readonly status: number;
+  readonly body: string;
+}
+
+export interface LedgerEntry {
+  readonly id: number;
+  readonly userId: string;
+  readonly type: LedgerType;
+  readonly refId: string;
+  readonly amountMinor: number;
+  readonly currency: string;
+  readonly fingerprint: string;
+  readonly params: OperationParams;
+  readonly status: EntryStatus;
+  readonly failureReason: string | null;
+  readonly response: StoredResponse | null;
+  readonly leaseOwner: string | null;
+  readonly leaseExpiresAt: Date | null;
+  /** The fencing token: raised on every take-over; a lease holder's writes are conditional on it. */
+  readonly attempt: number;
+  readonly bankChargeId: string | null;
+  readonly createdAt: Date;
+  readonly updatedAt: Date;
+}
+
+/** The column list every ledger query returns, in the shape {@link toLedgerEntry} reads. */
+export const ENTRY_COLUMNS = `user_id, id, type, ref_id, amount_minor, currency, fingerprint, params, status,
+  failure_reason, response_status, response_body, lease_owner, lease_expires_at, attempt, bank_charge_id,
+  created_at, updated_at`;
+
+/** The same list qualified by a table alias (for UPDATE ... FROM and joins). */
+export function entryColumns(alias: string): string {
+  return ENTRY_COLUMNS.split(",")
+    .map((column) => `${alias}.${column.trim()}`)
+    .join(", ");
+}
+
+/** Maps a row of {@link ENTRY_COLUMNS} (as returned by pg) to a {@link LedgerEntry}. */
+export function toLedgerEntry(row: Record<string, unknown>): LedgerEntry {
+  const responseStatus = row.response_status as number | null;
+  return {
+    id: row.id as number,
+    userId: row.user_id as string,
+    type: row.type as LedgerType,
+    refId: row.ref_id as string,
+    amountMinor: row.amount_minor as number,
+    currency: row.currency as string,
+    fingerprint: row.fingerprint as string,
+    params: row.params as OperationParams,
+    status: row.status as EntryStatus,
+    failureReason: (row.failure_reason as string | null) ?? null,
+    response: responseStatus === null ? null : { status: responseStatus, body: row.response_body as string },
+    leaseOwner: (row.lease_owner as string | null) ?? null,
+    leaseExpiresAt: (row.lease_expires_at as Date | null) ?? null,
+    attempt: row.attempt as number,
+    bankChargeId: (row.bank_charge_id as string | null) ?? null,
+    createdAt: row.created_at as Date,
+    updatedAt: row.updated_at as Date,
+  };
+}
+
+/** True for `succeeded` and `failed`: a terminal row never changes status again (contract section 2). */
+export function isTerminal(status: EntryStatus): boolean {
+  return status === "succeeded" || status === "failed";
+}

@@ -1,0 +1,44 @@
+/**
+ * Operation keys (contract section 1). A key is derived on the server from the operation's identity:
+ * the user from the session/token (or the verified webhook's merchant reference), the type from the route,
+ * and the ref id from the operation itself. Nothing here trims, folds or normalises: a ref id that is not
+ * already canonical is refused (case C08).
+ */
+
+/** The three kinds of money movement. Credits raise the balance, the debit lowers it. */
+export const LEDGER_TYPES = ["topup", "reward", "payment"] as const;
+export type LedgerType = (typeof LEDGER_TYPES)[number];
+
+/** Direction of each type: +1 credit, -1 debit (the audit's balance invariant uses the same table). */
+export const LEDGER_DIRECTION: Record<LedgerType, 1 | -1> = { topup: 1, reward: 1, payment: -1 };
+
+/** Contract section 1: 1..128 characters of `[A-Za-z0-9._:-]`, taken exactly as sent. */
+export const REF_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;
+/**
+ * Contract section 1: an ad id is 1..117 of the same characters. 117 = 128 - 11, room for the
+ * `:YYYY-MM-DD` day suffix that turns it into the reward's ref id (contract section 6).
+ */
+export const AD_ID_PATTERN = /^[A-Za-z0-9._:-]{1,117}$/;
+
+/** The identity of one operation: at most one ledger row exists per key. */
+export interface OperationKey {
+  readonly userId: string;
+  readonly type: LedgerType;
+  readonly refId: string;
+}
+
+/** True when `value` is a string usable as a ref id verbatim (contract section 1, case C08). */
+export function isValidRefId(value: unknown): value is string {
+  return typeof value === "string" && REF_ID_PATTERN.test(value);
+}
+
+/**
+ * Builds an operation key. `userId` must come from authentication (never a request body).
+ * Throws `TypeError` when the ref id is not valid: callers validate input first and answer 400,
+ * so reaching this throw is a bug.
+ */
+export function operationKey(userId: string, type: LedgerType, refId: string): OperationKey {
+  if (userId.length === 0) throw new TypeError("operationKey: empty userId");
+  if (!isValidRefId(refId)) throw new TypeError(`operationKey: invalid refId ${JSON.stringify(refId)}`);
+  return { userId, type, refId };
+}

@@ -1,0 +1,212 @@
+/**
+ * Guarded transitions of a claimed row (contract section 2). Each is one SQL statement whose WHERE clause is
+ * the guard: a row moves to a terminal state at most once, a terminal row never moves again, and a lease
+ * holder's writes carry its fencing token (`attempt`) so a worker whose lease was taken over changes nothing.
+ * Every transition appends its audit row in the same statement, and a credit changes the wallet in the same
+ * statement (hence the same transaction) as the row's final state.
+ */
+import { pool } from "../db";
+import { entryColumns, ENTRY_COLUMNS, toLedgerEntry, type EntryStatus, type LedgerEntry, type StoredResponse, type TransitionActor } from "./entry";
+import type { Queryable } from "./queryable";
+
+/** Who may move the row: a lease holder (fenced by its attempt) or the bank's word (status-guarded only). */
+export type TransitionGuard =
+  | { readonly kind: "lease"; readonly attempt: number }
+  /** Webhooks and the reconciler's completion: the bank is the source of truth (contract section 2). */
+  | { readonly kind: "status_only" };
+
+export interface EntryRef {
+  readonly userId: string;
+  readonly entryId: number;
+}
+
+export type TransitionOutcome =
+  | { readonly kind: "moved"; readonly entry: LedgerEntry; readonly fromStatus: EntryStatus; readonly balanceMinor: number | null }
+  /** The guard refused: the row is terminal already, or the caller's lease was taken over. */
+  | { readonly kind: "refused"; readonly entry: LedgerEntry };
+
+// One statement: lock the row (prev, to record the status it leaves), move it if the guard holds (moved),
+// credit the wallet when asked and only if the row moved (credited), and append the audit row (logged).
+// $1 user_id, $2 entry id, $3 target status, $4 failure reason, $5 bank charge id (kept when null),
+// $6 fencing attempt (null = status-only guard), $7 credit the wallet?, $8 actor, $9 audit detail,
+// $10 allowed source statuses.
+const TRANSITION_SQL = `
+WITH prev AS (
+  SELECT user_id, id, status FROM ledger_entries WHERE user_id = $1 AND id = $2 FOR UPDATE
+), moved AS (
+  UPDATE ledger_entries e
+     SET status = $3::text,
+         failure_reason = $4,
+         bank_charge_id = COALESCE($5, e.bank_charge_id),
+         lease_owner = CASE WHEN $3::text IN ('succeeded', 'failed') THEN NULL ELSE e.lease_owner END,
+         lease_expires_at = CASE WHEN $3::text IN ('succeeded', 'failed') THEN NULL ELSE e.lease_expires_at END,
+         updated_at = now()
+    FROM prev
+   WHERE e.user_id = prev.user_id AND e.id = prev.id
+     AND e.status = ANY ($10::text[])
+     AND ($6::int IS NULL OR e.attempt = $6::int)
+  RETURNING ${entryColumns("e")}, prev.status AS from_status
+), credited AS (
+  INSERT INTO wallets (user_id, balance_minor, currency)
+  SELECT user_id, amount_minor, currency FROM moved WHERE $7::boolean
+  ON CONFLICT (user_id) DO UPDATE
+     SET balance_minor = wallets.balance_minor + EXCLUDED.balance_minor, updated_at = now()
+  RETURNING balance_minor
+), logged AS (
+  INSERT INTO ledger_transitions (user_id, entry_id, from_status, to_status, actor, attempt, detail)
+  SELECT user_id, id, from_status, status, $8, attempt, $9 FROM moved
+)
+SELECT moved.*, (SELECT balance_minor FROM credited) AS balance_minor FROM moved`;
+
+const SELECT_BY_ID_SQL = `SELECT ${ENTRY_COLUMNS} FROM ledger_entries WHERE user_id = $1 AND id = $2`;
+
+interface TransitionSpec {
+  readonly to: EntryStatus;
+  readonly from: readonly EntryStatus[];
+  readonly failureReason: string | null;
+  readonly bankChargeId: string | null;
+  readonly credit: boolean;
+  readonly actor: TransitionActor;
+  readonly guard: TransitionGuard;
+  readonly detail: string | null;
+}
+
+async function transition(ref: EntryRef, spec: TransitionSpec, db: Queryable): Promise<TransitionOutcome> {
+  const result = await db.query(TRANSITION_SQL, [
+    ref.userId,
+    ref.entryId,
+    spec.to,
+    spec.failureReason,
+    spec.bankChargeId,
+    spec.guard.kind === "lease" ? spec.guard.attempt : null,
+    spec.credit,
+    spec.actor,
+    spec.detail,
+    spec.from,
+  ]);
+  const row = result.rows[0];
+  // A row back means this call, and no other, made the move (the guard in moved's WHERE).
+  if (row) {
+    return {
+      kind: "moved",
+      entry: toLedgerEntry(row),
+      fromStatus: row.from_status as EntryStatus,
+      balanceMinor: (row.balance_minor as number | null) ?? null,
+    };
+  }
+  const current = await getEntryById(ref, db);
+  if (!current) throw new Error(`ledger entry ${ref.userId}/${ref.entryId} does not exist`);
+  return { kind: "refused", entry: current };
+}
+
+/** Reads one row by its primary key; null when absent. */
+export async function getEntryById(ref: EntryRef, db: Queryable = pool()): Promise<LedgerEntry | null> {
+  const result = await db.query(SELECT_BY_ID_SQL, [ref.userId, ref.entryId]);
+  const row = result.rows[0];
+  return row ? toLedgerEntry(row) : null;
+}
+
+/**
+ * `initiated` → `processing`: recorded just before the external call, so that from here on the outcome is
+ * "the bank may have charged" and nothing may guess it. Lease holders only.
+ * Returns `moved`, or `refused` when the row is no longer `initiated` or the lease was taken over.
+ */
+export function markProcessing(ref: EntryRef, attempt: number, db: Queryable = pool()): Promise<TransitionOutcome> {
+  return transition(
+    ref,
+    { to: "processing", from: ["initiated"], failureReason: null, bankChargeId: null, credit: false, actor: "request", guard: { kind: "lease", attempt }, detail: null },
+    db,
+  );
+}
+
+export interface CompleteOptions {
+  readonly actor: TransitionActor;
+  readonly guard: TransitionGuard;
+  /** Raise the wallet balance by the row's amount in the same statement (credits: top-ups, rewards). */
+  readonly credit: boolean;
+  readonly bankChargeId?: string | null;
+  readonly detail?: string | null;
+}
+
+/**
+ * Moves an unfinished row to `succeeded`, crediting the wallet in the same statement when `credit` is set.
+ * Happens at most once per row, whoever calls it and however often (contract section 1).
+ * Returns `moved` (with the new balance for credits) or `refused` (already terminal, or fenced out).
+ * Throws database errors (a 23505 on the bank-charge index is a bug, never a replay: contract section 8).
+ */
+export function completeEntry(ref: EntryRef, options: CompleteOptions, db: Queryable = pool()): Promise<TransitionOutcome> {
+  return transition(
+    ref,
+    {
+      to: "succeeded",
+      from: ["initiated", "processing"],
+      failureReason: null,
+      bankChargeId: options.bankChargeId ?? null,
+      credit: options.credit,
+      actor: options.actor,
+      guard: options.guard,
+      detail: options.detail ?? null,
+    },
+    db,
+  );
+}
+
+export interface FailOptions {
+  readonly actor: TransitionActor;
+  readonly guard: TransitionGuard;
+  /** Machine-readable reason shown to the user in plain words by the UI (e.g. "declined_by_bank"). */
+  readonly reason: string;
+  readonly bankChargeId?: string | null;
+  readonly detail?: string | null;
+}
+
+/** Moves an unfinished row to `failed` with a reason. Nothing moves money. Same outcomes as {@link completeEntry}. */
+export function failEntry(ref: EntryRef, options: FailOptions, db: Queryable = pool()): Promise<TransitionOutcome> {
+  return transition(
+    ref,
+    {
+      to: "failed",
+      from: ["initiated", "processing"],
+      failureReason: options.reason,
+      bankChargeId: options.bankChargeId ?? null,
+      credit: false,
+      actor: options.actor,
+      guard: options.guard,
+      detail: options.detail ?? null,
+    },
+    db,
+  );
+}
+
+const ATTACH_CHARGE_SQL = `
+UPDATE ledger_entries SET bank_charge_id = $3, updated_at = now()
+ WHERE user_id = $1 AND id = $2 AND status IN ('initiated', 'processing') AND bank_charge_id IS NULL
+RETURNING ${ENTRY_COLUMNS}`;
+
+/**
+ * Records the bank's charge id on an unfinished row that has none yet (contract section 2: "the row records
+ * the bank's charge id when known"). Returns the updated row, or null when the row is terminal or already has one.
+ */
+export async function attachCharge(ref: EntryRef, bankChargeId: string, db: Queryable = pool()): Promise<LedgerEntry | null> {
+  const result = await db.query(ATTACH_CHARGE_SQL, [ref.userId, ref.entryId, bankChargeId]);
+  const row = result.rows[0];
+  return row ? toLedgerEntry(row) : null;
+}
+
+const STORE_RESPONSE_SQL = `
+UPDATE ledger_entries SET response_status = $3, response_body = $4
+ WHERE user_id = $1 AND id = $2 AND response_status IS NULL
+RETURNING response_status, response_body`;
+
+/**
+ * Stores the first response of an operation: the first writer wins (`WHERE response_status IS NULL`,
+ * contract section 3). Returns the response now stored for the row: `response` if this call stored it,
+ * otherwise the one stored earlier, which the caller must send instead so every answer is identical.
+ */
+export async function storeResponse(ref: EntryRef, response: StoredResponse, db: Queryable = pool()): Promise<{ stored: boolean; response: StoredResponse }> {
+  const result = await db.query(STORE_RESPONSE_SQL, [ref.userId, ref.entryId, response.status, response.body]);
+  if (result.rows[0]) return { stored: true, response };
+  const current = await getEntryById(ref, db);
+  if (!current?.response) throw new Error(`ledger entry ${ref.userId}/${ref.entryId}: response neither stored nor present`);
+  return { stored: false, response: current.response };
+}

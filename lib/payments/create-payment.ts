@@ -1,0 +1,93 @@
+/**
+ * Pays from the wallet balance: claim and debit in one transaction (contract sections 1, 3 and 8).
+ */
+import { env } from "../env";
+import { withTransaction } from "../db";
+import { withTransactionRetry } from "../ledger/retry";
+import {
+  awaitStoredResponse,
+  completeEntry,
+  failEntry,
+  fromExisting,
+  insertClaim,
+  jsonStoredResponse,
+  operationKey,
+  paymentView,
+  problemStoredResponse,
+  storeResponse,
+  WORKER_ID,
+  type OperationResult,
+  type StoredResponse,
+} from "../ledger";
+
+export interface CreatePaymentInput {
+  /** From the authenticated session or API token. */
+  readonly userId: string;
+  /** The order's id, already validated like a ref id (contract section 1). */
+  readonly orderId: string;
+  /** Positive integer in minor units, already validated against MAX_AMOUNT_MINOR. */
+  readonly amountMinor: number;
+  readonly currency: string;
+}
+
+// The debit decides insufficient funds by itself (contract section 8): no row back means the balance
+// did not cover the amount at the moment of the update. The balance CHECK is only the last line of defence.
+const DEBIT_SQL = `
+UPDATE wallets SET balance_minor = balance_minor - $2, updated_at = now()
+ WHERE user_id = $1 AND balance_minor >= $2
+RETURNING balance_minor`;
+
+/**
+ * Debits `amountMinor` once per `(user, "payment", orderId)`.
+ *
+ * In one READ COMMITTED transaction: claim the row, run the conditional debit, move the row to `succeeded`
+ * or to `failed` ("insufficient_funds"), and store the response (201 `{ payment }` or 402 problem). A
+ * concurrent duplicate blocks on the claim until this commits, then replays. A 402 is a stored outcome and
+ * replays as 402 even after the balance grows: an outcome never flips; the user pays with a new order id
+ * (docs/decisions/002-replay-semantics.md). Deadlocks and serialization failures are retried a bounded
+ * number of times; nothing is persisted by a failed attempt.
+ *
+ * Returns `response`, `mismatch` or `in_progress`. Throws on other database failures (500, nothing stored).
+ */
+export async function createPayment(input: CreatePaymentInput): Promise<OperationResult> {
+  const settings = env();
+  const key = operationKey(input.userId, "payment", input.orderId);
+  const params = { amount: input.amountMinor, currency: input.currency };
+
+  const response = await withTransactionRetry(() =>
+    withTransaction(async (tx): Promise<StoredResponse | null> => {
+      const entry = await insertClaim(tx, {
+        key,
+        amountMinor: input.amountMinor,
+        currency: input.currency,
+        params,
+        leaseOwner: WORKER_ID,
+        leaseMs: settings.LEASE_MS,
+        actor: "request",
+      });
+      if (!entry) return null;
+      const ref = { userId: input.userId, entryId: entry.id };
+      const guard = { kind: "lease", attempt: entry.attempt } as const;
+
+      const debited = await tx.query(DEBIT_SQL, [input.userId, input.amountMinor]);
+      const moved = debited.rows[0]
+        ? await completeEntry(ref, { actor: "request", guard, credit: false }, tx)
+        : await failEntry(ref, { actor: "request", guard, reason: "insufficient_funds" }, tx);
+      // The row was inserted by this transaction and nobody else can see it yet: the guard cannot refuse.
+      if (moved.kind !== "moved") throw new Error(`payment ${input.orderId}: fresh claim refused its transition`);
+
+      const first =
+        moved.entry.status === "succeeded"
+          ? jsonStoredResponse(201, { payment: paymentView(moved.entry) })
+          : problemStoredResponse("insufficient_funds", `The balance does not cover ${input.amountMinor} ${input.currency}.`);
+      return (await storeResponse(ref, first, tx)).response;
+    }),
+  );
+  if (response) return { kind: "response", response, replayed: false };
+
+  const existing = await awaitStoredResponse(key, params);
+  // The key's row was read as absent after the claim saw it: only a deleted row can do that, and
+  // unfinished rows are never deleted (contract section 2).
+  if (!existing) throw new Error(`payment ${input.orderId}: claimed row vanished`);
+  return fromExisting(existing);
+}

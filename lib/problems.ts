@@ -1,0 +1,46 @@
+/**
+ * The one map from error codes to HTTP statuses and titles (contract section 3), and the RFC 9457
+ * problem document every error body follows: `{ type, title, status, detail, code }`.
+ * Pure: used by route handlers, server actions and the ledger (which stores some problems as first responses).
+ */
+
+export const PROBLEM_CODES = {
+  invalid_request: { status: 400, title: "Invalid request" },
+  invalid_signature: { status: 400, title: "Invalid signature" },
+  unauthenticated: { status: 401, title: "Authentication required" },
+  insufficient_funds: { status: 402, title: "Insufficient funds" },
+  forbidden: { status: 403, title: "Forbidden" },
+  not_found: { status: 404, title: "Not found" },
+  request_in_progress: { status: 409, title: "Request in progress" },
+  payload_too_large: { status: 413, title: "Payload too large" },
+  unsupported_media_type: { status: 415, title: "Unsupported media type" },
+  idempotency_key_reused: { status: 422, title: "Idempotency key reused with different parameters" },
+  daily_cap_reached: { status: 429, title: "Daily reward cap reached" },
+  internal_error: { status: 500, title: "Internal error" },
+  cap_store_unavailable: { status: 503, title: "Reward cap store unavailable" },
+  service_unavailable: { status: 503, title: "Service unavailable" },
+} as const;
+
+export type ProblemCode = keyof typeof PROBLEM_CODES;
+
+export interface Problem {
+  readonly type: string;
+  readonly title: string;
+  readonly status: number;
+  readonly detail: string;
+  readonly code: ProblemCode;
+  readonly [extension: string]: unknown;
+}
+
+/** Media type of every error body (RFC 9457 section 3). */
+export const PROBLEM_CONTENT_TYPE = "application/problem+json";
+
+/**
+ * Builds the problem document for `code` with a human-readable `detail` and optional extension members
+ * (e.g. `fields` for idempotency_key_reused, `requestId` for internal_error). Key order is fixed, so the
+ * same inputs always give the same bytes.
+ */
+export function problem(code: ProblemCode, detail: string, extensions: Record<string, unknown> = {}): Problem {
+  const { status, title } = PROBLEM_CODES[code];
+  return { type: `/problems/${code}`, title, status, detail, code, ...extensions };
+}

