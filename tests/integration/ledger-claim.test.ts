@@ -1,0 +1,145 @@
+/**
+ * The claim's semantics on a real PostgreSQL (contract section 1, stack-notes 15), staged deterministically:
+ * concurrent sessions are released in the same tick, and a blocked session is detected in pg_stat_activity.
+ */
+import { afterAll, describe, expect, it } from "vitest";
+import { awaitStoredResponse, claimOperation, findEntryByKey, insertClaim } from "../../lib/ledger/claim";
+import { storeResponse } from "../../lib/ledger/transitions";
+import { closeDb } from "../../lib/db";
+import { createTestUser } from "../helpers/db";
+import { claimRequest, countRows, dedicatedClient, transitionsOf, waitForBlockedSessions } from "../helpers/ledger";
+
+afterAll(async () => {
+  await closeDb();
+});
+
+describe("insertClaim", () => {
+  it("three sessions released at the same instant on one key: one gets the row, two get nothing and then read it", async () => {
+    const user = await createTestUser();
+    const request = claimRequest(user.id);
+    const clients = await Promise.all([0, 1, 2].map((i) => dedicatedClient(`claim-3-${i}`)));
+    try {
+      const results = await Promise.all(clients.map((client) => insertClaim(client, request)));
+      const winners = results.filter((r) => r !== null);
+      expect(winners).toHaveLength(1);
+      expect(winners[0]).toMatchObject({ status: "initiated", attempt: 1, leaseOwner: "test-worker", amountMinor: 1000 });
+      // Each loser reads the row in its own statement and sees the winner's committed row.
+      for (const [i, result] of results.entries()) {
+        if (result !== null) continue;
+        const seen = await findEntryByKey(request.key, clients[i]);
+        expect(seen?.id).toBe(winners[0]!.id);
+      }
+      expect(await countRows(user.id, "topup", request.key.refId)).toBe(1);
+      expect(await transitionsOf(user.id, winners[0]!.id)).toEqual([{ from: null, to: "initiated", actor: "request", attempt: 1 }]);
+    } finally {
+      await Promise.all(clients.map((c) => c.end()));
+    }
+  });
+
+  for (const ending of ["ROLLBACK", "COMMIT"] as const) {
+    it(`a winner holding its transaction open blocks the others; on ${ending} ${ending === "ROLLBACK" ? "exactly one waiter wins" : "none wins"}`, async () => {
+      const user = await createTestUser();
+      const request = claimRequest(user.id);
+      const prefix = `claim-hold-${ending}-${user.id.slice(-6)}`;
+      const holder = await dedicatedClient(`${prefix}-holder`);
+      const waiters = await Promise.all([0, 1].map((i) => dedicatedClient(`${prefix}-waiter-${i}`)));
+      try {
+        await holder.query("BEGIN");
+        expect(await insertClaim(holder, request)).not.toBeNull();
+        const pending = waiters.map((client) => insertClaim(client, request));
+        await waitForBlockedSessions(`${prefix}-waiter`, 2);
+        await holder.query(ending);
+        const results = await Promise.all(pending);
+        const winners = results.filter((r) => r !== null);
+        expect(winners).toHaveLength(ending === "ROLLBACK" ? 1 : 0);
+        expect(await countRows(user.id, "topup", request.key.refId)).toBe(1);
+      } finally {
+        await Promise.all([holder, ...waiters].map((c) => c.end()));
+      }
+    });
+  }
+});
+
+describe("claimOperation and the loser's path", () => {
+  it("replays the stored response to a loser, byte for byte", async () => {
+    const user = await createTestUser();
+    const request = claimRequest(user.id);
+    const first = await claimOperation(request, 0);
+    expect(first.kind).toBe("claimed");
+    if (first.kind !== "claimed") return;
+    const body = '{"topup":{"refId":"x","amount":1000}}';
+    await storeResponse({ userId: user.id, entryId: first.entry.id }, { status: 201, body });
+    const second = await claimOperation(request, 0);
+    expect(second).toMatchObject({ kind: "replay", response: { status: 201, body } });
+  });
+
+  it("refuses the same key with another amount, listing the field, before the in-progress check", async () => {
+    const user = await createTestUser();
+    const request = claimRequest(user.id);
+    expect((await claimOperation(request, 0)).kind).toBe("claimed");
+    // The winner has not stored a response: a mismatching request is still refused at once, not told to wait.
+    const started = Date.now();
+    const other = await claimOperation({ ...request, amountMinor: 2000, params: { amount: 2000, currency: "USD" } }, 5_000);
+    expect(other).toEqual({ kind: "mismatch", fields: ["amount"] });
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(await countRows(user.id, "topup", request.key.refId)).toBe(1);
+  });
+
+  it("lists every differing field (currency too)", async () => {
+    const user = await createTestUser();
+    const request = claimRequest(user.id);
+    await claimOperation(request, 0);
+    const other = await awaitStoredResponse(request.key, { amount: 5, currency: "EUR" }, 0);
+    expect(other).toEqual({ kind: "mismatch", fields: ["amount", "currency"] });
+  });
+
+  it("tells a loser the request is in progress when the winner does not store within the wait, and never claims twice", async () => {
+    const user = await createTestUser();
+    const request = claimRequest(user.id);
+    expect((await claimOperation(request, 0)).kind).toBe("claimed");
+    const started = Date.now();
+    const loser = await claimOperation(request, 300);
+    expect(loser).toMatchObject({ kind: "in_progress", retryAfterS: 1 });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(290);
+    expect(await countRows(user.id, "topup", request.key.refId)).toBe(1);
+  });
+
+  it("a waiting loser replays as soon as the winner stores its response", async () => {
+    const user = await createTestUser();
+    const request = claimRequest(user.id);
+    const first = await claimOperation(request, 0);
+    if (first.kind !== "claimed") throw new Error("expected a claim");
+    const waiting = claimOperation(request, 5_000);
+    await storeResponse({ userId: user.id, entryId: first.entry.id }, { status: 201, body: "{}" });
+    expect(await waiting).toMatchObject({ kind: "replay", response: { status: 201, body: "{}" } });
+  });
+
+  it("stores only the first response (first writer wins)", async () => {
+    const user = await createTestUser();
+    const first = await claimOperation(claimRequest(user.id), 0);
+    if (first.kind !== "claimed") throw new Error("expected a claim");
+    const ref = { userId: user.id, entryId: first.entry.id };
+    const a = await storeResponse(ref, { status: 201, body: "first" });
+    const b = await storeResponse(ref, { status: 201, body: "second" });
+    expect(a).toEqual({ stored: true, response: { status: 201, body: "first" } });
+    expect(b).toEqual({ stored: false, response: { status: 201, body: "first" } });
+  });
+
+  it("C11: ten claims for one key issued on one connection before any reply is read: one execution, nine replays", async () => {
+    const user = await createTestUser();
+    const request = claimRequest(user.id);
+    const client = await dedicatedClient("c11");
+    try {
+      // pg queues the ten queries on the one connection; none of their replies has been read when all are sent.
+      const results = await Promise.all(Array.from({ length: 10 }, () => insertClaim(client, request)));
+      const winners = results.filter((r) => r !== null);
+      expect(winners).toHaveLength(1);
+      await storeResponse({ userId: user.id, entryId: winners[0]!.id }, { status: 201, body: "once" });
+      const replays = await Promise.all(results.filter((r) => r === null).map(() => awaitStoredResponse(request.key, request.params, 0)));
+      expect(replays).toHaveLength(9);
+      for (const replay of replays) expect(replay).toMatchObject({ kind: "replay", response: { status: 201, body: "once" } });
+    } finally {
+      await client.end();
+    }
+  });
+});

@@ -1,0 +1,115 @@
+/**
+ * Guarded transitions (contract section 2): one test per state and transition, the fencing token, and the
+ * audit trail. Real PostgreSQL.
+ */
+import { afterAll, describe, expect, it } from "vitest";
+import { claimOperation } from "../../lib/ledger/claim";
+import { attachCharge, completeEntry, failEntry, getEntryById, markProcessing } from "../../lib/ledger/transitions";
+import { closeDb } from "../../lib/db";
+import { createTestUser, testPool } from "../helpers/db";
+import { balanceOf, claimRequest, transitionsOf } from "../helpers/ledger";
+
+afterAll(async () => {
+  await closeDb();
+});
+
+async function claimed(userId: string, amountMinor = 1000) {
+  const outcome = await claimOperation(claimRequest(userId, { amountMinor }), 0);
+  if (outcome.kind !== "claimed") throw new Error("expected a claim");
+  return { entry: outcome.entry, ref: { userId, entryId: outcome.entry.id } };
+}
+
+describe("lifecycle", () => {
+  it("initiated → processing → succeeded credits the wallet once, in the same statement", async () => {
+    const user = await createTestUser();
+    const { entry, ref } = await claimed(user.id, 2500);
+    expect((await markProcessing(ref, entry.attempt)).kind).toBe("moved");
+    const done = await completeEntry(ref, { actor: "request", guard: { kind: "lease", attempt: entry.attempt }, credit: true, bankChargeId: "ch_1" });
+    expect(done).toMatchObject({ kind: "moved", fromStatus: "processing", balanceMinor: 2500 });
+    expect(done.entry).toMatchObject({ status: "succeeded", bankChargeId: "ch_1", leaseOwner: null, leaseExpiresAt: null });
+    expect(await balanceOf(user.id)).toBe(2500);
+    expect(await transitionsOf(user.id, entry.id)).toEqual([
+      { from: null, to: "initiated", actor: "request", attempt: 1 },
+      { from: "initiated", to: "processing", actor: "request", attempt: 1 },
+      { from: "processing", to: "succeeded", actor: "request", attempt: 1 },
+    ]);
+  });
+
+  it("initiated → succeeded directly when the bank's answer arrives before processing was recorded", async () => {
+    const user = await createTestUser();
+    const { ref } = await claimed(user.id);
+    const done = await completeEntry(ref, { actor: "webhook", guard: { kind: "status_only" }, credit: true });
+    expect(done).toMatchObject({ kind: "moved", fromStatus: "initiated" });
+    expect(await balanceOf(user.id)).toBe(1000);
+  });
+
+  it("initiated → failed records the reason and moves no money", async () => {
+    const user = await createTestUser();
+    const { ref } = await claimed(user.id);
+    const failed = await failEntry(ref, { actor: "request", guard: { kind: "status_only" }, reason: "declined_by_bank" });
+    expect(failed).toMatchObject({ kind: "moved", fromStatus: "initiated", entry: { status: "failed", failureReason: "declined_by_bank" } });
+    expect(await balanceOf(user.id)).toBe(0);
+  });
+
+  it("a terminal row never changes status again: complete twice credits once, fail after success is refused", async () => {
+    const user = await createTestUser();
+    const { ref } = await claimed(user.id);
+    const guard = { kind: "status_only" } as const;
+    expect((await completeEntry(ref, { actor: "webhook", guard, credit: true })).kind).toBe("moved");
+    const again = await completeEntry(ref, { actor: "webhook", guard, credit: true });
+    expect(again).toMatchObject({ kind: "refused", entry: { status: "succeeded" } });
+    const late = await failEntry(ref, { actor: "webhook", guard, reason: "declined_by_bank" });
+    expect(late).toMatchObject({ kind: "refused", entry: { status: "succeeded", failureReason: null } });
+    expect((await markProcessing(ref, 1)).kind).toBe("refused");
+    expect(await balanceOf(user.id)).toBe(1000);
+  });
+
+  it("C05: the webhook and the request completing the same row in the same tick credit once; both see success", async () => {
+    const user = await createTestUser();
+    const { entry, ref } = await claimed(user.id);
+    const [fromWebhook, fromRequest] = await Promise.all([
+      completeEntry(ref, { actor: "webhook", guard: { kind: "status_only" }, credit: true }),
+      completeEntry(ref, { actor: "request", guard: { kind: "lease", attempt: entry.attempt }, credit: true }),
+    ]);
+    expect([fromWebhook.kind, fromRequest.kind].sort()).toEqual(["moved", "refused"]);
+    expect(fromWebhook.entry.status).toBe("succeeded");
+    expect(fromRequest.entry.status).toBe("succeeded");
+    expect(await balanceOf(user.id)).toBe(1000);
+  });
+
+  it("attachCharge records the bank's charge id once, only on an unfinished row", async () => {
+    const user = await createTestUser();
+    const { ref } = await claimed(user.id);
+    expect((await attachCharge(ref, "ch_a"))?.bankChargeId).toBe("ch_a");
+    expect(await attachCharge(ref, "ch_b")).toBeNull();
+    expect((await getEntryById(ref))?.bankChargeId).toBe("ch_a");
+  });
+});
+
+describe("leases and fencing", () => {
+  it("a worker whose lease was taken over cannot complete the row; the new owner can", async () => {
+    const user = await createTestUser();
+    const { entry, ref } = await claimed(user.id);
+    // A take-over raises the fencing token (what the reconciler does when the lease has expired).
+    await testPool().query(
+      "UPDATE ledger_entries SET attempt = attempt + 1, lease_owner = 'reconciler', lease_expires_at = now() + interval '30 seconds' WHERE user_id = $1 AND id = $2",
+      [user.id, entry.id],
+    );
+    const stale = await completeEntry(ref, { actor: "request", guard: { kind: "lease", attempt: entry.attempt }, credit: true });
+    expect(stale).toMatchObject({ kind: "refused", entry: { status: "initiated", attempt: 2 } });
+    expect((await markProcessing(ref, entry.attempt)).kind).toBe("refused");
+    expect(await balanceOf(user.id)).toBe(0);
+    const fresh = await completeEntry(ref, { actor: "reconciler", guard: { kind: "lease", attempt: 2 }, credit: true });
+    expect(fresh).toMatchObject({ kind: "moved", entry: { status: "succeeded", attempt: 2 } });
+    expect(await balanceOf(user.id)).toBe(1000);
+    expect((await transitionsOf(user.id, entry.id)).at(-1)).toEqual({ from: "initiated", to: "succeeded", actor: "reconciler", attempt: 2 });
+  });
+
+  it("the audit table is append-only", async () => {
+    const user = await createTestUser();
+    const { entry } = await claimed(user.id);
+    await expect(testPool().query("UPDATE ledger_transitions SET actor = 'admin' WHERE user_id = $1", [user.id])).rejects.toThrow(/append-only/);
+    await expect(testPool().query("DELETE FROM ledger_transitions WHERE user_id = $1", [user.id])).rejects.toThrow(/append-only/);
+    expect(await transitionsOf(user.id, entry.id)).toHaveLength(1);
+  });
+});
