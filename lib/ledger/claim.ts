@@ -10,6 +10,7 @@ import { ENTRY_COLUMNS, toLedgerEntry, type LedgerEntry, type StoredResponse, ty
 import { differingFields, fingerprint, type OperationParams } from "./fingerprint";
 import type { OperationKey } from "./keys";
 import type { Queryable } from "./queryable";
+import { classifyDbError } from "./db-errors";
 
 export interface ClaimRequest {
   readonly key: OperationKey;
@@ -77,6 +78,20 @@ export async function insertClaim(db: Queryable, request: ClaimRequest): Promise
   return row ? toLedgerEntry(row) : null;
 }
 
+/**
+ * {@link insertClaim}, treating a unique violation of the claim index itself as a lost claim. ON CONFLICT
+ * makes that error unexpected, but a wrapped 23505 naming the claim index means exactly "someone else owns
+ * the key" (contract section 8, case C01); any other error, including a 23505 on another index, is rethrown.
+ */
+export async function insertClaimOrLose(db: Queryable, request: ClaimRequest): Promise<LedgerEntry | null> {
+  try {
+    return await insertClaim(db, request);
+  } catch (error) {
+    if (classifyDbError(error).kind === "already_claimed") return null;
+    throw error;
+  }
+}
+
 /** Reads the row of `key` in its own statement (a fresh READ COMMITTED snapshot); null when none exists. */
 export async function findEntryByKey(key: OperationKey, db: Queryable = pool()): Promise<LedgerEntry | null> {
   const result = await db.query(SELECT_BY_KEY_SQL, [key.userId, key.type, key.refId]);
@@ -135,7 +150,7 @@ const CLAIM_ROUNDS_MAX = 3;
  */
 export async function claimOperation(request: ClaimRequest, waitMs?: number): Promise<ClaimOutcome> {
   for (let round = 0; round < CLAIM_ROUNDS_MAX; round++) {
-    const entry = await insertClaim(pool(), request);
+    const entry = await insertClaimOrLose(pool(), request);
     if (entry) return { kind: "claimed", entry };
     const existing = await awaitStoredResponse(request.key, request.params, waitMs);
     if (existing) return existing;

@@ -9,7 +9,7 @@ import {
   completeEntry,
   failEntry,
   fromExisting,
-  insertClaim,
+  insertClaimOrLose,
   jsonStoredResponse,
   operationKey,
   paymentView,
@@ -56,7 +56,7 @@ export async function createPayment(input: CreatePaymentInput): Promise<Operatio
 
   const response = await withTransactionRetry(() =>
     withTransaction(async (tx): Promise<StoredResponse | null> => {
-      const entry = await insertClaim(tx, {
+      const entry = await insertClaimOrLose(tx, {
         key,
         amountMinor: input.amountMinor,
         currency: input.currency,
