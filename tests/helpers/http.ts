@@ -1,0 +1,76 @@
+/**
+ * HTTP helpers for the `http` project: real requests to the built app and the sandbox bank on 127.0.0.1.
+ */
+import { createHmac } from "node:crypto";
+import { createApiToken } from "../../lib/api-tokens/create-api-token";
+import { createTestUser, type TestUser } from "./db";
+import { appUrl, bankUrl, testStack } from "./stack";
+
+export interface ApiUser extends TestUser {
+  token: string;
+}
+
+/** A new user with a personal API token (role "user" unless given). */
+export async function createApiUser(role: "user" | "admin" = "user"): Promise<ApiUser> {
+  const user = await createTestUser({ role });
+  const { token } = await createApiToken({ userId: user.id, name: "tests" });
+  return { ...user, token };
+}
+
+export interface ApiResult {
+  status: number;
+  headers: Headers;
+  /** The body exactly as received. */
+  text: string;
+  /** The body parsed as JSON (undefined when it is not JSON). */
+  json: any;
+}
+
+/**
+ * Sends a request to the app. `body` is sent as JSON text; `rawBody` is sent verbatim (for malformed or
+ * exact-token bodies). Content type defaults to application/json when there is a body.
+ */
+export async function api(
+  path: string,
+  options: { method?: string; token?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+): Promise<ApiResult> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.token) headers.authorization = `Bearer ${options.token}`;
+  const text = options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
+  if (text !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === "content-type")) headers["content-type"] = "application/json";
+  const response = await fetch(`${appUrl()}${path}`, { method: options.method ?? (text === undefined ? "GET" : "POST"), headers, body: text });
+  const received = await response.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(received);
+  } catch {
+    json = undefined;
+  }
+  return { status: response.status, headers: response.headers, text: received, json };
+}
+
+/** Polls `GET /api/v1/topups/{refId}` until its status is terminal (every 100 ms, at most `timeoutMs`). */
+export async function waitForTopupStatus(token: string, refId: string, timeoutMs = 15_000): Promise<any> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const result = await api(`/api/v1/topups/${encodeURIComponent(refId)}`, { token });
+    const status = result.json?.topup?.status;
+    if (status === "succeeded" || status === "failed") return result.json.topup;
+    if (Date.now() > deadline) throw new Error(`top-up ${refId} still ${status} after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** The sandbox bank's charges for a merchant reference (via `GET /charges?since=` filtered here). */
+export async function bankChargesFor(merchantRef: string): Promise<any[]> {
+  const response = await fetch(`${bankUrl()}/charges?since=1970-01-01T00:00:00.000Z&limit=1000`);
+  const body = (await response.json()) as { charges: { merchantRef: string }[] };
+  return body.charges.filter((c) => c.merchantRef === merchantRef);
+}
+
+/** Signs a webhook body the way the bank does (contract section 5), with the stack's first secret. */
+export function signWebhookBody(rawBody: string, nowSeconds = Math.floor(Date.now() / 1000), secret?: string): string {
+  const key = secret ?? testStack().webhookSecrets.split(",")[0]!;
+  const mac = createHmac("sha256", key).update(`${nowSeconds}.${rawBody}`).digest("hex");
+  return `t=${nowSeconds},v1=${mac}`;
+}
