@@ -1,0 +1,347 @@
+/**
+ * The sandbox bank's behaviour, independent of HTTP: deciding charges (at most one per merchant reference),
+ * cancelling keys, settling charges when due, and delivering their webhooks at least once with back-off
+ * (contract section 5). One timer drives everything: it wakes at the earliest due settlement or delivery
+ * attempt, so nothing polls.
+ */
+import { randomBytes } from "node:crypto";
+import type { Logger } from "pino";
+import { signWebhook, SIGNATURE_HEADER } from "../lib/bank/signature";
+import type { BankConfig, FaultRates } from "./config";
+import { decideFaults, DUPLICATE_COPIES, retryDelayMs, type Random } from "./faults";
+import type { AttemptRecord, BankState, ChargeRecord, DeliveryRecord, EventType } from "./state";
+
+/** The protocol's view of a charge (contract section 5): what POST/GET /charges answer. */
+export interface PublicCharge {
+  id: string;
+  status: ChargeRecord["status"];
+  merchantRef: string;
+  amount: number;
+  currency: string;
+  createdAt: string;
+}
+
+export interface ChargeRequest {
+  merchantRef: string;
+  /** Minor units. */
+  amount: number;
+  currency: string;
+}
+
+export type ChargeDecision =
+  | { kind: "created"; charge: ChargeRecord }
+  | { kind: "existing"; charge: ChargeRecord }
+  | { kind: "mismatch"; charge: ChargeRecord; fields: Array<"amount" | "currency"> }
+  | { kind: "cancelled" };
+
+export type CancelDecision = { cancelled: true; charge: null } | { cancelled: false; charge: ChargeRecord };
+
+/** setTimeout's largest delay (2^31 - 1 ms, about 24.8 days); longer waits are re-armed when they fire. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+/** The app's answer kept per attempt: 512 characters shows an error body without bloating the state file. */
+const RESPONSE_EXCERPT_CHARS = 512;
+
+function newId(prefix: string): string {
+  // 12 random bytes (96 bits): collisions are out of reach for any number of sandbox charges.
+  return `${prefix}_${randomBytes(12).toString("hex")}`;
+}
+
+/** The protocol's view of a stored charge. */
+export function publicCharge(charge: ChargeRecord): PublicCharge {
+  const { id, status, merchantRef, amount, currency, createdAt } = charge;
+  return { id, status, merchantRef, amount, currency, createdAt };
+}
+
+export interface BankEngineOptions {
+  config: BankConfig;
+  state: BankState;
+  logger: Logger;
+  /** Draw source for faults and jitter (seeded when `BANK_FAULT_SEED` is set). */
+  random: Random;
+}
+
+export class BankEngine {
+  /** Current global fault rates; start from the configuration, changeable at run time (`/_sandbox/faults`). */
+  faultRates: FaultRates;
+  private paused = false;
+  private stopped = false;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly unsettled = new Set<ChargeRecord>();
+  private readonly inFlight = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  private readonly config: BankConfig;
+  private readonly state: BankState;
+  private readonly logger: Logger;
+  private readonly random: Random;
+
+  constructor(options: BankEngineOptions) {
+    this.config = options.config;
+    this.state = options.state;
+    this.logger = options.logger;
+    this.random = options.random;
+    this.faultRates = { ...options.config.faultRates };
+    for (const charge of this.state.charges) if (!charge.settled) this.unsettled.add(charge);
+  }
+
+  /** Starts the timer: overdue settlements and pending deliveries (for example after a restart) run at once. */
+  start(): void {
+    this.stopped = false;
+    this.schedule();
+  }
+
+  /**
+   * Stops the timer and aborts attempts in flight. An aborted attempt is not recorded: its delivery stays
+   * pending and is sent again after a restart (at-least-once). Resolves after a final save.
+   */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    for (const { controller } of this.inFlight.values()) controller.abort();
+    await Promise.all([...this.inFlight.values()].map((f) => f.done));
+    await this.state.save();
+  }
+
+  get webhooksPaused(): boolean {
+    return this.paused;
+  }
+
+  /** Holds webhook delivery (settlement continues); deliveries pile up as pending. Not persisted. */
+  pauseWebhooks(): void {
+    this.paused = true;
+    this.schedule();
+  }
+
+  /** Resumes webhook delivery. */
+  resumeWebhooks(): void {
+    this.paused = false;
+    this.schedule();
+  }
+
+  /** Makes every pending delivery due now (skips the rest of its back-off). Returns how many. */
+  retryNow(): number {
+    const now = Date.now();
+    let count = 0;
+    for (const d of this.state.deliveries) {
+      if (d.status === "pending") {
+        d.nextAttemptAtMs = now;
+        count++;
+      }
+    }
+    this.schedule();
+    return count;
+  }
+
+  /** Number of deliveries not yet delivered or given up. */
+  pendingDeliveryCount(): number {
+    let count = 0;
+    for (const d of this.state.deliveries) if (d.status === "pending") count++;
+    return count;
+  }
+
+  /**
+   * Decides a charge request (contract section 5). Synchronous, so two requests with one key can never both
+   * create: Node runs this whole function without interleaving, and the map insert below is the claim.
+   * The caller must `await state.save()` before answering, so an acknowledged charge or refusal survives a crash.
+   *
+   * @returns `cancelled` (the key was cancelled: 409), `mismatch` (same key, other amount or currency: 422),
+   *   `existing` (a repeat: the same charge), or `created`.
+   */
+  decideCharge(request: ChargeRequest): ChargeDecision {
+    if (this.state.cancelledKeys.has(request.merchantRef)) return { kind: "cancelled" };
+    const existing = this.state.chargesByRef.get(request.merchantRef);
+    if (existing) {
+      const fields: Array<"amount" | "currency"> = [];
+      if (existing.amount !== request.amount) fields.push("amount");
+      if (existing.currency !== request.currency) fields.push("currency");
+      return fields.length > 0 ? { kind: "mismatch", charge: existing, fields } : { kind: "existing", charge: existing };
+    }
+    const now = Date.now();
+    const faults = decideFaults(request.merchantRef, this.faultRates, this.random);
+    const outcome = faults.decline ? "declined" : "succeeded";
+    const charge: ChargeRecord = {
+      id: newId("ch"),
+      merchantRef: request.merchantRef,
+      amount: request.amount,
+      currency: request.currency,
+      createdAt: new Date(now).toISOString(),
+      // Like real providers, a success is reported asynchronously (pending now, webhook later) unless
+      // BANK_SYNC_SUCCESS is set; a decline is known at once.
+      status: outcome === "declined" ? "declined" : this.config.syncSuccess ? "succeeded" : "pending",
+      outcome,
+      faults,
+      settleAtMs: now + this.config.webhookDelayMs,
+      settled: false,
+      staleFailureQueued: false,
+    };
+    // The claim: the key was free a few lines above and nothing can run in between (single thread, no await).
+    this.state.addCharge(charge);
+    this.unsettled.add(charge);
+    this.logger.info({ chargeId: charge.id, merchantRef: charge.merchantRef, faults }, "charge created");
+    this.schedule();
+    return { kind: "created", charge };
+  }
+
+  /**
+   * Cancels a key (contract section 5): when no charge exists, the key becomes unusable for good; when one exists,
+   * nothing changes and the charge is reported. Synchronous for the same reason as {@link decideCharge}; the
+   * caller saves before answering.
+   */
+  cancelKey(merchantRef: string): CancelDecision {
+    const existing = this.state.chargesByRef.get(merchantRef);
+    if (existing) return { cancelled: false, charge: existing };
+    this.state.cancelledKeys.add(merchantRef);
+    return { cancelled: true, charge: null };
+  }
+
+  private saveInBackground(): void {
+    this.state.save().catch((error: unknown) => this.logger.error({ err: error }, "state not saved"));
+  }
+
+  private schedule(): void {
+    if (this.stopped) return;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    let nextMs = Infinity;
+    for (const charge of this.unsettled) nextMs = Math.min(nextMs, charge.settleAtMs);
+    // With every delivery slot busy, a finishing attempt calls schedule() again; counting due deliveries
+    // here would spin the timer at 0 ms.
+    if (!this.paused && this.inFlight.size < this.config.deliveryConcurrency) {
+      for (const d of this.state.deliveries) {
+        if (d.status === "pending" && !this.inFlight.has(d.id)) nextMs = Math.min(nextMs, d.nextAttemptAtMs);
+      }
+    }
+    if (nextMs === Infinity) return;
+    const delayMs = Math.min(Math.max(nextMs - Date.now(), 0), MAX_TIMER_MS);
+    this.timer = setTimeout(() => this.tick(), delayMs);
+  }
+
+  private tick(): void {
+    this.timer = undefined;
+    if (this.stopped) return;
+    const now = Date.now();
+    let changed = false;
+    for (const charge of [...this.unsettled]) {
+      if (charge.settleAtMs <= now) {
+        this.settle(charge, now);
+        changed = true;
+      }
+    }
+    if (!this.paused) {
+      const due = this.state.deliveries
+        .filter((d) => d.status === "pending" && !this.inFlight.has(d.id) && d.nextAttemptAtMs <= now)
+        .sort((a, b) => a.nextAttemptAtMs - b.nextAttemptAtMs);
+      for (const delivery of due) {
+        if (this.inFlight.size >= this.config.deliveryConcurrency) break;
+        this.dispatch(delivery);
+      }
+    }
+    if (changed) this.saveInBackground();
+    this.schedule();
+  }
+
+  private settle(charge: ChargeRecord, nowMs: number): void {
+    charge.status = charge.outcome;
+    charge.settled = true;
+    this.unsettled.delete(charge);
+    this.logger.info({ chargeId: charge.id, status: charge.status }, "charge settled");
+    if (charge.faults.nohook) return; // contract section 5: no webhook; only the reconciler can learn the outcome
+    const type: EventType = charge.outcome === "succeeded" ? "charge.succeeded" : "charge.failed";
+    this.queueEvent(charge, type, new Date(nowMs).toISOString(), nowMs);
+  }
+
+  private queueEvent(charge: ChargeRecord, type: EventType, createdIso: string, nowMs: number): void {
+    const eventId = newId("evt");
+    // Serialised once: every copy and every retry of this event sends these exact bytes.
+    const body = JSON.stringify({
+      id: eventId,
+      type,
+      created: createdIso,
+      data: { chargeId: charge.id, merchantRef: charge.merchantRef, amount: charge.amount, currency: charge.currency },
+    });
+    const copies = charge.faults.dup ? DUPLICATE_COPIES : 1;
+    for (let copy = 1; copy <= copies; copy++) {
+      this.state.deliveries.push({
+        id: newId("dlv"),
+        eventId,
+        type,
+        chargeId: charge.id,
+        merchantRef: charge.merchantRef,
+        copy,
+        body,
+        status: "pending",
+        attempts: [],
+        nextAttemptAtMs: nowMs,
+        createdAt: new Date(nowMs).toISOString(),
+      });
+    }
+  }
+
+  private dispatch(delivery: DeliveryRecord): void {
+    const controller = new AbortController();
+    const done = this.attempt(delivery, controller)
+      .catch((error: unknown) => this.logger.error({ err: error, deliveryId: delivery.id }, "delivery attempt crashed"))
+      .finally(() => {
+        this.inFlight.delete(delivery.id);
+        this.schedule();
+      });
+    this.inFlight.set(delivery.id, { controller, done });
+  }
+
+  private async attempt(delivery: DeliveryRecord, controller: AbortController): Promise<void> {
+    const startedMs = Date.now();
+    const attemptNumber = delivery.attempts.length + 1;
+    const record: AttemptRecord = { attempt: attemptNumber, startedAt: new Date(startedMs).toISOString(), durationMs: 0 };
+    try {
+      const response = await fetch(this.config.webhookUrl, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          [SIGNATURE_HEADER]: signWebhook(delivery.body, this.config.webhookSecrets, Math.floor(startedMs / 1000)),
+          "user-agent": "wallet-sandbox-bank/1",
+          "bank-delivery-attempt": String(attemptNumber),
+        },
+        body: delivery.body,
+        signal: AbortSignal.any([controller.signal, AbortSignal.timeout(this.config.attemptTimeoutMs)]),
+        redirect: "manual",
+      });
+      const text = await response.text();
+      record.status = response.status;
+      record.responseBody = text.slice(0, RESPONSE_EXCERPT_CHARS);
+    } catch (error) {
+      if (controller.signal.aborted) return; // shutting down: not an attempt; the delivery stays pending
+      const name = (error as { name?: string }).name;
+      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+      record.error = name === "TimeoutError" ? `timeout after ${this.config.attemptTimeoutMs} ms` : (cause?.code ?? cause?.message ?? String(error));
+    }
+    record.durationMs = Date.now() - startedMs;
+    delivery.attempts.push(record);
+    const ok = record.status !== undefined && record.status >= 200 && record.status < 300;
+    const log = { deliveryId: delivery.id, eventId: delivery.eventId, type: delivery.type, attempt: attemptNumber };
+    if (ok) {
+      delivery.status = "delivered";
+      delivery.finishedAt = new Date().toISOString();
+      this.logger.info({ ...log, status: record.status }, "webhook delivered");
+    } else if (delivery.attempts.length >= this.config.maxAttempts) {
+      delivery.status = "failed";
+      delivery.finishedAt = new Date().toISOString();
+      this.logger.warn({ ...log, status: record.status, error: record.error }, "webhook given up");
+    } else {
+      const waitMs = retryDelayMs(delivery.attempts.length, this.config.retryBaseMs, this.config.retryMaxMs, this.random);
+      delivery.nextAttemptAtMs = Date.now() + waitMs;
+      this.logger.info({ ...log, status: record.status, error: record.error, retryInMs: waitMs }, "webhook will be retried");
+    }
+    if (delivery.status !== "pending") this.afterFinished(delivery);
+    this.state.pruneFinishedDeliveries(this.config.deliveryHistoryMax);
+    this.saveInBackground();
+  }
+
+  /** The reorder switch: once the success event has been delivered (or given up), send a stale failure. */
+  private afterFinished(delivery: DeliveryRecord): void {
+    if (delivery.type !== "charge.succeeded") return;
+    const charge = this.state.chargesById.get(delivery.chargeId);
+    if (!charge || !charge.faults.reorder || charge.staleFailureQueued) return;
+    charge.staleFailureQueued = true;
+    // "Stale": dated at the charge's creation, before the success event, as a late-arriving old event would be.
+    this.queueEvent(charge, "charge.failed", charge.createdAt, Date.now());
+  }
+}
