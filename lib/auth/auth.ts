@@ -1,0 +1,144 @@
+/**
+ * The better-auth instance: email + password accounts, database sessions in the `"session"` table, on the
+ * process's shared `pg.Pool` (stack-notes 18). Created on first use, so importing this module (for example
+ * during `next build`) opens no connection and reads no setting.
+ *
+ * Choices, with their reasons:
+ * - Passwords are hashed with argon2id (@node-rs/argon2) at OWASP's recommended parameters.
+ * - `role` is a user field that sign-up can never set (`input: false`); admins are made by `npm run users`.
+ * - No cookie cache: with it, a replayed cookie stayed valid after sign-out and role changes lagged
+ *   (stack-notes 18). Every session read is one SELECT.
+ * - Rate limiting is on in every environment, stored in the database so all app processes share it, except
+ *   for `/get-session` (it would write a row per read). It only sees HTTP requests to `/api/auth/*` and keys on
+ *   the client IP, so sign-in is also throttled per email in `hooks.before` (./sign-in-throttle.ts).
+ * - `nextCookies()` is the last plugin, so server actions that sign in or out set the cookie on the response.
+ */
+import { betterAuth, APIError } from "better-auth";
+import { createAuthMiddleware } from "better-auth/api";
+import { nextCookies } from "better-auth/next-js";
+import { hash as argon2Hash, verify as argon2Verify, type Algorithm } from "@node-rs/argon2";
+import type { Pool } from "pg";
+import { env } from "../env";
+import { pool } from "../db";
+import { clearSignInAttempts, consumeSignInAttempt } from "./sign-in-throttle";
+
+/** Shortest password accepted at sign-up, in characters (project rule; NIST SP 800-63B asks for at least 8). */
+export const PASSWORD_MIN_LENGTH = 10;
+/**
+ * Longest password accepted, in characters. 128 is better-auth's default and bounds the work one request can
+ * make the hash do; NIST SP 800-63B asks for at least 64.
+ */
+export const PASSWORD_MAX_LENGTH = 128;
+
+// @node-rs/argon2's Algorithm is an ambient const enum, which isolatedModules cannot read; 2 is Argon2id.
+const ARGON2ID: Algorithm = 2;
+
+/**
+ * argon2id parameters: OWASP Password Storage Cheat Sheet's first recommended setting, m = 19 MiB, t = 2, p = 1
+ * (also @node-rs/argon2's defaults, spelled out so a library upgrade cannot change them silently).
+ * About 7 ms per hash on this project's machines (stack-notes 18). `verify` reads the parameters from the
+ * stored hash, so raising them later keeps old hashes valid.
+ */
+const ARGON2_OPTIONS = {
+  algorithm: ARGON2ID,
+  memoryCost: 19_456, // KiB
+  timeCost: 2, // passes
+  parallelism: 1, // lanes
+};
+
+/**
+ * How long a session lasts, in seconds: 7 days (better-auth's default, spelled out). A session older than a
+ * day is extended on its next use (`updateAge`), which is at most one write per session per day.
+ */
+const SESSION_EXPIRES_IN_S = 7 * 24 * 3600;
+const SESSION_UPDATE_AGE_S = 24 * 3600;
+
+function createAuth(database: Pool) {
+  const { APP_URL, PORT, BETTER_AUTH_SECRET } = env();
+  return betterAuth({
+    appName: "Wallet",
+    baseURL: APP_URL,
+    basePath: "/api/auth",
+    secret: BETTER_AUTH_SECRET,
+    // The app is reached by APP_URL and, in development and the demo, by both loopback names of PORT.
+    trustedOrigins: [new URL(APP_URL).origin, `http://127.0.0.1:${PORT}`, `http://localhost:${PORT}`],
+    database,
+    emailAndPassword: {
+      enabled: true,
+      minPasswordLength: PASSWORD_MIN_LENGTH,
+      maxPasswordLength: PASSWORD_MAX_LENGTH,
+      autoSignIn: true,
+      password: {
+        hash: (password) => argon2Hash(password, ARGON2_OPTIONS),
+        verify: ({ hash, password }) => argon2Verify(hash, password),
+      },
+    },
+    user: {
+      additionalFields: {
+        // Matches the column's CHECK ('user' | 'admin'). `input: false`: a sign-up body's `role` is replaced
+        // by the default, never stored.
+        role: { type: "string", required: false, defaultValue: "user", input: false },
+      },
+    },
+    session: {
+      expiresIn: SESSION_EXPIRES_IN_S,
+      updateAge: SESSION_UPDATE_AGE_S,
+      cookieCache: { enabled: false },
+    },
+    rateLimit: {
+      enabled: true,
+      storage: "database",
+      // better-auth's defaults, spelled out: 100 requests per 10 s per IP and path. Its built-in stricter rules
+      // still apply on top (sign-in and sign-up: 3 per 10 s per IP).
+      window: 10,
+      max: 100,
+      customRules: { "/get-session": false },
+    },
+    hooks: {
+      before: createAuthMiddleware(async (ctx) => {
+        if (ctx.path !== "/sign-in/email") return;
+        const email: unknown = ctx.body?.email;
+        // A body without an email string is refused by the endpoint's own validation right after this hook.
+        if (typeof email !== "string") return;
+        const decision = await consumeSignInAttempt(email);
+        if (!decision.allowed) {
+          throw new APIError(
+            "TOO_MANY_REQUESTS",
+            { code: "SIGN_IN_THROTTLED", message: "Too many sign-in attempts. Try again later." },
+            { "Retry-After": String(decision.retryAfterS) },
+          );
+        }
+      }),
+      after: createAuthMiddleware(async (ctx) => {
+        if (ctx.path !== "/sign-in/email") return;
+        // newSession is set only when the password was right and a session was created.
+        if (!ctx.context.newSession) return;
+        const email: unknown = ctx.body?.email;
+        if (typeof email === "string") await clearSignInAttempts(email);
+      }),
+    },
+    plugins: [nextCookies()],
+  });
+}
+
+/** The better-auth instance's type, with this project's `role` field. */
+export type Auth = ReturnType<typeof createAuth>;
+
+const globalKey = Symbol.for("wallet.auth.instance");
+type GlobalWithAuth = typeof globalThis & { [globalKey]?: { pool: Pool; auth: Auth } };
+
+/**
+ * The process's better-auth instance, created on first call and kept across dev reloads. It is bound to the
+ * current `pool()`: after `closeDb()` (CLIs, tests) the next call builds a new instance on the new pool instead
+ * of using the ended one. Creating the pool opens no connection until the first query.
+ * Throws when settings are invalid or DATABASE_URL is unset.
+ */
+export function auth(): Auth {
+  const g = globalThis as GlobalWithAuth;
+  const current = pool();
+  const cached = g[globalKey];
+  if (cached && cached.pool === current) return cached.auth;
+  const created = createAuth(current);
+  g[globalKey] = { pool: current, auth: created };
+  return created;
+}

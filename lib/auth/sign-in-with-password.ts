@@ -1,0 +1,50 @@
+import { isAPIError } from "better-auth/api";
+import { auth } from "./auth";
+
+export type SignInWithPasswordResult =
+  | { kind: "signed_in"; userId: string }
+  | { kind: "wrong_credentials" }
+  | { kind: "throttled"; retryAfterS: number };
+
+/** Fallback wait shown when a 429 carries no usable Retry-After, in seconds: the throttle's whole window. */
+const DEFAULT_RETRY_AFTER_S = 60;
+
+/**
+ * Signs a user in with email and password through better-auth. Inside a server action the session cookie is
+ * set on the response by the `nextCookies()` plugin; elsewhere the session is created but no cookie is sent.
+ *
+ * Unknown email and wrong password give the same outcome (and better-auth hashes a password in both cases, so
+ * timing does not tell them apart either): sign-in never reveals whether an account exists.
+ *
+ * @param input.email the address as typed (better-auth case-folds it).
+ * @param input.password the password as typed, at most 128 characters.
+ * @param requestHeaders the incoming request's headers (`await headers()` in a server action).
+ * @returns `signed_in` with the user's id; `wrong_credentials` (also for a malformed email or over-long
+ *   password); `throttled` after too many attempts for this email (./sign-in-throttle.ts), with the seconds
+ *   to wait.
+ * @throws any other better-auth `APIError` (a misconfiguration) and database errors: those are bugs or outages,
+ *   not outcomes.
+ */
+export async function signInWithPassword(
+  input: { email: string; password: string },
+  requestHeaders: Headers,
+): Promise<SignInWithPasswordResult> {
+  try {
+    const result = await auth().api.signInEmail({
+      body: { email: input.email, password: input.password },
+      headers: requestHeaders,
+    });
+    return { kind: "signed_in", userId: result.user.id };
+  } catch (error) {
+    if (!isAPIError(error)) throw error;
+    if (error.statusCode === 401) return { kind: "wrong_credentials" };
+    if (error.statusCode === 400 && ["INVALID_EMAIL", "PASSWORD_TOO_LONG"].includes(error.body?.code ?? "")) {
+      return { kind: "wrong_credentials" };
+    }
+    if (error.statusCode === 429) {
+      const retryAfterS = Number(new Headers(error.headers).get("retry-after"));
+      return { kind: "throttled", retryAfterS: Number.isInteger(retryAfterS) && retryAfterS > 0 ? retryAfterS : DEFAULT_RETRY_AFTER_S };
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * `npm run users -- create --email E --password P [--name N] [--admin] [--token]` (contract section 4).
+ *
+ * Creates an account with the same rules as the sign-up page (lib/users/create-user.ts); `--admin` makes it an
+ * admin, `--token` also creates a personal API token and prints it alone as the last line of stdout (the only
+ * thing this command prints on stdout; everything else goes to stderr).
+ *
+ * Finds the database through DATABASE_URL or a running demo's `.data/runtime.json` (resolveCliEnvironment).
+ * Exit codes: 0 created; 1 the email already has an account (nothing changed); 2 cannot run (no running demo,
+ * bad arguments, invalid email or password, database error).
+ */
+import { parseArgs } from "node:util";
+import { z } from "zod";
+import { resolveCliEnvironment } from "./lib/runtime-file";
+import { emailField, newPasswordField } from "../lib/auth/credential-fields";
+import { createUser } from "../lib/users/create-user";
+import { createApiToken } from "../lib/api-tokens/create-api-token";
+import { closeDb } from "../lib/db";
+
+const EXIT_OK = 0;
+const EXIT_DUPLICATE_EMAIL = 1;
+const EXIT_CANNOT_RUN = 2;
+
+/** Name given to a token made by this command, shown on the settings page. */
+const CLI_TOKEN_NAME = "created by npm run users";
+
+const USAGE = "usage: npm run users -- create --email E --password P [--name N] [--admin] [--token]";
+
+const argsSchema = z.object({
+  email: emailField,
+  password: newPasswordField,
+  name: z.string().trim().min(1).max(100).optional(),
+  admin: z.boolean().default(false),
+  token: z.boolean().default(false),
+});
+
+function log(message: string): void {
+  process.stderr.write(`${message}\n`);
+}
+
+const cliOptions = {
+  email: { type: "string" },
+  password: { type: "string" },
+  name: { type: "string" },
+  admin: { type: "boolean" },
+  token: { type: "boolean" },
+} as const;
+
+/** Splits the command line; null (after printing why) when it has unknown options or missing values. */
+function readCommandLine(argv: string[]) {
+  try {
+    return parseArgs({ args: argv, allowPositionals: true, strict: true, options: cliOptions });
+  } catch (error) {
+    log(`${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
+    return null;
+  }
+}
+
+async function main(): Promise<number> {
+  const parsed = readCommandLine(process.argv.slice(2));
+  if (!parsed) return EXIT_CANNOT_RUN;
+  if (parsed.positionals.length !== 1 || parsed.positionals[0] !== "create") {
+    log(USAGE);
+    return EXIT_CANNOT_RUN;
+  }
+  const args = argsSchema.safeParse(parsed.values);
+  if (!args.success) {
+    const problems = args.error.issues.map((i) => `  --${i.path.join(".")}: ${i.message}`).join("\n");
+    log(`invalid arguments:\n${problems}\n${USAGE}`);
+    return EXIT_CANNOT_RUN;
+  }
+  const { email, password, name, admin, token } = args.data;
+
+  // Exits with 2 and "no running demo" when neither DATABASE_URL nor .data/runtime.json exists.
+  resolveCliEnvironment();
+
+  const role = admin ? "admin" : "user";
+  const created = await createUser({ email, password, name, role });
+  if (created.kind === "duplicate_email") {
+    log(`an account with email ${email} already exists; nothing changed`);
+    return EXIT_DUPLICATE_EMAIL;
+  }
+  log(`created ${role} ${email} (id ${created.userId})`);
+  if (token) {
+    const apiToken = await createApiToken({ userId: created.userId, name: CLI_TOKEN_NAME });
+    log(`created API token ${apiToken.prefix}… (id ${apiToken.id}); it is printed once, below`);
+    process.stdout.write(`${apiToken.token}\n`);
+  }
+  return EXIT_OK;
+}
+
+main()
+  .then(
+    (code) => code,
+    (error: unknown) => {
+      log(`users: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      return EXIT_CANNOT_RUN;
+    },
+  )
+  .then(async (code) => {
+    await closeDb();
+    process.exitCode = code;
+  });
