@@ -98,7 +98,7 @@ async function main(): Promise<void> {
   if (ensureBuilt()) say("App built.");
   const shared = {
     ...process.env,
-    NODE_ENV: "production",
+    NODE_ENV: "production" as const,
     NEXT_TELEMETRY_DISABLED: "1",
     DATABASE_URL: databaseUrl,
     ...(redisUrl ? { REDIS_URL: redisUrl } : {}),
