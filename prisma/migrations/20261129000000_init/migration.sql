@@ -139,7 +139,7 @@ CREATE INDEX ledger_entries_unfinished_idx ON ledger_entries (lease_expires_at)
 
 -- Append-only history of every status transition (contract section 2).
 CREATE TABLE ledger_transitions (
-  id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  id           bigint GENERATED ALWAYS AS IDENTITY,
   user_id      text NOT NULL,
   entry_id     bigint NOT NULL,
   from_status  text CHECK (from_status IN ('initiated', 'processing', 'succeeded', 'failed')),
@@ -148,6 +148,7 @@ CREATE TABLE ledger_transitions (
   attempt      integer NOT NULL,
   detail       text,
   at           timestamptz(3) NOT NULL DEFAULT now(),
+  CONSTRAINT ledger_transitions_pkey PRIMARY KEY (user_id, id),
   CONSTRAINT ledger_transitions_entry_fkey FOREIGN KEY (user_id, entry_id)
     REFERENCES ledger_entries (user_id, id) ON DELETE RESTRICT
 );
