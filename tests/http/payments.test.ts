@@ -1,0 +1,105 @@
+/**
+ * Payments, the statement and in-flight duplicates over HTTP (issue 3 items 1-3, 5, 6).
+ */
+import { describe, expect, it } from "vitest";
+import { api, createApiUser } from "../helpers/http";
+import { balanceOf, countRows, freshRefId, seedBalance } from "../helpers/ledger";
+
+describe("POST /api/v1/payments", () => {
+  it("201 with the payment, replayed byte for byte with Idempotent-Replayed", async () => {
+    const user = await createApiUser();
+    await seedBalance(user.id, 1000);
+    const orderId = freshRefId("order");
+    const first = await api("/api/v1/payments", { token: user.token, body: { orderId, amount: 250 } });
+    expect(first.status).toBe(201);
+    expect(first.json.payment).toMatchObject({ orderId, amount: 250, currency: "USD", status: "succeeded" });
+    const again = await api("/api/v1/payments", { token: user.token, body: { orderId, amount: 250 } });
+    expect(again.status).toBe(201);
+    expect(again.text).toBe(first.text);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(await balanceOf(user.id)).toBe(750);
+  });
+
+  it("402 insufficient_funds is problem+json, stored, and replays as 402 after the balance grows", async () => {
+    const user = await createApiUser();
+    const orderId = freshRefId("order");
+    const first = await api("/api/v1/payments", { token: user.token, body: { orderId, amount: 50 } });
+    expect(first.status).toBe(402);
+    expect(first.headers.get("content-type")).toBe("application/problem+json");
+    expect(first.json).toMatchObject({ code: "insufficient_funds", status: 402, type: expect.any(String), title: expect.any(String), detail: expect.any(String) });
+    await seedBalance(user.id, 100);
+    const again = await api("/api/v1/payments", { token: user.token, body: { orderId, amount: 50 } });
+    expect(again.status).toBe(402);
+    expect(again.text).toBe(first.text);
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(await balanceOf(user.id)).toBe(100);
+  });
+
+  it("same order id, another amount: 422 with the field; nothing debited", async () => {
+    const user = await createApiUser();
+    await seedBalance(user.id, 100);
+    const orderId = freshRefId("order");
+    await api("/api/v1/payments", { token: user.token, body: { orderId, amount: 10 } });
+    const other = await api("/api/v1/payments", { token: user.token, body: { orderId, amount: 11 } });
+    expect(other.status).toBe(422);
+    expect(other.json).toMatchObject({ code: "idempotency_key_reused", fields: ["amount"] });
+    expect(await balanceOf(user.id)).toBe(90);
+  });
+
+  it("validation (C07) runs before any database work: no row for a bad amount or order id", async () => {
+    const user = await createApiUser();
+    const orderId = freshRefId("order");
+    expect((await api("/api/v1/payments", { token: user.token, rawBody: `{"orderId":"${orderId}","amount":1e3}` })).status).toBe(400);
+    expect((await api("/api/v1/payments", { token: user.token, body: { orderId: "bad id", amount: 5 } })).status).toBe(400);
+    expect(await countRows(user.id, "payment", orderId)).toBe(0);
+  });
+});
+
+describe("GET /api/v1/entries", () => {
+  it("lists every movement of the caller, newest first, credits and debits with their status", async () => {
+    const user = await createApiUser();
+    await seedBalance(user.id, 100);
+    const paid = freshRefId("order");
+    const refused = freshRefId("order");
+    await api("/api/v1/payments", { token: user.token, body: { orderId: paid, amount: 60 } });
+    await api("/api/v1/payments", { token: user.token, body: { orderId: refused, amount: 60 } });
+    const listed = await api("/api/v1/entries?limit=10", { token: user.token });
+    expect(listed.status).toBe(200);
+    expect(listed.json.entries.map((e: { refId: string; status: string; type: string }) => [e.type, e.refId, e.status])).toEqual([
+      ["payment", refused, "failed"],
+      ["payment", paid, "succeeded"],
+    ]);
+    expect(listed.json.entries[0]).toMatchObject({ amount: 60, currency: "USD", failureReason: "insufficient_funds" });
+  });
+});
+
+describe("in-flight duplicates (contract section 3)", () => {
+  it("a duplicate of a slow top-up waits, then gets 409 request_in_progress with Retry-After; a mismatch is refused at once; the retry replays", async () => {
+    const user = await createApiUser();
+    // sbx-slow-: the sandbox bank answers after BANK_SLOW_MS (5 s), longer than IDEMPOTENCY_WAIT_MS (3 s).
+    const refId = freshRefId("sbx-slow-inflight");
+    const first = api("/api/v1/topups", { token: user.token, body: { refId, amount: 300 } });
+    // Wait until the first request's claim is visible, so the duplicates below are losers for sure.
+    const deadline = Date.now() + 10_000;
+    while ((await countRows(user.id, "topup", refId)) === 0) {
+      if (Date.now() > deadline) throw new Error("the first request never claimed");
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const mismatchStarted = Date.now();
+    const mismatch = await api("/api/v1/topups", { token: user.token, body: { refId, amount: 301 } });
+    expect(mismatch.status).toBe(422);
+    expect(Date.now() - mismatchStarted).toBeLessThan(2_000);
+
+    const duplicate = await api("/api/v1/topups", { token: user.token, body: { refId, amount: 300 } });
+    expect(duplicate.status).toBe(409);
+    expect(duplicate.json).toMatchObject({ code: "request_in_progress" });
+    expect(Number(duplicate.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
+
+    const original = await first;
+    expect(original.status).toBe(201);
+    const retry = await api("/api/v1/topups", { token: user.token, body: { refId, amount: 300 } });
+    expect(retry.status).toBe(201);
+    expect(retry.text).toBe(original.text);
+    expect(await countRows(user.id, "topup", refId)).toBe(1);
+  }, 30_000);
+});

@@ -1,0 +1,69 @@
+/**
+ * Replays come from PostgreSQL, not from a process's memory (contract section 3: "across processes and
+ * restarts"): a response produced by one app process is replayed byte for byte by a freshly started one.
+ */
+import { afterAll, describe, expect, it } from "vitest";
+import { join } from "node:path";
+import { freePort, waitForHttp } from "../../scripts/lib/ports";
+import { spawnService, type Service } from "../../scripts/lib/processes";
+import { projectRoot } from "../../scripts/lib/stack";
+import { api, createApiUser } from "../helpers/http";
+import { testStack } from "../helpers/stack";
+import { freshRefId, seedBalance } from "../helpers/ledger";
+
+let second: Service | null = null;
+afterAll(async () => {
+  await second?.stop();
+});
+
+/** Starts another `next start` of the same build on a free port, against the same PostgreSQL, Redis and bank. */
+async function startSecondApp(): Promise<string> {
+  const stack = testStack();
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  second = spawnService({
+    name: "app-2",
+    command: process.execPath,
+    args: ["node_modules/next/dist/bin/next", "start", "-H", "127.0.0.1", "-p", String(port)],
+    cwd: projectRoot,
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      NODE_ENV: "production",
+      NEXT_TELEMETRY_DISABLED: "1",
+      DATABASE_URL: stack.databaseUrl,
+      REDIS_URL: stack.redisUrl,
+      BANK_URL: stack.bankUrl!,
+      APP_URL: url,
+      BANK_WEBHOOK_SECRETS: stack.webhookSecrets,
+      BETTER_AUTH_SECRET: "replay-test-secret-0123456789abcdef0123456789",
+    },
+    log: join(projectRoot, "reports", "stack-logs", "replay-app-2.log"),
+  });
+  await waitForHttp(`${url}/api/v1/health`, 60_000);
+  return url;
+}
+
+describe("replay across processes", () => {
+  it("a payment and a top-up answered by one process replay byte for byte from a freshly started one", async () => {
+    const user = await createApiUser();
+    await seedBalance(user.id, 500);
+    const orderId = freshRefId("order");
+    const refId = freshRefId("topup");
+    const paid = await api("/api/v1/payments", { token: user.token, body: { orderId, amount: 120 } });
+    const topped = await api("/api/v1/topups", { token: user.token, body: { refId, amount: 80 } });
+    expect(paid.status).toBe(201);
+    expect(topped.status).toBe(201);
+
+    const otherUrl = await startSecondApp();
+    const send = (path: string, body: unknown) =>
+      fetch(`${otherUrl}${path}`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${user.token}` }, body: JSON.stringify(body) });
+    const paidAgain = await send("/api/v1/payments", { orderId, amount: 120 });
+    const toppedAgain = await send("/api/v1/topups", { refId, amount: 80 });
+    expect(paidAgain.status).toBe(201);
+    expect(await paidAgain.text()).toBe(paid.text);
+    expect(paidAgain.headers.get("idempotent-replayed")).toBe("true");
+    expect(toppedAgain.status).toBe(201);
+    expect(await toppedAgain.text()).toBe(topped.text);
+  }, 90_000);
+});
