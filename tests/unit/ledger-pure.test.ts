@@ -1,0 +1,141 @@
+/**
+ * The pure parts of lib/ledger: keys (contract section 1, case C08), fingerprints, views and outcome mapping.
+ */
+import { describe, expect, it } from "vitest";
+import { AD_ID_PATTERN, isValidRefId, LEDGER_DIRECTION, operationKey } from "../../lib/ledger/keys";
+import { canonicalParams, differingFields, fingerprint } from "../../lib/ledger/fingerprint";
+import { entryColumns, isTerminal, toLedgerEntry, ENTRY_COLUMNS } from "../../lib/ledger/entry";
+import { jsonStoredResponse, paymentView, problemStoredResponse, rewardView, statementEntryView, topupView } from "../../lib/ledger/views";
+import { fromExisting } from "../../lib/ledger/outcome";
+
+describe("keys", () => {
+  it.each([
+    ["a", true],
+    ["A-z_0.9:x", true],
+    ["x".repeat(128), true],
+    ["x".repeat(129), false],
+    ["", false],
+    ["k1 ", false],
+    [" k1", false],
+    ["caf\u00e9", false],
+    ["cafe\u0301", false],
+    ["\u{1F4B8}", false],
+    ["a/b", false],
+    ["a\nb", false],
+  ])("C08: refId %j valid=%s", (refId, valid) => {
+    expect(isValidRefId(refId)).toBe(valid);
+  });
+
+  it("rejects non-strings", () => {
+    expect(isValidRefId(5)).toBe(false);
+    expect(isValidRefId(null)).toBe(false);
+    expect(isValidRefId(undefined)).toBe(false);
+  });
+
+  it("an ad id leaves room for the :YYYY-MM-DD suffix (117 + 11 = 128)", () => {
+    expect(AD_ID_PATTERN.test("a".repeat(117))).toBe(true);
+    expect(AD_ID_PATTERN.test("a".repeat(118))).toBe(false);
+    expect(isValidRefId(`${"a".repeat(117)}:2026-11-29`)).toBe(true);
+  });
+
+  it("operationKey keeps the ref id exactly and refuses invalid parts", () => {
+    expect(operationKey("u1", "topup", "Ref-1")).toEqual({ userId: "u1", type: "topup", refId: "Ref-1" });
+    expect(() => operationKey("", "topup", "r")).toThrow(TypeError);
+    expect(() => operationKey("u1", "topup", "r ")).toThrow(TypeError);
+  });
+
+  it("credits raise and payments lower the balance", () => {
+    expect(LEDGER_DIRECTION).toEqual({ topup: 1, reward: 1, payment: -1 });
+  });
+});
+
+describe("fingerprint", () => {
+  it("is independent of key order and changes with any value", () => {
+    expect(fingerprint("topup", { amount: 1, currency: "USD" })).toBe(fingerprint("topup", { currency: "USD", amount: 1 }));
+    expect(fingerprint("topup", { amount: 1, currency: "USD" })).not.toBe(fingerprint("topup", { amount: 2, currency: "USD" }));
+    expect(fingerprint("topup", { amount: 1, currency: "USD" })).not.toBe(fingerprint("payment", { amount: 1, currency: "USD" }));
+    expect(fingerprint("topup", { amount: 1 })).toMatch(/^[0-9a-f]{64}$/);
+  });
+
+  it("does not confuse a number with its string", () => {
+    expect(fingerprint("topup", { amount: 1 })).not.toBe(fingerprint("topup", { amount: "1" }));
+    expect(canonicalParams({ b: "2", a: 1 })).toBe('{"a":1,"b":"2"}');
+  });
+
+  it("refuses unsafe or fractional numbers", () => {
+    expect(() => canonicalParams({ amount: 1.5 })).toThrow(TypeError);
+    expect(() => canonicalParams({ amount: 2 ** 53 })).toThrow(TypeError);
+  });
+
+  it("names the fields that differ, sorted, including one-sided fields", () => {
+    expect(differingFields({ amount: 1, currency: "USD" }, { amount: 2, currency: "USD" })).toEqual(["amount"]);
+    expect(differingFields({ amount: 1, currency: "USD" }, { currency: "EUR", amount: 2 })).toEqual(["amount", "currency"]);
+    expect(differingFields({ amount: 1 }, { amount: 1, adId: "x" })).toEqual(["adId"]);
+    expect(differingFields({ amount: 1 }, { amount: 1 })).toEqual([]);
+  });
+});
+
+const row = {
+  user_id: "u1",
+  id: 7,
+  type: "topup",
+  ref_id: "r1",
+  amount_minor: 2500,
+  currency: "USD",
+  fingerprint: "f".repeat(64),
+  params: { amount: 2500, currency: "USD" },
+  status: "processing",
+  failure_reason: null,
+  response_status: null,
+  response_body: null,
+  lease_owner: "w",
+  lease_expires_at: new Date("2026-01-01T00:00:30Z"),
+  attempt: 2,
+  bank_charge_id: "ch_1",
+  created_at: new Date("2026-01-01T00:00:00Z"),
+  updated_at: new Date("2026-01-01T00:00:01Z"),
+};
+
+describe("entry mapping and views", () => {
+  it("maps a row and its stored response", () => {
+    const entry = toLedgerEntry(row);
+    expect(entry).toMatchObject({ id: 7, userId: "u1", refId: "r1", amountMinor: 2500, status: "processing", attempt: 2, bankChargeId: "ch_1", response: null, leaseOwner: "w" });
+    expect(toLedgerEntry({ ...row, response_status: 201, response_body: "{}" }).response).toEqual({ status: 201, body: "{}" });
+    expect(toLedgerEntry({ ...row, lease_owner: undefined, bank_charge_id: undefined, failure_reason: undefined, lease_expires_at: undefined })).toMatchObject({ leaseOwner: null, bankChargeId: null, failureReason: null, leaseExpiresAt: null });
+  });
+
+  it("qualifies every column with an alias", () => {
+    expect(entryColumns("e").split(", ")).toHaveLength(ENTRY_COLUMNS.split(",").length);
+    expect(entryColumns("e")).toMatch(/^e\.user_id, e\.id, /);
+  });
+
+  it("only succeeded and failed are terminal", () => {
+    expect(["initiated", "processing", "succeeded", "failed"].map((s) => isTerminal(s as never))).toEqual([false, false, true, true]);
+  });
+
+  it("T of contract section 4, with ISO-8601 UTC times, in a fixed key order", () => {
+    const entry = toLedgerEntry(row);
+    expect(JSON.stringify(topupView(entry))).toBe(
+      '{"refId":"r1","amount":2500,"currency":"USD","status":"processing","failureReason":null,"createdAt":"2026-01-01T00:00:00.000Z","updatedAt":"2026-01-01T00:00:01.000Z"}',
+    );
+    expect(paymentView(entry)).toMatchObject({ orderId: "r1", amount: 2500 });
+    expect(statementEntryView(entry)).toMatchObject({ type: "topup", refId: "r1", amount: 2500, failureReason: null });
+    expect(rewardView(toLedgerEntry({ ...row, type: "reward", params: { adId: "ad1", day: "2026-01-01" } }))).toMatchObject({ adId: "ad1", day: "2026-01-01", amount: 2500 });
+  });
+
+  it("stored responses are exact JSON text", () => {
+    expect(jsonStoredResponse(201, { a: 1 })).toEqual({ status: 201, body: '{"a":1}' });
+    const problem = problemStoredResponse("insufficient_funds", "no");
+    expect(problem.status).toBe(402);
+    expect(JSON.parse(problem.body)).toEqual({ type: "/problems/insufficient_funds", title: "Insufficient funds", status: 402, detail: "no", code: "insufficient_funds" });
+  });
+});
+
+describe("fromExisting", () => {
+  it("maps a loser's outcomes", () => {
+    const entry = toLedgerEntry(row);
+    expect(fromExisting({ kind: "replay", response: { status: 201, body: "x" }, entry })).toEqual({ kind: "response", response: { status: 201, body: "x" }, replayed: true });
+    expect(fromExisting({ kind: "mismatch", fields: ["amount"] })).toEqual({ kind: "mismatch", fields: ["amount"] });
+    expect(fromExisting({ kind: "in_progress", retryAfterS: 1, entry })).toEqual({ kind: "in_progress", retryAfterS: 1 });
+  });
+});

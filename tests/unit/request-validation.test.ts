@@ -1,0 +1,131 @@
+/**
+ * Request validation (contract section 1, cases C07 and C08): raw JSON tokens, amounts, and the operation
+ * validators shared by route handlers and server actions.
+ */
+import { describe, expect, it } from "vitest";
+import { parseAmountToken, rawTopLevelMembers, RawJsonError } from "../../lib/http/raw-json";
+import { formToRaw, validatePaymentRequest, validateRewardRequest, validateTopupRequest } from "../../lib/http/operation-requests";
+import { isJsonContentType } from "../../lib/http/read-json-body";
+import { parseListQuery } from "../../lib/http/list-query";
+import { parseMajorAmount, formatMinor } from "../../lib/web/form-refs";
+
+const rules = { maxAmountMinor: 1_000_000, walletCurrency: "USD" };
+
+function topup(text: string) {
+  return validateTopupRequest(JSON.parse(text), rawTopLevelMembers(text), rules);
+}
+
+describe("rawTopLevelMembers", () => {
+  it("returns each member's exact source token", () => {
+    const members = rawTopLevelMembers(' { "refId" : "a\\"b" , "amount":1e3, "n": {"x":[1,"}"]}, "z": null } ');
+    expect(members.get("refId")).toBe('"a\\"b"');
+    expect(members.get("amount")).toBe("1e3");
+    expect(members.get("n")).toBe('{"x":[1,"}"]}');
+    expect(members.get("z")).toBe("null");
+  });
+
+  it("handles the empty object and escaped names", () => {
+    expect(rawTopLevelMembers("{}").size).toBe(0);
+    expect(rawTopLevelMembers('{"am\\u006fun\\u0074":5}').get("amount")).toBe("5");
+  });
+
+  it.each(['{"a":1,"a":2}', "[1]", '{"a":1} x', '{"a" 1}', '{"a":1,}', '{"a":"x', '{"a":[1}', ""])("refuses %j", (text) => {
+    expect(() => rawTopLevelMembers(text)).toThrow(RawJsonError);
+  });
+});
+
+describe("C07: amounts are judged on the raw token", () => {
+  it.each([
+    ['""', null],
+    ['" "', null],
+    ['"1e3"', null],
+    ["1e21", null],
+    ["9007199254740993", null],
+    ["-500", null],
+    ["0", null],
+    ["10.005", null],
+    ['"500abc"', null],
+    ['"Infinity"', null],
+    ["100000000000000000000000000000000000000000000000000000000000001E-60", null],
+    ["100.0", null],
+    ['"100"', null],
+    ["0100", null],
+    ["1000001", null],
+    ["1", 1],
+    ["1000000", 1_000_000],
+  ])("token %s → %s", (token, expected) => {
+    expect(parseAmountToken(token, 1_000_000)).toBe(expected);
+  });
+
+  it("is exact above 2^53 (compared as BigInt)", () => {
+    expect(parseAmountToken("9007199254740993", Number.MAX_SAFE_INTEGER)).toBeNull();
+    expect(parseAmountToken("9007199254740991", Number.MAX_SAFE_INTEGER)).toBe(Number.MAX_SAFE_INTEGER);
+    expect(parseAmountToken(undefined, 10)).toBeNull();
+  });
+});
+
+describe("operation validators", () => {
+  it("accepts a well-formed top-up and defaults the currency", () => {
+    expect(topup('{"refId":"r-1","amount":2500}')).toEqual({ ok: true, value: { refId: "r-1", amountMinor: 2500, currency: "USD" } });
+    expect(topup('{"refId":"r-1","amount":2500,"currency":"USD"}')).toMatchObject({ ok: true });
+  });
+
+  it.each([
+    '{"refId":"r-1","amount":1e3}',
+    '{"refId":"r-1","amount":"100"}',
+    '{"refId":"r 1","amount":100}',
+    '{"refId":"","amount":100}',
+    '{"amount":100}',
+    '{"refId":"r-1"}',
+    '{"refId":"r-1","amount":100,"extra":1}',
+    '{"refId":"r-1","amount":100,"currency":"EUR"}',
+    '{"refId":"r-1","amount":100,"currency":"usd"}',
+    '{"refId":5,"amount":100}',
+  ])("refuses %s with a detail", (text) => {
+    const result = topup(text);
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.detail.length).toBeGreaterThan(0);
+  });
+
+  it("payments and rewards follow the same rules", () => {
+    const text = '{"orderId":"o-1","amount":5}';
+    expect(validatePaymentRequest(JSON.parse(text), rawTopLevelMembers(text), rules)).toEqual({ ok: true, value: { orderId: "o-1", amountMinor: 5, currency: "USD" } });
+    expect(validatePaymentRequest({ orderId: "o 1", amount: 5 }, rawTopLevelMembers('{"orderId":"o 1","amount":5}'), rules).ok).toBe(false);
+    expect(validateRewardRequest({ adId: "ad-1" })).toEqual({ ok: true, value: { adId: "ad-1" } });
+    expect(validateRewardRequest({ adId: "a".repeat(118) }).ok).toBe(false);
+    expect(validateRewardRequest({ adId: "ad-1", x: 1 }).ok).toBe(false);
+  });
+
+  it("form fields go through the same validator (server actions)", () => {
+    const { value, raw } = formToRaw({ refId: "web-topup-1", amount: "2500" });
+    expect(validateTopupRequest(value, raw, rules)).toMatchObject({ ok: true, value: { amountMinor: 2500 } });
+    const bad = formToRaw({ refId: "web-topup-1", amount: "25.00" });
+    expect(validateTopupRequest(bad.value, bad.raw, rules).ok).toBe(false);
+  });
+});
+
+describe("small parsers", () => {
+  it("content type must be application/json, parameters allowed", () => {
+    expect(isJsonContentType("application/json")).toBe(true);
+    expect(isJsonContentType("Application/JSON; charset=utf-8")).toBe(true);
+    expect(isJsonContentType("text/plain")).toBe(false);
+    expect(isJsonContentType("application/json-patch+json")).toBe(false);
+    expect(isJsonContentType(null)).toBe(false);
+  });
+
+  it("list queries", () => {
+    expect(parseListQuery(new URLSearchParams(""))).toEqual({ ok: true, value: { status: undefined, limit: undefined, stuck: false } });
+    expect(parseListQuery(new URLSearchParams("status=failed&limit=100&stuck=1"))).toEqual({ ok: true, value: { status: "failed", limit: 100, stuck: true } });
+    for (const bad of ["limit=0", "limit=101", "limit=1.5", "limit=-1", "status=done", "stuck=yes"]) expect(parseListQuery(new URLSearchParams(bad)).ok).toBe(false);
+  });
+
+  it("major-unit amounts typed in the forms convert exactly", () => {
+    expect(parseMajorAmount("25")).toBe(2500);
+    expect(parseMajorAmount("25.5")).toBe(2550);
+    expect(parseMajorAmount("25.05")).toBe(2505);
+    expect(parseMajorAmount(" 0.01 ")).toBe(1);
+    for (const bad of ["0", "0.00", "25.005", "-1", "1e3", "", "abc", "01"]) expect(parseMajorAmount(bad)).toBeNull();
+    expect(formatMinor(2505)).toBe("25.05");
+    expect(formatMinor(-5)).toBe("-0.05");
+  });
+});
