@@ -1,0 +1,26 @@
+// The tests StrykerJS runs against mutants of lib/ledger (npm run test:mutation): the unit tests of the pure
+// parts and the integration tests that exercise the claim, transitions, payments and the error classifier on a
+// real PostgreSQL (tests/setup/global-setup.ts starts it). One project, so Stryker sees one test run.
+import { defineConfig } from "vitest/config";
+import { fileURLToPath } from "node:url";
+
+const root = fileURLToPath(new URL(".", import.meta.url));
+
+export default defineConfig({
+  resolve: { alias: { "@": root } },
+  test: {
+    include: [
+      "tests/unit/ledger-pure.test.ts",
+      "tests/unit/db-errors.test.ts",
+      "tests/integration/ledger-claim.test.ts",
+      "tests/integration/ledger-transitions.test.ts",
+      "tests/integration/payments.test.ts",
+      "tests/integration/negative-controls.test.ts",
+      "tests/integration/db-errors.test.ts",
+    ],
+    environment: "node",
+    globalSetup: ["tests/setup/global-setup.ts"],
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+  },
+});
