@@ -1,0 +1,197 @@
+/**
+ * The schema migration runner. Prisma's migrate engine cannot run on these machines (stack-notes trap 1), so
+ * migrations are plain SQL files in Prisma's folder layout, `prisma/migrations/<timestamp>_<name>/migration.sql`,
+ * applied here with the plain `pg` driver:
+ *
+ * - in name order (the 14-digit timestamp prefix sorts chronologically), each file in its own transaction
+ *   together with its row in `_schema_migrations`, so a file is either fully applied and recorded or not at all;
+ * - under a session-level advisory lock ({@link MIGRATION_LOCK_KEY}), so two runs started at once (two app
+ *   instances, a CLI and a test) apply each file once: the second waits, then finds nothing to do;
+ * - refusing to run when the record and the files disagree: a recorded file whose SHA-256 changed (someone
+ *   edited an applied migration: write a new one instead) or a recorded migration whose file is gone.
+ */
+import { createHash } from "node:crypto";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import pg from "pg";
+
+/**
+ * Key of the advisory lock held while migrating: the ASCII bytes of "wallet" read as one integer
+ * (0x77616c6c6574 = 131260314576244). Fixed so every run of every version of this project takes the same
+ * lock; advisory locks are per database, so separate databases on one server never wait for each other.
+ */
+export const MIGRATION_LOCK_KEY = "131260314576244";
+
+/** The folder name rule: 14-digit UTC timestamp, underscore, lower-case name (Prisma's layout). */
+const MIGRATION_NAME_PATTERN = /^\d{14}_[a-z0-9_]+$/;
+
+/**
+ * Default migrations folder: `prisma/migrations` of this project, wherever the process was started from.
+ * Found through `__filename`, which tsx (CommonJS and ESM), vitest and Playwright all provide correctly
+ * (`import.meta` breaks Playwright's CommonJS transform, and tsx's ESM mode gives a wrong `__dirname`).
+ * Code bundled by Next.js must pass `migrationsDir` explicitly.
+ */
+export const DEFAULT_MIGRATIONS_DIR = resolve(dirname(__filename), "..", "prisma", "migrations");
+
+export interface MigrateOptions {
+  /** Folder holding `<timestamp>_<name>/migration.sql` folders. Default {@link DEFAULT_MIGRATIONS_DIR}. */
+  migrationsDir?: string;
+  /** Receives one line per applied migration (e.g. for a CLI to print). Default: silent. */
+  log?: (line: string) => void;
+  /**
+   * How long to wait for another run's lock, in ms. Default 120 000: applying this project's migrations takes
+   * about a second, so two minutes means the other run is stuck, and failing beats hanging a deploy or a test.
+   */
+  lockTimeoutMs?: number;
+}
+
+export interface MigrateResult {
+  /** Names applied by this run, in order. */
+  applied: string[];
+  /** Names that were already applied (checksums verified), in order. */
+  skipped: string[];
+}
+
+/** A migration folder read from disk. */
+export interface MigrationFile {
+  name: string;
+  /** Absolute path of its migration.sql. */
+  path: string;
+  sql: string;
+  /** SHA-256 of the file's bytes, lower-case hex. */
+  checksum: string;
+}
+
+/** Thrown when the applied record and the files on disk disagree; `problems` lists each file concerned. */
+export class MigrationMismatchError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`migrations on disk do not match the database, refusing to migrate:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    this.name = "MigrationMismatchError";
+  }
+}
+
+/**
+ * Reads every migration folder under `migrationsDir`, sorted by name.
+ *
+ * Returns `{ name, path, sql, checksum }` per folder. Throws when the folder is missing, when an entry's name
+ * breaks the `<14 digits>_<lower_case_name>` rule, or when a folder has no migration.sql (each would otherwise
+ * be silently skipped and never applied).
+ */
+export function readMigrationFiles(migrationsDir: string = DEFAULT_MIGRATIONS_DIR): MigrationFile[] {
+  if (!existsSync(migrationsDir)) throw new Error(`migrations folder not found: ${migrationsDir}`);
+  const files: MigrationFile[] = [];
+  for (const entry of readdirSync(migrationsDir, { withFileTypes: true })) {
+    // Prisma keeps migration_lock.toml beside the folders; plain files are not migrations.
+    if (!entry.isDirectory()) continue;
+    if (!MIGRATION_NAME_PATTERN.test(entry.name)) {
+      throw new Error(`migration folder ${join(migrationsDir, entry.name)} is not named <14-digit timestamp>_<lower_case_name>`);
+    }
+    const path = join(migrationsDir, entry.name, "migration.sql");
+    if (!existsSync(path)) throw new Error(`migration folder ${entry.name} has no migration.sql (${path})`);
+    const bytes = readFileSync(path);
+    files.push({
+      name: entry.name,
+      path,
+      sql: bytes.toString("utf8"),
+      checksum: createHash("sha256").update(bytes).digest("hex"),
+    });
+  }
+  // Plain code-unit order: the fixed-width timestamp prefix makes it chronological, independent of locale.
+  return files.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/**
+ * Applies every pending migration to the database at `databaseUrl`.
+ *
+ * Returns `{ applied, skipped }` (names, in order); a second run returns `applied: []`. Throws
+ * {@link MigrationMismatchError} (and applies nothing) when an applied migration's checksum changed or its file is
+ * missing; throws an Error naming the migration when one fails (that migration is rolled back, earlier ones stay
+ * applied); throws when the lock is not obtained within `lockTimeoutMs`; connection errors are rethrown as is
+ * (pg's errors carry `.code`, e.g. ECONNREFUSED or 3D000).
+ */
+export async function migrate(databaseUrl: string, options: MigrateOptions = {}): Promise<MigrateResult> {
+  const files = readMigrationFiles(options.migrationsDir);
+  const log = options.log ?? (() => {});
+  const lockTimeoutMs = options.lockTimeoutMs ?? 120_000;
+
+  const client = new pg.Client({
+    connectionString: databaseUrl,
+    application_name: "wallet-migrate",
+    // 10 s to connect: a local or same-region server answers in milliseconds; past that it is down.
+    connectionTimeoutMillis: 10_000,
+  });
+  // An error on the idle connection (server restart) surfaces through the next query; do not crash.
+  client.on("error", () => {});
+  await client.connect();
+  try {
+    // lock_timeout bounds the wait for the advisory lock (a heavyweight lock); it is reset before any
+    // migration runs, so migrations themselves wait for their locks as long as they need.
+    await client.query(`SET lock_timeout = ${Math.max(1, Math.floor(lockTimeoutMs))}`);
+    try {
+      await client.query("SELECT pg_advisory_lock($1::bigint)", [MIGRATION_LOCK_KEY]);
+    } catch (error) {
+      if ((error as { code?: string }).code === "55P03") {
+        throw new Error(`another migration run held the lock for more than ${lockTimeoutMs} ms; is one stuck?`, { cause: error });
+      }
+      throw error;
+    }
+    await client.query("RESET lock_timeout");
+    try {
+      return await applyPending(client, files, log);
+    } finally {
+      await client.query("SELECT pg_advisory_unlock($1::bigint)", [MIGRATION_LOCK_KEY]).catch(() => {});
+    }
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+async function applyPending(client: pg.Client, files: MigrationFile[], log: (line: string) => void): Promise<MigrateResult> {
+  // Created under the lock, so two first runs cannot race on the catalog.
+  await client.query(`
+    CREATE TABLE IF NOT EXISTS _schema_migrations (
+      name        text PRIMARY KEY,
+      checksum    text NOT NULL CHECK (checksum ~ '^[0-9a-f]{64}$'),
+      applied_at  timestamptz NOT NULL DEFAULT now()
+    )`);
+  const recorded = await client.query<{ name: string; checksum: string }>(
+    "SELECT name, checksum FROM _schema_migrations ORDER BY name",
+  );
+
+  const onDisk = new Map(files.map((file) => [file.name, file]));
+  const problems: string[] = [];
+  for (const row of recorded.rows) {
+    const file = onDisk.get(row.name);
+    if (!file) {
+      problems.push(`${row.name} is recorded as applied but its folder is missing from disk`);
+    } else if (file.checksum !== row.checksum) {
+      problems.push(
+        `${file.path} changed after it was applied (recorded sha256 ${row.checksum}, file ${file.checksum}); ` +
+          "restore it and put the change in a new migration",
+      );
+    }
+  }
+  if (problems.length > 0) throw new MigrationMismatchError(problems);
+
+  const appliedNames = new Set(recorded.rows.map((row) => row.name));
+  const result: MigrateResult = { applied: [], skipped: [] };
+  for (const file of files) {
+    if (appliedNames.has(file.name)) {
+      result.skipped.push(file.name);
+      continue;
+    }
+    try {
+      await client.query("BEGIN");
+      await client.query(file.sql);
+      await client.query("INSERT INTO _schema_migrations (name, checksum) VALUES ($1, $2)", [file.name, file.checksum]);
+      await client.query("COMMIT");
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => {});
+      const message = error instanceof Error ? error.message : String(error);
+      throw new Error(`migration ${file.name} failed and was rolled back: ${message}`, { cause: error });
+    }
+    result.applied.push(file.name);
+    log(`applied ${file.name}`);
+  }
+  return result;
+}

@@ -1,0 +1,90 @@
+/**
+ * Ports and readiness probes for the scripts that start local services (tests, CI, demo).
+ * Everything binds to 127.0.0.1 only: nothing started by these scripts may be reachable from another machine.
+ */
+import { createServer } from "node:net";
+
+/**
+ * Asks the kernel for a free TCP port on 127.0.0.1 (binds port 0, reads the port, closes).
+ *
+ * Returns the port number. The port is free at the moment of return; another process could still take it
+ * before the caller binds it, which is why callers that spawn a server check that the server really started.
+ * Throws when no socket can be bound on 127.0.0.1 at all.
+ */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.once("error", reject);
+    server.listen({ host: "127.0.0.1", port: 0, exclusive: true }, () => {
+      const address = server.address();
+      if (address === null || typeof address === "string") {
+        server.close();
+        reject(new Error("could not read the port of a socket bound to 127.0.0.1:0"));
+        return;
+      }
+      const { port } = address;
+      server.close((error) => (error ? reject(error) : resolve(port)));
+    });
+  });
+}
+
+/** How long one probe may take. 2 s: a healthy local server answers in milliseconds; a hung one is retried. */
+const PROBE_TIMEOUT_MS = 2000;
+/** Pause between probes. 250 ms: fast enough that start-up is not slowed visibly, slow enough not to spin. */
+const PROBE_INTERVAL_MS = 250;
+
+export interface WaitForHttpOptions {
+  /**
+   * Called before every probe; a non-null string aborts the wait with that message (for example "the server
+   * exited with code 1"), so a crashed service fails fast instead of after the whole timeout.
+   */
+  failIf?: () => string | null;
+  /** When true, any HTTP response counts as ready (for a service with no health route: it is listening). */
+  anyStatus?: boolean;
+}
+
+/**
+ * Polls `url` with GET until it answers a 2xx status (any status with `options.anyStatus`).
+ *
+ * - `url`: absolute http(s) URL, e.g. `http://127.0.0.1:3000/api/v1/health`.
+ * - `timeoutMs`: total time allowed, in milliseconds.
+ *
+ * Resolves with nothing once a 2xx arrives. Rejects with an Error naming the URL, the timeout and the last
+ * status or network error when `timeoutMs` passes, or at once when `options.failIf` returns a message.
+ */
+export async function waitForHttp(url: string, timeoutMs: number, options: WaitForHttpOptions = {}): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = "no attempt made";
+  for (;;) {
+    const failure = options.failIf?.();
+    if (failure) throw new Error(`gave up waiting for ${url}: ${failure}`);
+    try {
+      const response = await fetch(url, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+      // The body is drained so the connection is released; its content does not matter here.
+      await response.arrayBuffer().catch(() => undefined);
+      if (response.ok || options.anyStatus) return;
+      last = `HTTP ${response.status}`;
+    } catch (error) {
+      last = describeFetchError(error);
+    }
+    if (Date.now() >= deadline) {
+      throw new Error(`${url} did not answer 2xx within ${timeoutMs} ms (last: ${last})`);
+    }
+    await sleep(PROBE_INTERVAL_MS);
+  }
+}
+
+/** Resolves after `durationMs` milliseconds. */
+export function sleep(durationMs: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, durationMs));
+}
+
+function describeFetchError(error: unknown): string {
+  if (error instanceof Error) {
+    const cause = (error as Error & { cause?: unknown }).cause;
+    if (cause instanceof Error) return `${error.message}: ${cause.message}`;
+    return error.message;
+  }
+  return String(error);
+}

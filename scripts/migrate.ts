@@ -1,0 +1,59 @@
+/**
+ * `npm run db:migrate`: applies pending SQL migrations (lib/migrate.ts) to the database found the CLI way
+ * (contract section 4): `DATABASE_URL`, else the running demo's `.data/runtime.json`, else exit 2.
+ *
+ * Prints one line per applied migration and a summary. Exit codes: 0 applied or nothing to do; 1 a migration
+ * failed or the files disagree with the database; 2 no database (none configured, or it cannot be reached).
+ */
+import { env } from "../lib/env";
+import { migrate } from "../lib/migrate";
+import { resolveCliEnvironment } from "./lib/runtime-file";
+
+/** pg / Node error codes that mean "there is no database to talk to" rather than "the migration is wrong". */
+const NO_DATABASE_CODES = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EHOSTUNREACH",
+  "ETIMEDOUT",
+  "ECONNRESET",
+  "3D000", // invalid_catalog_name: the database does not exist
+  "28P01", // invalid_password
+  "28000", // invalid_authorization_specification
+  "57P03", // cannot_connect_now: the server is starting or shutting down
+]);
+
+async function main(): Promise<number> {
+  resolveCliEnvironment();
+  const databaseUrl = env().DATABASE_URL;
+  if (!databaseUrl) {
+    process.stderr.write("no database: set DATABASE_URL or start the demo\n");
+    return 2;
+  }
+  try {
+    const { applied, skipped } = await migrate(databaseUrl, { log: (line) => process.stdout.write(`${line}\n`) });
+    process.stdout.write(`${applied.length} applied, ${skipped.length} already applied\n`);
+    return 0;
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    const message = error instanceof Error ? error.message : String(error);
+    if (code && NO_DATABASE_CODES.has(code)) {
+      process.stderr.write(`no database: cannot reach it (${code}: ${message})\n`);
+      return 2;
+    }
+    // Connection timeouts from pg come without a code.
+    if (/timeout expired|Connection terminated/i.test(message) && !message.startsWith("migration ")) {
+      process.stderr.write(`no database: cannot reach it (${message})\n`);
+      return 2;
+    }
+    process.stderr.write(`migration failed: ${message}\n`);
+    return 1;
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`migration failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+    process.exit(1);
+  },
+);

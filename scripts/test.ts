@@ -1,0 +1,271 @@
+/**
+ * `npm test`: the one gate. Checks prerequisites, builds the app when its sources changed, starts ONE stack
+ * (embedded PostgreSQL, redis-server, sandbox bank, built app), hands it to every suite as `TEST_STACK`, and
+ * runs, in order: vitest projects `unit`, `integration`, `http`, then Playwright. Each suite writes a
+ * machine-readable report under reports/test/; the counts are summed and printed as the very last line:
+ *
+ *     N passed, N failed, N skipped
+ *
+ * (stack-notes trap 11: CI reads that line). Exit code 0 only when nothing failed and at least one test ran.
+ * A suite that exits non-zero without reporting a failed test (crash, unhandled error, setup failure) counts as
+ * one failed test, so it cannot pass silently. The stack is stopped on every path, Ctrl-C included.
+ *
+ * Usage: `npm test [-- --only unit,integration,http,e2e] [-- <args passed to every runner>]`.
+ */
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { registerCleanup, runForeground, shutdownSignal } from "./lib/processes";
+import { findRedisServerBinary } from "./lib/redis-server";
+import { ensureBuilt, projectRoot, startStack, testStackJson, type Stack } from "./lib/stack";
+
+const SUITES = ["unit", "integration", "http", "e2e"] as const;
+type Suite = (typeof SUITES)[number];
+
+/** Counts of one suite or of the whole run. */
+interface Counts {
+  passed: number;
+  failed: number;
+  skipped: number;
+}
+
+const CHROMIUM_PATH = "/usr/bin/chromium";
+const REPORT_DIR = join(projectRoot, "reports", "test");
+
+function parseArgs(argv: string[]): { suites: Suite[]; passThrough: string[] } {
+  let suites: Suite[] = [...SUITES];
+  const passThrough: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    const only = arg === "--only" ? argv[++i] : arg.startsWith("--only=") ? arg.slice("--only=".length) : undefined;
+    if (only === undefined) {
+      passThrough.push(arg);
+      continue;
+    }
+    const names = only.split(",").map((name) => name.trim()).filter(Boolean).map((name) => (name === "playwright" ? "e2e" : name));
+    const unknown = names.filter((name) => !(SUITES as readonly string[]).includes(name));
+    if (unknown.length > 0 || names.length === 0) {
+      throw new UsageError(`--only takes a comma-separated list of ${SUITES.join(", ")}; got '${only}'`);
+    }
+    suites = SUITES.filter((suite) => names.includes(suite));
+  }
+  return { suites, passThrough };
+}
+
+class UsageError extends Error {}
+
+/** Names the apt package for every missing prerequisite of the chosen suites. */
+function missingPrerequisites(suites: Suite[]): string[] {
+  const missing: string[] = [];
+  const needsStack = suites.some((suite) => suite !== "unit");
+  if (needsStack && !findRedisServerBinary()) {
+    missing.push("redis-server is not installed: run `apt-get install -y redis-server`");
+  }
+  if (suites.includes("e2e") && !existsSync(CHROMIUM_PATH)) {
+    missing.push(`${CHROMIUM_PATH} is missing: run \`apt-get install -y chromium\``);
+  }
+  return missing;
+}
+
+function vitestReport(suite: Suite): string {
+  return join(REPORT_DIR, `vitest-${suite}.json`);
+}
+
+async function runVitest(suite: Suite, stack: Stack | null, passThrough: string[]): Promise<Counts> {
+  const report = vitestReport(suite);
+  rmSync(report, { force: true });
+  const status = await runForeground({
+    name: `vitest ${suite}`,
+    command: process.execPath,
+    args: [
+      "node_modules/vitest/vitest.mjs",
+      "run",
+      "--project",
+      suite,
+      "--reporter=default",
+      "--reporter=json",
+      `--outputFile.json=${report}`,
+      // A project without test files yet is not a failure by itself; zero tests overall still fails the run.
+      "--passWithNoTests",
+      ...passThrough,
+    ],
+    cwd: projectRoot,
+    env: suiteEnvironment(stack),
+  });
+  const counts = readVitestCounts(report);
+  return settle(`vitest ${suite}`, counts, status.code);
+}
+
+function readVitestCounts(report: string): Counts | null {
+  if (!existsSync(report)) return null;
+  try {
+    const json = JSON.parse(readFileSync(report, "utf8")) as {
+      numPassedTests?: number;
+      numFailedTests?: number;
+      numPendingTests?: number;
+      numTodoTests?: number;
+    };
+    return {
+      passed: json.numPassedTests ?? 0,
+      failed: json.numFailedTests ?? 0,
+      skipped: (json.numPendingTests ?? 0) + (json.numTodoTests ?? 0),
+    };
+  } catch {
+    return null;
+  }
+}
+
+async function runPlaywright(stack: Stack | null, passThrough: string[]): Promise<Counts> {
+  const report = join(REPORT_DIR, "playwright.json");
+  rmSync(report, { force: true });
+  const status = await runForeground({
+    name: "playwright",
+    command: process.execPath,
+    args: ["node_modules/@playwright/test/cli.js", "test", "--reporter=list,json", ...passThrough],
+    cwd: projectRoot,
+    env: { ...suiteEnvironment(stack), PLAYWRIGHT_JSON_OUTPUT_FILE: report },
+  });
+  let counts: Counts | null = null;
+  if (existsSync(report)) {
+    try {
+      const json = JSON.parse(readFileSync(report, "utf8")) as {
+        stats?: { expected?: number; unexpected?: number; flaky?: number; skipped?: number };
+      };
+      const stats = json.stats ?? {};
+      counts = {
+        // A flaky test passed on a retry; it is counted as passed here and reported by the list reporter.
+        passed: (stats.expected ?? 0) + (stats.flaky ?? 0),
+        failed: stats.unexpected ?? 0,
+        skipped: stats.skipped ?? 0,
+      };
+    } catch {
+      counts = null;
+    }
+  }
+  return settle("playwright", counts, status.code);
+}
+
+/**
+ * Turns a suite's report and exit code into counts: a non-zero exit with no failed test reported (a crash,
+ * an unhandled error, a failed global setup, a missing report) is one failed test.
+ */
+function settle(name: string, counts: Counts | null, exitCode: number | null): Counts {
+  const result = counts ?? { passed: 0, failed: 0, skipped: 0 };
+  if (exitCode !== 0 && result.failed === 0) {
+    process.stderr.write(`${name} exited with ${exitCode ?? "a signal"} without reporting a failed test: counted as 1 failed\n`);
+    result.failed = 1;
+  }
+  return result;
+}
+
+function suiteEnvironment(stack: Stack | null): NodeJS.ProcessEnv {
+  const environment: NodeJS.ProcessEnv = { ...process.env };
+  if (stack) environment.TEST_STACK = testStackJson(stack);
+  else delete environment.TEST_STACK;
+  return environment;
+}
+
+const total: Counts = { passed: 0, failed: 0, skipped: 0 };
+function add(counts: Counts): void {
+  total.passed += counts.passed;
+  total.failed += counts.failed;
+  total.skipped += counts.skipped;
+}
+
+let summaryPrinted = false;
+/** Prints the summary line once, on stdout; whatever comes after it goes to stderr or nowhere. */
+function printSummary(): void {
+  if (summaryPrinted) return;
+  summaryPrinted = true;
+  process.stdout.write(`${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped\n`);
+}
+
+async function main(): Promise<number> {
+  const { suites, passThrough } = parseArgs(process.argv.slice(2));
+  const missing = missingPrerequisites(suites);
+  if (missing.length > 0) {
+    for (const line of missing) process.stderr.write(`missing prerequisite: ${line}\n`);
+    total.failed += 1;
+    printSummary();
+    return 1;
+  }
+  mkdirSync(REPORT_DIR, { recursive: true });
+
+  const appSuites = suites.filter((suite) => suite === "http" || suite === "e2e");
+  let appReady = appSuites.length > 0;
+  if (appReady) {
+    try {
+      ensureBuilt();
+    } catch (error) {
+      process.stderr.write(`build failed: ${describe(error)}\n`);
+      appReady = false;
+    }
+  }
+
+  let stack: Stack | null = null;
+  const needsStack = suites.some((suite) => suite !== "unit");
+  if (needsStack) {
+    try {
+      stack = await startStack({ withApp: appReady, label: "npm-test" });
+    } catch (error) {
+      process.stderr.write(`could not start the stack${appReady ? " with the app" : ""}: ${describe(error)}\n`);
+      if (appReady) {
+        appReady = false;
+        stack = await startStack({ withApp: false, label: "npm-test" }).catch((retryError: unknown) => {
+          process.stderr.write(`could not start the stack without the app either: ${describe(retryError)}\n`);
+          return null;
+        });
+      }
+    }
+  }
+  // On Ctrl-C or SIGTERM: stop the stack, then print what was counted so far (processes.ts exits 128 + signal).
+  const unregister = registerCleanup(async () => {
+    await stack?.stop();
+    printSummary();
+  });
+
+  try {
+    for (const suite of suites) {
+      if (shutdownSignal()) break;
+      const needsApp = suite === "http" || suite === "e2e";
+      if ((suite !== "unit" && !stack) || (needsApp && !appReady)) {
+        process.stderr.write(`${suite}: not run (its stack could not be started): counted as 1 failed\n`);
+        add({ passed: 0, failed: 1, skipped: 0 });
+        continue;
+      }
+      process.stderr.write(`\n=== ${suite} ===\n`);
+      add(suite === "e2e" ? await runPlaywright(stack, passThrough) : await runVitest(suite, stack, passThrough));
+    }
+  } finally {
+    unregister();
+    await stack?.stop();
+  }
+  if (stack) process.stderr.write(`stack logs: ${stack.logDir}\n`);
+
+  const signal = shutdownSignal();
+  if (signal) {
+    printSummary();
+    return signal === "SIGINT" ? 130 : signal === "SIGHUP" ? 129 : 143;
+  }
+  const ran = total.passed + total.failed;
+  if (ran === 0) process.stderr.write("no test ran: failing the run\n");
+  printSummary();
+  return total.failed > 0 || ran === 0 ? 1 : 0;
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    if (error instanceof UsageError) {
+      process.stderr.write(`${error.message}\n`);
+    } else {
+      process.stderr.write(`npm test failed: ${error instanceof Error ? error.stack : String(error)}\n`);
+    }
+    total.failed += 1;
+    printSummary();
+    process.exit(1);
+  },
+);

@@ -1,0 +1,192 @@
+/**
+ * lib/migrate.ts against a real PostgreSQL (the test stack's server). Every test gets its own database
+ * (CREATE DATABASE on the test server), so the shared, already migrated test database is never touched.
+ */
+import { randomBytes } from "node:crypto";
+import { cpSync, mkdtempSync, rmSync, writeFileSync, appendFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pg from "pg";
+import { afterAll, describe, expect, it } from "vitest";
+import {
+  DEFAULT_MIGRATIONS_DIR,
+  MIGRATION_LOCK_KEY,
+  MigrationMismatchError,
+  migrate,
+  readMigrationFiles,
+} from "../../lib/migrate";
+import { assertLocalDatabase } from "../../scripts/lib/stack";
+import { testStack } from "../helpers/stack";
+
+const created: string[] = [];
+const scratchDirs: string[] = [];
+
+/** URL of database `name` on the test server. */
+function urlFor(name: string): string {
+  const url = new URL(testStack().databaseUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+async function withAdmin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const url = urlFor("postgres");
+  assertLocalDatabase(url);
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/** Creates an empty database with a random name and returns its URL. */
+async function freshDatabase(): Promise<string> {
+  const name = `migrate_test_${randomBytes(6).toString("hex")}`;
+  await withAdmin((client) => client.query(`CREATE DATABASE ${client.escapeIdentifier(name)}`));
+  created.push(name);
+  return urlFor(name);
+}
+
+/** A private copy of the project's migrations folder that a test may edit. */
+function copyOfMigrations(): string {
+  const dir = mkdtempSync(join(tmpdir(), "migrations-"));
+  scratchDirs.push(dir);
+  cpSync(DEFAULT_MIGRATIONS_DIR, dir, { recursive: true });
+  return dir;
+}
+
+async function query<R extends pg.QueryResultRow>(url: string, sql: string, params: unknown[] = []): Promise<R[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await client.query<R>(sql, params)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+afterAll(async () => {
+  await withAdmin(async (client) => {
+    for (const name of created) {
+      await client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(name)} WITH (FORCE)`);
+    }
+  });
+  for (const dir of scratchDirs) rmSync(dir, { recursive: true, force: true });
+});
+
+const allNames = readMigrationFiles().map((file) => file.name);
+
+describe("migrate", () => {
+  it("applies every migration once, and a second run applies nothing", async () => {
+    const url = await freshDatabase();
+
+    const first = await migrate(url);
+    expect(first).toEqual({ applied: allNames, skipped: [] });
+
+    const second = await migrate(url);
+    expect(second).toEqual({ applied: [], skipped: allNames });
+
+    const rows = await query<{ name: string; checksum: string }>(url, "SELECT name, checksum FROM _schema_migrations ORDER BY name");
+    expect(rows.map((row) => row.name)).toEqual(allNames);
+    expect(rows.map((row) => row.checksum)).toEqual(readMigrationFiles().map((file) => file.checksum));
+  });
+
+  it("applies each migration exactly once when two runs start at the same moment", async () => {
+    const url = await freshDatabase();
+    // Staged, not hoped for: a third session holds the migration lock until both runs are seen waiting for
+    // it in pg_stat_activity, then lets go, so the two really contend for the same lock.
+    const holder = new pg.Client({ connectionString: url });
+    await holder.connect();
+    try {
+      await holder.query("SELECT pg_advisory_lock($1::bigint)", [MIGRATION_LOCK_KEY]);
+      const runs = [migrate(url), migrate(url)];
+      await waitUntil(async () => {
+        const waiting = await holder.query<{ count: string }>(
+          `SELECT count(*)::text AS count FROM pg_stat_activity
+            WHERE datname = current_database() AND application_name = 'wallet-migrate'
+              AND wait_event_type = 'Lock' AND wait_event = 'advisory'`,
+        );
+        return waiting.rows[0]?.count === "2";
+      });
+      await holder.query("SELECT pg_advisory_unlock($1::bigint)", [MIGRATION_LOCK_KEY]);
+      const results = await Promise.all(runs);
+
+      const appliedByAll = results.flatMap((result) => result.applied).sort();
+      expect(appliedByAll).toEqual([...allNames].sort());
+      // The run that got the lock second found everything applied.
+      expect(results.some((result) => result.applied.length === 0 && result.skipped.length === allNames.length)).toBe(true);
+    } finally {
+      await holder.end();
+    }
+    const rows = await query<{ count: string }>(url, "SELECT count(*)::text AS count FROM _schema_migrations");
+    expect(rows[0]?.count).toBe(String(allNames.length));
+  });
+
+  it("refuses to run when an applied migration's file changed, naming the file", async () => {
+    const url = await freshDatabase();
+    const dir = copyOfMigrations();
+    await migrate(url, { migrationsDir: dir });
+
+    const [firstFile] = readMigrationFiles(dir);
+    appendFileSync(firstFile!.path, "\n-- an edit after the fact\n");
+    // A new migration beside the edited one must not be applied either: nothing runs on a mismatch.
+    const laterName = "29991231235959_should_not_apply";
+    cpSync(join(dir, firstFile!.name), join(dir, laterName), { recursive: true });
+    writeFileSync(join(dir, laterName, "migration.sql"), "CREATE TABLE should_not_exist (id int);\n");
+
+    const error = await migrate(url, { migrationsDir: dir }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(MigrationMismatchError);
+    expect((error as Error).message).toContain(firstFile!.path);
+    const tables = await query(url, "SELECT 1 FROM pg_tables WHERE tablename = 'should_not_exist'");
+    expect(tables).toHaveLength(0);
+  });
+
+  it("refuses to run when an applied migration is missing on disk", async () => {
+    const url = await freshDatabase();
+    const dir = copyOfMigrations();
+    await migrate(url, { migrationsDir: dir });
+    await query(url, "INSERT INTO _schema_migrations (name, checksum) VALUES ($1, $2)", [
+      "20000101000000_gone",
+      "0".repeat(64),
+    ]);
+
+    const error = await migrate(url, { migrationsDir: dir }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(MigrationMismatchError);
+    expect((error as Error).message).toContain("20000101000000_gone");
+  });
+
+  it("rolls back a failing migration completely and records nothing for it", async () => {
+    const url = await freshDatabase();
+    const dir = copyOfMigrations();
+    const badName = "29991231235959_broken";
+    cpSync(join(dir, allNames[0]!), join(dir, badName), { recursive: true });
+    writeFileSync(join(dir, badName, "migration.sql"), "CREATE TABLE half_done (id int);\nSELECT no_such_function();\n");
+
+    await expect(migrate(url, { migrationsDir: dir })).rejects.toThrow(/29991231235959_broken/);
+    const tables = await query(url, "SELECT 1 FROM pg_tables WHERE tablename = 'half_done'");
+    expect(tables).toHaveLength(0);
+    const recorded = await query<{ name: string }>(url, "SELECT name FROM _schema_migrations ORDER BY name");
+    expect(recorded.map((row) => row.name)).toEqual(allNames);
+  });
+
+  it("builds the claim index ledger_entries_user_id_type_ref_id_key, unique on (user_id, type, ref_id)", async () => {
+    const url = await freshDatabase();
+    await migrate(url);
+    const rows = await query<{ indexdef: string }>(
+      url,
+      "SELECT indexdef FROM pg_indexes WHERE tablename = 'ledger_entries' AND indexname = 'ledger_entries_user_id_type_ref_id_key'",
+    );
+    expect(rows).toHaveLength(1);
+    expect(rows[0]!.indexdef).toMatch(/^CREATE UNIQUE INDEX .* \(user_id, type, ref_id\)$/);
+  });
+});
+
+/** Polls `condition` every 20 ms for at most 10 s (the runs reach the lock within milliseconds). */
+async function waitUntil(condition: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error("condition not met within 10 s");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
