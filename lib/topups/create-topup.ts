@@ -64,7 +64,13 @@ export async function createTopup(input: CreateTopupInput): Promise<OperationRes
 
   const ref = { userId: input.userId, entryId: claim.entry.id };
   const guard = { kind: "lease", attempt: claim.entry.attempt } as const;
-  await markProcessing(ref, claim.entry.attempt);
+  const processing = await markProcessing(ref, claim.entry.attempt);
+  if (processing.kind === "refused") {
+    // Our lease was taken over (this request stalled past LEASE_MS before reaching the bank): the new owner
+    // drives the row now, so this request must not call the bank. It answers with what the row says.
+    const stored = await storeResponse(ref, jsonStoredResponse(201, { topup: topupView(processing.entry) }));
+    return { kind: "response", response: stored.response, replayed: !stored.stored };
+  }
 
   const charged = await createCharge(
     { merchantRef: merchantRefFor(input.userId, input.refId), amountMinor: input.amountMinor, currency: input.currency },
