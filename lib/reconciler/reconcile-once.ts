@@ -1,0 +1,531 @@
+/**
+ * One reconciler pass (contract sections 2, 5 and 7; issue 4): brings the ledger and the bank back into agreement
+ * in both directions, through the same lib/ledger functions as live traffic (claim, guarded transitions,
+ * first-writer-wins responses), so the reconciler can collide with a request, a webhook or another reconciler but
+ * never race them.
+ *
+ * Policy (re-drive window, cancel-then-fail-as-expired, cursor look-back):
+ * docs/decisions/003-failure-and-recovery-policy.md.
+ */
+import { env } from "../env";
+import { log } from "../log";
+import { pool } from "../db";
+import {
+  cancelCharge,
+  createCharge,
+  getCharge,
+  listChargesSince,
+  type BankCallOptions,
+  type BankCharge,
+  type UnknownOutcome,
+} from "../bank/client";
+import { merchantRefFor, parseMerchantRef } from "../bank/merchant-ref";
+import { classifyDbError } from "../ledger/db-errors";
+import { findEntryByKey, insertClaimOrLose, isTerminal, operationKey, WORKER_ID, type LedgerEntry } from "../ledger";
+import { CHARGE_LOOK_BACK_MS_DEFAULT, readChargeCursorMs, writeChargeCursorMs } from "./charge-cursor";
+import { ReconcileTally, type ReconcileAnomaly, type ReconcileResult } from "./reconcile-result";
+import {
+  failEntryAsExpired,
+  settleEntryFromCharge,
+  storeFinishedTopupResponse,
+  type SettleOutcome,
+} from "./settle-entry-from-charge";
+import { countExpiredUnfinishedEntries, takeOverExpiredEntry, type TakenOverEntry } from "./take-over-expired-entry";
+
+export type { ReconcileResult, ReconcileAnomaly } from "./reconcile-result";
+
+/**
+ * Most rows one pass takes over. 200: a row costs one or two local bank calls and two short statements (a few
+ * milliseconds), so a full batch finishes in about a second, well inside RECONCILE_INTERVAL_MS (10 s) and
+ * LEASE_MS (30 s, after which a row taken over early in the pass could be taken over again by another
+ * reconciler). A larger backlog drains over the following passes.
+ */
+export const RECONCILE_ROWS_MAX_DEFAULT = 200;
+
+/**
+ * Most pages of the bank's charge list read in one pass. 10 pages of 1000 (the bank's page maximum) = 10,000
+ * charges: a day of the demo's traffic many times over; what is left is read by the next pass from the cursor.
+ */
+export const RECONCILE_CHARGE_PAGES_MAX_DEFAULT = 10;
+
+/** The bank's largest page (docs/bank-sandbox.md): fewest round trips per pass. */
+const CHARGE_PAGE_LIMIT = 1000;
+
+/** Where a pass writes what it does; pino's logger fits (the CLI passes one that writes to stderr). */
+export interface ReconcileLogger {
+  info(object: Record<string, unknown>, message: string): void;
+  warn(object: Record<string, unknown>, message: string): void;
+}
+
+export interface ReconcileOptions {
+  /** Bank base URL. Default env BANK_URL. */
+  bankUrl?: string;
+  /** Budget of one bank call, ms. Default env BANK_TIMEOUT_MS. */
+  bankTimeoutMs?: number;
+  /** Lease taken on a row (and the claim of a missing row), ms. Default env LEASE_MS. */
+  leaseMs?: number;
+  /** A row younger than this (seconds, by the database clock) that never reached the bank is re-driven. Default env REDRIVE_WINDOW_S. */
+  redriveWindowS?: number;
+  /** Currency a missing row may be claimed in. Default env WALLET_CURRENCY. */
+  walletCurrency?: string;
+  /** Lease owner written on taken-over and claimed rows. Default WORKER_ID (host:pid:random). */
+  workerId?: string;
+  /** Only these users' rows and charges (an admin reconciling one user; tests sharing a database). Default: everyone. */
+  userIds?: readonly string[];
+  /** Default {@link RECONCILE_ROWS_MAX_DEFAULT}. */
+  rowsMax?: number;
+  /** Default {@link RECONCILE_CHARGE_PAGES_MAX_DEFAULT}. */
+  chargePagesMax?: number;
+  /** How far back a fresh process reads the charge list, ms. Default {@link CHARGE_LOOK_BACK_MS_DEFAULT} (24 h). */
+  lookBackMs?: number;
+  /** Default: the app's logger (lib/log.ts). */
+  logger?: ReconcileLogger;
+}
+
+interface PassContext {
+  readonly bank: BankCallOptions;
+  readonly leaseMs: number;
+  readonly redriveWindowMs: number;
+  readonly walletCurrency: string;
+  readonly workerId: string;
+  readonly userIds: readonly string[] | null;
+  readonly rowsMax: number;
+  readonly chargePagesMax: number;
+  readonly lookBackMs: number;
+  readonly logger: ReconcileLogger;
+  readonly tally: ReconcileTally;
+  /** The first unknown bank outcome of the pass (its reason is reported), and how many rows it left. */
+  unknown: { outcome: UnknownOutcome; rowsLeft: number } | null;
+}
+
+/**
+ * Runs one pass, ledger → bank then bank → ledger.
+ *
+ * Ledger → bank: takes over, one at a time, unfinished top-ups whose lease expired (at most `rowsMax`), asks the
+ * bank for the charge of each one's merchant reference, and:
+ *  - `succeeded` → completes it with a credit; `declined` → fails it; `pending` → leaves it (charge id attached);
+ *  - no charge, row younger than the re-drive window → sends the charge again with the same Idempotency-Key;
+ *  - no charge, older → cancels the key at the bank, and fails the row as `expired` only when the bank confirms
+ *    no charge exists (when the cancel reports a charge, the row is settled from that charge);
+ *  - bank unreachable → leaves the row and reports it (contract 7.5). A failed read stops the direction (the
+ *    bank is down); a failed write (re-drive, cancel) leaves that row only.
+ * Bank → ledger: reads the charges created since this process's cursor (24 h back at first); a succeeded
+ * charge whose row is missing is claimed under the same key (so it collides with a live request instead of
+ * racing it), completed and given its stored response; an unfinished row is settled; a failed row with a
+ * succeeded charge, or any amount/currency mismatch, is an anomaly and credits nothing.
+ * Whenever the reconciler finishes a row whose request is gone, it stores the 201 `{ topup: T }` response first-
+ * writer-wins, so a retry of the original request replays (case C12).
+ *
+ * Rewards and payments are single-transaction and never unfinished; one found unfinished is reported as an
+ * anomaly and left alone.
+ *
+ * Returns the counts (see {@link ReconcileResult}). Throws only when the database fails (the pass stops; rows
+ * already handled stay handled, rows taken over are retried after their lease).
+ */
+export async function reconcileOnce(options: ReconcileOptions = {}): Promise<ReconcileResult> {
+  const settings = env();
+  const ctx: PassContext = {
+    bank: { bankUrl: options.bankUrl ?? settings.BANK_URL, timeoutMs: options.bankTimeoutMs ?? settings.BANK_TIMEOUT_MS },
+    leaseMs: options.leaseMs ?? settings.LEASE_MS,
+    redriveWindowMs: (options.redriveWindowS ?? settings.REDRIVE_WINDOW_S) * 1000,
+    walletCurrency: options.walletCurrency ?? settings.WALLET_CURRENCY,
+    workerId: options.workerId ?? WORKER_ID,
+    userIds: options.userIds ? [...options.userIds] : null,
+    rowsMax: options.rowsMax ?? RECONCILE_ROWS_MAX_DEFAULT,
+    chargePagesMax: options.chargePagesMax ?? RECONCILE_CHARGE_PAGES_MAX_DEFAULT,
+    lookBackMs: options.lookBackMs ?? CHARGE_LOOK_BACK_MS_DEFAULT,
+    logger: options.logger ?? log(),
+    tally: new ReconcileTally(),
+    unknown: null,
+  };
+
+  const bankDown = await reconcileUnfinishedEntries(ctx);
+  const chargesListed = bankDown ? false : await reconcileBankCharges(ctx);
+
+  if (ctx.unknown || !chargesListed) {
+    const remaining = bankDown ? await countExpiredUnfinishedEntries(ctx.userIds) : 0;
+    ctx.tally.bankUnreachable = {
+      reason: ctx.unknown ? describeUnknown(ctx.unknown.outcome) : "charge list unreadable",
+      rowsLeft: (ctx.unknown?.rowsLeft ?? 0) + remaining,
+      chargesUnlisted: !chargesListed,
+    };
+  }
+  const result = ctx.tally.toResult();
+  ctx.logger.info({ reconcile: result }, "reconciler pass finished");
+  return result;
+}
+
+function describeUnknown(outcome: UnknownOutcome): string {
+  return outcome.detail ? `${outcome.reason}: ${outcome.detail}` : outcome.reason;
+}
+
+function noteUnknown(ctx: PassContext, outcome: UnknownOutcome, rowsLeft: number): void {
+  if (ctx.unknown) ctx.unknown.rowsLeft += rowsLeft;
+  else ctx.unknown = { outcome, rowsLeft };
+}
+
+function recordAnomaly(ctx: PassContext, anomaly: ReconcileAnomaly): void {
+  ctx.tally.addAnomaly(anomaly);
+  ctx.logger.warn({ anomaly }, "reconciler anomaly");
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Ledger → bank
+// ---------------------------------------------------------------------------------------------------------------
+
+/** Returns true when the bank could not be read and the direction stopped early. */
+async function reconcileUnfinishedEntries(ctx: PassContext): Promise<boolean> {
+  for (let taken = 0; taken < ctx.rowsMax; taken++) {
+    const row = await takeOverExpiredEntry({ workerId: ctx.workerId, leaseMs: ctx.leaseMs, userIds: ctx.userIds });
+    if (!row) return false;
+    ctx.tally.examined += 1;
+    const verdict = await guardRow(ctx, row.entry, () => reconcileTakenOverEntry(ctx, row));
+    if (verdict === "bank_down") return true;
+  }
+  return false;
+}
+
+type RowVerdict = "done" | "bank_down";
+
+/**
+ * Runs the work on one row, turning a constraint violation (a bug on that row, e.g. two rows claiming one bank
+ * charge) into an anomaly so one bad row cannot block every pass after it. Anything else (connection lost,
+ * unknown errors) is rethrown: the database is not usable and the pass must stop.
+ */
+async function guardRow(ctx: PassContext, entry: LedgerEntry | null, work: () => Promise<RowVerdict>): Promise<RowVerdict> {
+  try {
+    return await work();
+  } catch (error) {
+    const verdict = classifyDbError(error);
+    if (verdict.kind === "unknown" || verdict.kind === "retryable") throw error;
+    ctx.logger.warn({ err: error, verdict, entryId: entry?.id, userId: entry?.userId }, "reconciler: row refused by a constraint");
+    ctx.tally.skipped += 1;
+    recordAnomaly(ctx, {
+      kind: "row_error",
+      merchantRef: entry ? safeMerchantRef(entry) : null,
+      chargeId: entry?.bankChargeId ?? null,
+      detail: `the database refused a transition (${verdict.kind}${"constraint" in verdict && verdict.constraint ? ` on ${verdict.constraint}` : ""})`,
+    });
+    return "done";
+  }
+}
+
+function safeMerchantRef(entry: LedgerEntry): string | null {
+  try {
+    return merchantRefFor(entry.userId, entry.refId);
+  } catch {
+    return null;
+  }
+}
+
+async function reconcileTakenOverEntry(ctx: PassContext, row: TakenOverEntry): Promise<RowVerdict> {
+  const { entry } = row;
+  if (entry.type !== "topup") {
+    ctx.tally.skipped += 1;
+    recordAnomaly(ctx, {
+      kind: "unfinished_non_topup",
+      merchantRef: null,
+      chargeId: null,
+      detail: `${entry.type} ${entry.refId} of user ${entry.userId} is ${entry.status}; rewards and payments finish in one transaction`,
+    });
+    return "done";
+  }
+  const merchantRef = safeMerchantRef(entry);
+  if (merchantRef === null) {
+    ctx.tally.skipped += 1;
+    recordAnomaly(ctx, { kind: "invalid_merchant_ref", merchantRef: null, chargeId: null, detail: `top-up ${entry.refId} of user ${entry.userId} has no valid merchant reference` });
+    return "done";
+  }
+
+  const looked = await getCharge(merchantRef, ctx.bank);
+  switch (looked.kind) {
+    case "found":
+      await applySettle(ctx, await settleEntryFromCharge(entry, looked.charge, "reconciler: from the bank's charge after the lease expired"), {
+        storeResponse: true,
+        pendingCounts: "skipped",
+      });
+      return "done";
+    case "not_found":
+      // The bank has no charge for this key: the request never reached it (or its call is lost for good).
+      if (row.ageMs < ctx.redriveWindowMs) return await redrive(ctx, entry, merchantRef);
+      return await cancelThenExpire(ctx, entry, merchantRef);
+    case "unknown":
+      // A read failed: the bank is down or unreadable. Leave this row (and the rest) for a later pass.
+      ctx.tally.skipped += 1;
+      noteUnknown(ctx, looked, 1);
+      return "bank_down";
+    case "rejected":
+      ctx.tally.skipped += 1;
+      recordAnomaly(ctx, { kind: "bank_refused", merchantRef, chargeId: null, detail: `GET /charges answered ${looked.status} ${looked.code}` });
+      return "done";
+  }
+}
+
+/** Sends the charge again with the same Idempotency-Key: the bank makes at most one charge per key. */
+async function redrive(ctx: PassContext, entry: LedgerEntry, merchantRef: string): Promise<RowVerdict> {
+  const created = await createCharge({ merchantRef, amountMinor: entry.amountMinor, currency: entry.currency }, ctx.bank);
+  switch (created.kind) {
+    case "charge":
+      ctx.tally.redriven += 1;
+      await applySettle(ctx, await settleEntryFromCharge(entry, created.charge, "reconciler: re-driven to the bank"), {
+        storeResponse: true,
+        pendingCounts: "nothing",
+      });
+      return "done";
+    case "rejected":
+      if (created.status === 409 && created.code === "idempotency_key_cancelled") {
+        // An earlier pass cancelled the key and stopped before failing the row: no charge exists or ever will.
+        await applySettle(ctx, await failEntryAsExpired(entry, "reconciler: the key was already cancelled at the bank"), { storeResponse: true, pendingCounts: "skipped" });
+        return "done";
+      }
+      ctx.tally.skipped += 1;
+      recordAnomaly(ctx, { kind: "bank_refused", merchantRef, chargeId: null, detail: `re-drive answered ${created.status} ${created.code}` });
+      return "done";
+    case "unknown":
+      // The charge may or may not exist now; the row stays as it is and the next pass asks the bank again.
+      ctx.tally.skipped += 1;
+      noteUnknown(ctx, created, 1);
+      return "done";
+  }
+}
+
+/**
+ * Past the re-drive window: make the key unusable at the bank first, and fail the row only when the bank
+ * confirms that no charge exists. A charge that appears in between (a request stuck in the network) is found by
+ * the cancel itself, and the row is settled from it instead.
+ */
+async function cancelThenExpire(ctx: PassContext, entry: LedgerEntry, merchantRef: string): Promise<RowVerdict> {
+  const cancelled = await cancelCharge(merchantRef, ctx.bank);
+  switch (cancelled.kind) {
+    case "cancelled":
+      await applySettle(ctx, await failEntryAsExpired(entry, "reconciler: never reached the bank; key cancelled there after the re-drive window"), {
+        storeResponse: true,
+        pendingCounts: "skipped",
+      });
+      return "done";
+    case "charge_exists":
+      await applySettle(ctx, await settleEntryFromCharge(entry, cancelled.charge, "reconciler: charge found while cancelling"), {
+        storeResponse: true,
+        pendingCounts: "skipped",
+      });
+      return "done";
+    case "unknown":
+      ctx.tally.skipped += 1;
+      noteUnknown(ctx, cancelled, 1);
+      return "done";
+    case "rejected":
+      ctx.tally.skipped += 1;
+      recordAnomaly(ctx, { kind: "bank_refused", merchantRef, chargeId: null, detail: `cancel answered ${cancelled.status} ${cancelled.code}` });
+      return "done";
+  }
+}
+
+/** Counts an outcome and, when asked and the row is finished, stores its response. Returns the outcome. */
+async function applySettle(
+  ctx: PassContext,
+  outcome: SettleOutcome,
+  options: { storeResponse: boolean; pendingCounts: "skipped" | "nothing" },
+): Promise<SettleOutcome> {
+  switch (outcome.kind) {
+    case "completed":
+      ctx.tally.completed += 1;
+      break;
+    case "failed":
+      ctx.tally.failed += 1;
+      break;
+    case "pending":
+      if (options.pendingCounts === "skipped") ctx.tally.skipped += 1;
+      break;
+    case "already_terminal":
+      ctx.tally.skipped += 1;
+      break;
+    case "anomaly":
+      ctx.tally.skipped += 1;
+      recordAnomaly(ctx, outcome.anomaly);
+      break;
+  }
+  if (options.storeResponse && outcome.kind !== "anomaly") await storeFinishedTopupResponse(outcome.entry);
+  return outcome;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Bank → ledger
+// ---------------------------------------------------------------------------------------------------------------
+
+/**
+ * Reads the charge list from the cursor and reconciles each charge. Returns false when the list could not be
+ * read at all (bank unreachable); the cursor then stays where it was.
+ */
+async function reconcileBankCharges(ctx: PassContext): Promise<boolean> {
+  const bankUrl = ctx.bank.bankUrl;
+  const sinceMs = readChargeCursorMs(bankUrl, ctx.lookBackMs);
+  const sinceIso = new Date(sinceMs).toISOString();
+  // The oldest charge the next pass must see again, and the newest charge dealt with.
+  let holdMs: number | null = null;
+  let lastSeenMs: number | null = null;
+  let startingAfter: string | undefined;
+  let readAnyPage = false;
+
+  for (let page = 0; page < ctx.chargePagesMax; page++) {
+    const listed = await listChargesSince(sinceIso, { ...ctx.bank, limit: CHARGE_PAGE_LIMIT, startingAfter });
+    if (listed.kind === "unknown") {
+      noteUnknown(ctx, listed, 0);
+      break;
+    }
+    if (listed.kind === "rejected") {
+      recordAnomaly(ctx, { kind: "bank_refused", merchantRef: null, chargeId: null, detail: `GET /charges?since answered ${listed.status} ${listed.code}` });
+      break;
+    }
+    readAnyPage = true;
+    for (const charge of listed.charges) {
+      const createdMs = Date.parse(charge.createdAt);
+      const hold = await reconcileCharge(ctx, charge);
+      if (Number.isFinite(createdMs)) {
+        lastSeenMs = createdMs;
+        if (hold && holdMs === null) holdMs = createdMs;
+      }
+    }
+    const last = listed.charges.at(-1);
+    if (!listed.hasMore || !last) break;
+    startingAfter = last.id;
+  }
+
+  if (readAnyPage) {
+    const next = holdMs ?? lastSeenMs;
+    if (next !== null) writeChargeCursorMs(bankUrl, Math.max(next, sinceMs));
+  }
+  return readAnyPage;
+}
+
+/**
+ * Reconciles one bank charge with its ledger row. Returns true when the charge must be looked at again by a
+ * later pass (the cursor stays at or before it): still pending at the bank, its row still being worked on, or a
+ * finished row whose response the live request may still store.
+ */
+async function reconcileCharge(ctx: PassContext, charge: BankCharge): Promise<boolean> {
+  const parts = parseMerchantRef(charge.merchantRef);
+  if (!parts) {
+    if (charge.status === "succeeded") {
+      ctx.tally.examined += 1;
+      ctx.tally.skipped += 1;
+      recordAnomaly(ctx, { kind: "unknown_merchant_ref", merchantRef: charge.merchantRef, chargeId: charge.id, detail: "a succeeded charge whose merchant reference is not one of our top-ups" });
+    }
+    return false;
+  }
+  if (ctx.userIds && !ctx.userIds.includes(parts.userId)) return false;
+  // Pending: nothing to decide yet; the row (if any) is covered by the ledger-to-bank direction meanwhile.
+  if (charge.status === "pending") return true;
+
+  const key = operationKey(parts.userId, "topup", parts.refId);
+  let hold = false;
+  await guardRow(ctx, null, async () => {
+    let entry = await findEntryByKey(key);
+    let claimedOrFound: "found" | "lost_claim" = "found";
+    if (!entry) {
+      // A declined charge without a row moved no money: nothing to record.
+      if (charge.status !== "succeeded") return "done";
+      ctx.tally.examined += 1;
+      const claimed = await claimMissingRow(ctx, charge, key);
+      if (claimed.kind === "claimed") {
+        // Ours from the claim on: no request is waiting for this row, so its response is stored at once.
+        await applySettle(ctx, await settleEntryFromCharge(claimed.entry, charge, "reconciler: claimed from a succeeded bank charge"), {
+          storeResponse: true,
+          pendingCounts: "skipped",
+        });
+        return "done";
+      }
+      if (claimed.kind === "refused") return "done";
+      // Someone else's: a live request (or another reconciler) committed the row while our claim waited on it.
+      entry = claimed.entry;
+      claimedOrFound = "lost_claim";
+    }
+    hold = await reconcileExistingRow(ctx, entry, charge, claimedOrFound);
+    return "done";
+  });
+  return hold;
+}
+
+type MissingRowClaim =
+  | { kind: "claimed"; entry: LedgerEntry }
+  | { kind: "lost"; entry: LedgerEntry }
+  | { kind: "refused" };
+
+/**
+ * Claims the key of a succeeded charge that has no row, exactly as a request would (INSERT ... ON CONFLICT DO
+ * NOTHING at READ COMMITTED): if a request holds an uncommitted claim on the key, this waits for it; its commit
+ * makes this a loser that reads the request's row, its rollback lets this claim (contract section 1).
+ */
+async function claimMissingRow(ctx: PassContext, charge: BankCharge, key: ReturnType<typeof operationKey>): Promise<MissingRowClaim> {
+  if (charge.currency !== ctx.walletCurrency) {
+    ctx.tally.skipped += 1;
+    recordAnomaly(ctx, {
+      kind: "currency_mismatch",
+      merchantRef: charge.merchantRef,
+      chargeId: charge.id,
+      detail: `a succeeded charge in ${charge.currency} has no row, and the wallet currency is ${ctx.walletCurrency}`,
+    });
+    return { kind: "refused" };
+  }
+  const claimed = await insertClaimOrLose(pool(), {
+    key,
+    amountMinor: charge.amount,
+    currency: charge.currency,
+    // The same parameters as the request path (lib/topups/create-topup.ts), so a later retry of the user's own
+    // request with the same amount replays this row instead of being refused as a different operation.
+    params: { amount: charge.amount, currency: charge.currency },
+    leaseOwner: ctx.workerId,
+    leaseMs: ctx.leaseMs,
+    actor: "reconciler",
+  });
+  // A row back: this claim, and no other, created the row. Null: another transaction committed one first.
+  if (claimed) return { kind: "claimed", entry: claimed };
+  const existing = await findEntryByKey(key);
+  if (!existing) throw new Error(`reconciler: key ${key.userId}/${key.refId} neither inserts nor reads`);
+  return { kind: "lost", entry: existing };
+}
+
+/**
+ * Settles an existing row from a final (succeeded or declined) charge; returns true to hold the cursor.
+ * `how` is `lost_claim` when this pass already counted the charge as examined (its claim lost to another).
+ */
+async function reconcileExistingRow(ctx: PassContext, entry: LedgerEntry, charge: BankCharge, how: "found" | "lost_claim"): Promise<boolean> {
+  const nowMs = Date.now();
+  const examine = () => {
+    if (how === "found") ctx.tally.examined += 1;
+  };
+  // The request that claimed the row is gone once its lease has run out (a live request finishes well inside it:
+  // LEASE_MS > BANK_TIMEOUT_MS); until then, storing the response is the request's job (contract section 3).
+  const requestGone = isTerminal(entry.status)
+    ? nowMs - entry.createdAt.getTime() > ctx.leaseMs
+    : entry.leaseExpiresAt === null || entry.leaseExpiresAt.getTime() < nowMs;
+
+  if (isTerminal(entry.status)) {
+    const agrees =
+      (charge.status === "succeeded" && entry.status === "succeeded") || (charge.status === "declined" && entry.status === "failed");
+    if (agrees && entry.amountMinor === charge.amount && entry.currency === charge.currency) {
+      if (entry.response !== null) return false;
+      if (!requestGone) {
+        if (how === "lost_claim") ctx.tally.skipped += 1;
+        return true;
+      }
+      examine();
+      await storeFinishedTopupResponse(entry);
+      ctx.tally.skipped += 1;
+      return false;
+    }
+    // Disagreement with a terminal row: report it (settle refuses to move a terminal row and says why).
+    examine();
+    await applySettle(ctx, await settleEntryFromCharge(entry, charge, "reconciler: from the bank's charge list"), { storeResponse: false, pendingCounts: "skipped" });
+    return false;
+  }
+
+  examine();
+  const settled = await applySettle(ctx, await settleEntryFromCharge(entry, charge, "reconciler: from the bank's charge list"), {
+    storeResponse: requestGone,
+    pendingCounts: "skipped",
+  });
+  // An anomaly is reported, not retried: it does not hold the cursor (the audit keeps reporting it).
+  if (settled.kind === "anomaly") return false;
+  // Hold while the row is unfinished, or finished without a response that its live request has yet to store.
+  return !isTerminal(settled.entry.status) || (!requestGone && settled.entry.response === null);
+}

@@ -1,0 +1,94 @@
+/**
+ * `npm run reconcile [-- --watch]`: one reconciler pass (lib/reconciler/reconcile-once.ts), printed as one JSON
+ * line on stdout (`{ examined, completed, failed, redriven, skipped, anomalies?, bankUnreachable? }`); logs go to
+ * stderr. With `--watch`, a pass every RECONCILE_INTERVAL_MS (one JSON line each) until Ctrl-C.
+ *
+ * Finds the database and the bank through DATABASE_URL/BANK_URL or a running demo's `.data/runtime.json`
+ * (resolveCliEnvironment).
+ *
+ * Exit codes: 0 the pass ran and nothing needs attention; 1 the pass ran but reported anomalies or an
+ * unreachable bank (rows were left, not dropped: contract 7.5); 2 cannot run (no running demo, bad arguments,
+ * database error). `--watch` exits 0 on Ctrl-C/SIGTERM, 2 when it cannot start.
+ */
+import { parseArgs } from "node:util";
+import pino from "pino";
+import { resolveCliEnvironment } from "./lib/runtime-file";
+import { closeDb } from "../lib/db";
+import { env } from "../lib/env";
+import { reconcileOnce, type ReconcileResult } from "../lib/reconciler/reconcile-once";
+import { startReconcilerTimer } from "../lib/reconciler/start-reconciler-timer";
+
+const EXIT_OK = 0;
+const EXIT_NEEDS_ATTENTION = 1;
+const EXIT_CANNOT_RUN = 2;
+
+const USAGE = "usage: npm run reconcile [-- --watch]";
+
+function say(message: string): void {
+  process.stderr.write(`${message}\n`);
+}
+
+function printResult(result: ReconcileResult): void {
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+}
+
+function needsAttention(result: ReconcileResult): boolean {
+  return (result.anomalies?.length ?? 0) > 0 || result.bankUnreachable !== undefined;
+}
+
+async function main(): Promise<number> {
+  let watch: boolean;
+  try {
+    const parsed = parseArgs({ args: process.argv.slice(2), strict: true, allowPositionals: false, options: { watch: { type: "boolean" } } });
+    watch = parsed.values.watch ?? false;
+  } catch (error) {
+    say(`${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
+    return EXIT_CANNOT_RUN;
+  }
+
+  // Exits with 2 and "no running demo" when neither DATABASE_URL nor .data/runtime.json exists.
+  resolveCliEnvironment();
+  const settings = env();
+  // Logs on stderr, so stdout carries only the JSON results.
+  const logger = pino({ level: settings.LOG_LEVEL, base: { pid: process.pid } }, pino.destination({ dest: 2, sync: true }));
+
+  if (!watch) {
+    const result = await reconcileOnce({ logger });
+    printResult(result);
+    return needsAttention(result) ? EXIT_NEEDS_ATTENTION : EXIT_OK;
+  }
+
+  if (settings.RECONCILE_INTERVAL_MS <= 0) {
+    say("RECONCILE_INTERVAL_MS is 0 (the timer is off); set it to a positive number of milliseconds to use --watch");
+    return EXIT_CANNOT_RUN;
+  }
+  say(`reconciling every ${settings.RECONCILE_INTERVAL_MS} ms; Ctrl-C stops`);
+  const stop = startReconcilerTimer(settings.RECONCILE_INTERVAL_MS, {
+    reconcile: { logger },
+    onResult: printResult,
+    onError: (error) => logger.error({ err: error }, "reconciler pass failed"),
+    runImmediately: true,
+    keepProcessAlive: true,
+  });
+  await new Promise<void>((resolve) => {
+    const onSignal = () => resolve();
+    process.once("SIGINT", onSignal);
+    process.once("SIGTERM", onSignal);
+  });
+  say("stopping after the pass in progress");
+  await stop();
+  return EXIT_OK;
+}
+
+main()
+  .then(
+    (code) => code,
+    (error: unknown) => {
+      say(`reconcile: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      return EXIT_CANNOT_RUN;
+    },
+  )
+  .then(async (code) => {
+    await closeDb();
+    process.exitCode = code;
+  });
