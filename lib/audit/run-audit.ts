@@ -1,0 +1,73 @@
+/**
+ * The invariant audit (contract section 7): runs every check and reports `{ ok, checks: [{ name, ok, violations }] }`.
+ * `npm run audit`, `GET /api/v1/admin/audit`, the admin page and the tests all call {@link runAudit}.
+ */
+import { env } from "../env";
+import type { AuditCheck, AuditCheckResult } from "./types";
+import { createBalanceCheck } from "./checks/balance-matches-ledger";
+import { createUniqueKeysCheck } from "./checks/unique-keys";
+import { createTopupsMatchBankChargesCheck } from "./checks/topups-match-bank-charges";
+import { createStoredResponsesCheck } from "./checks/stored-responses";
+import { createNoExpiredUnfinishedRowsCheck } from "./checks/no-expired-unfinished-rows";
+import type { AuditScope } from "./checks/scope";
+// TODO(lead, contract 7.3): lib/audit/checks/reward-cap.ts (a colleague's `rewardCapCheck`) did not exist when this
+// file was written. When it lands, uncomment this import and the `checks.push(rewardCapCheck)` line below.
+// import { rewardCapCheck } from "./checks/reward-cap";
+
+export interface AuditReport {
+  /** True when every check holds. */
+  ok: boolean;
+  checks: AuditCheckResult[];
+}
+
+export interface RunAuditOptions {
+  /** Only these users' rows (and their merchant references at the bank); default every user. */
+  userIds?: readonly string[];
+  /** Default env BANK_URL. */
+  bankUrl?: string;
+  /** Budget of one bank call, ms. Default env BANK_TIMEOUT_MS. */
+  bankTimeoutMs?: number;
+  /** Run these checks instead of {@link defaultAuditChecks} (tests; a subset for the admin page). */
+  checks?: readonly AuditCheck[];
+}
+
+/**
+ * The checks of contract section 7, in its order: 7.1 balances, 7.2 unique keys and top-ups against bank
+ * charges, 7.3 the reward cap (lib/audit/checks/reward-cap.ts), 7.4 stored responses, 7.5 expired leases.
+ *
+ * `rewardCapCheck` has no user scope: it always covers the whole ledger and Redis, so a scoped audit leaves it out.
+ */
+export function defaultAuditChecks(options: Omit<RunAuditOptions, "checks"> = {}): AuditCheck[] {
+  const settings = env();
+  const scope: AuditScope = { userIds: options.userIds ? [...options.userIds] : null };
+  const bank = { bankUrl: options.bankUrl ?? settings.BANK_URL, timeoutMs: options.bankTimeoutMs ?? settings.BANK_TIMEOUT_MS };
+  const checks: AuditCheck[] = [
+    createBalanceCheck(scope),
+    createUniqueKeysCheck(scope),
+    createTopupsMatchBankChargesCheck(bank, scope),
+  ];
+  // TODO(lead, contract 7.3): if (scope.userIds === null) checks.push(rewardCapCheck);
+  checks.push(createStoredResponsesCheck(scope), createNoExpiredUnfinishedRowsCheck(bank, scope));
+  return checks;
+}
+
+/**
+ * Runs the checks one after another (each is a few bounded queries; running them in sequence keeps the audit's
+ * load on a live database small) and reports every result.
+ *
+ * Returns `{ ok, checks }`: `ok` is true when every check holds. A violated invariant is a result, not an error;
+ * an unreachable bank is a failed check. Throws when a check cannot run at all (the database is unreachable),
+ * naming the check.
+ */
+export async function runAudit(options: RunAuditOptions = {}): Promise<AuditReport> {
+  const checks = options.checks ?? defaultAuditChecks(options);
+  const results: AuditCheckResult[] = [];
+  for (const check of checks) {
+    try {
+      results.push(await check.run());
+    } catch (error) {
+      throw new Error(`audit check ${check.name} could not run`, { cause: error });
+    }
+  }
+  return { ok: results.every((result) => result.ok), checks: results };
+}

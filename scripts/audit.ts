@@ -1,0 +1,57 @@
+/**
+ * `npm run audit`: checks every invariant of contract section 7 (lib/audit/run-audit.ts) and prints the report
+ * `{ ok, checks: [{ name, ok, violations }] }` as JSON on stdout (one line per check on stderr for people).
+ *
+ * Finds the database and the bank through DATABASE_URL/BANK_URL or a running demo's `.data/runtime.json`
+ * (resolveCliEnvironment).
+ *
+ * Exit codes (contract section 4): 0 every invariant holds; 1 at least one violation (an unreachable bank is a
+ * failed check, so also 1); 2 the audit cannot run (no running demo, bad arguments, database unreachable).
+ */
+import { parseArgs } from "node:util";
+import { resolveCliEnvironment } from "./lib/runtime-file";
+import { closeDb } from "../lib/db";
+import { runAudit } from "../lib/audit/run-audit";
+
+const EXIT_ALL_HOLD = 0;
+const EXIT_VIOLATION = 1;
+const EXIT_CANNOT_RUN = 2;
+
+const USAGE = "usage: npm run audit";
+
+function say(message: string): void {
+  process.stderr.write(`${message}\n`);
+}
+
+async function main(): Promise<number> {
+  try {
+    parseArgs({ args: process.argv.slice(2), strict: true, allowPositionals: false, options: {} });
+  } catch (error) {
+    say(`${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
+    return EXIT_CANNOT_RUN;
+  }
+  // Exits with 2 and "no running demo" when neither DATABASE_URL nor .data/runtime.json exists.
+  resolveCliEnvironment();
+
+  const report = await runAudit();
+  for (const check of report.checks) {
+    say(`${check.ok ? "ok  " : "FAIL"} ${check.name}${check.ok ? "" : `: ${check.violations.length} violation(s)`}`);
+    for (const violation of check.violations) say(`       ${violation}`);
+  }
+  process.stdout.write(`${JSON.stringify(report)}\n`);
+  return report.ok ? EXIT_ALL_HOLD : EXIT_VIOLATION;
+}
+
+main()
+  .then(
+    (code) => code,
+    (error: unknown) => {
+      const cause = error instanceof Error && error.cause instanceof Error ? `\n  caused by: ${error.cause.message}` : "";
+      say(`audit cannot run: ${error instanceof Error ? error.message : String(error)}${cause}`);
+      return EXIT_CANNOT_RUN;
+    },
+  )
+  .then(async (code) => {
+    await closeDb();
+    process.exitCode = code;
+  });
