@@ -60,12 +60,17 @@ SELECT params->>'adId' AS ad_id, status, amount_minor::text AS amount_minor
   FROM ledger_entries
  WHERE user_id = $1 AND type = 'reward' AND params->>'day' = $2`;
 
+/** The check, typed with its notes. */
+export interface RewardCapAuditCheck extends AuditCheck {
+  run(): Promise<RewardCapCheckResult>;
+}
+
 /**
  * Builds the "reward_cap" check. `run()` returns `{ name, ok, violations, notes? }`; it throws only when the
  * ledger cannot be read. Redis being off or unreachable is not a violation (the counters are then not
  * compared, and a note says so); garbage at a counter key is.
  */
-export function createRewardCapCheck(options: RewardCapCheckOptions = {}): AuditCheck & { run(): Promise<RewardCapCheckResult> } {
+export function createRewardCapCheck(options: RewardCapCheckOptions = {}): RewardCapAuditCheck {
   return {
     name: REWARD_CAP_CHECK_NAME,
     async run(): Promise<RewardCapCheckResult> {

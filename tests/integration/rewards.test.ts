@@ -1,0 +1,256 @@
+/**
+ * claimReward against the real PostgreSQL and the stack's real redis-server (contract sections 3 and 6;
+ * cases C10, C13). Every test uses its own users, so the shared Redis and database need no cleaning.
+ * Destructive Redis scenarios (pause, flush, garbage, shutdown) live in rewards-redis.test.ts on private servers.
+ */
+import { afterAll, describe, expect, it } from "vitest";
+import type Redis from "ioredis";
+import { closeDb, pool } from "../../lib/db";
+import { insertClaim, operationKey, type OperationResult } from "../../lib/ledger";
+import { closeRedis, ensureRedisConnected, redis } from "../../lib/redis";
+import { createRewardCapCheck } from "../../lib/audit/checks/reward-cap";
+import {
+  capCounterKey,
+  rewardCapStore,
+  type CapOperation,
+  type ReleaseOutcome,
+  type ReserveOutcome,
+  type RewardCapStore,
+  type SettleOutcome,
+} from "../../lib/rewards/cap-store";
+import { claimReward } from "../../lib/rewards/claim-reward";
+import { getRewardProgress } from "../../lib/rewards/get-reward-progress";
+import { rewardDay } from "../../lib/rewards/reward-day";
+import { createTestUser } from "../helpers/db";
+import { balanceOf, countRows, dedicatedClient } from "../helpers/ledger";
+import { creditedRewardsMinor, deferred, rewardRowCount, waitForSessionBlockedBy } from "../helpers/rewards";
+
+afterAll(async () => {
+  await closeRedis();
+  await closeDb();
+});
+
+// The contract's defaults (section 6), which the integration stack runs with.
+const AMOUNT_MINOR = 5;
+const CAP_MINOR = 50;
+
+const today = () => rewardDay(new Date(), "UTC");
+
+function sharedRedis(): Redis {
+  const client = redis();
+  if (!client) throw new Error("REDIS_URL is not set");
+  return client;
+}
+
+async function counterOf(userId: string, day: string = today()): Promise<number | null> {
+  const client = sharedRedis();
+  await ensureRedisConnected(client);
+  const raw = await client.get(capCounterKey(userId, day));
+  return raw === null ? null : Number(raw);
+}
+
+function statusOf(result: OperationResult): number | string {
+  switch (result.kind) {
+    case "response":
+      return result.response.status;
+    case "refused":
+      return result.code;
+    default:
+      return result.kind;
+  }
+}
+
+/** Credits `count` distinct ads one after the other (the user's "earlier today"). */
+async function creditSequentially(userId: string, count: number, prefix = "early"): Promise<void> {
+  for (let i = 0; i < count; i++) {
+    const result = await claimReward({ userId, adId: `${prefix}-${i}` });
+    expect(statusOf(result)).toBe(201);
+  }
+}
+
+/**
+ * Case C13 on `capStore`: a user at 45 of 50 (nine rewards credited through the real store), then 50 rewards
+ * of 5 for distinct ads released at one instant. Returns what the race produced.
+ */
+async function runC13Scenario(capStoreForRace: RewardCapStore | undefined) {
+  const user = await createTestUser();
+  await creditSequentially(user.id, 9);
+  expect(await counterOf(user.id)).toBe(45);
+  const start = deferred();
+  const racers = Array.from({ length: 50 }, async (_, i) => {
+    await start.promise;
+    return await claimReward({ userId: user.id, adId: `race-${i}` }, { capStore: capStoreForRace });
+  });
+  start.resolve();
+  const results = await Promise.all(racers);
+  return {
+    user,
+    results,
+    created: results.filter((r) => statusOf(r) === 201).length,
+    capped: results.filter((r) => statusOf(r) === "daily_cap_reached").length,
+    creditedMinor: await creditedRewardsMinor(user.id, today()),
+    balanceMinor: await balanceOf(user.id),
+    counterMinor: await counterOf(user.id),
+  };
+}
+
+/**
+ * The broken cap of case C13's public write-up: read the counter, compare, then increment, as separate
+ * commands. The race is staged, not hoped for: every racer reads before any racer increments.
+ */
+class ReadThenIncrementCapStore implements RewardCapStore {
+  private arrived = 0;
+  private readonly everyoneRead = deferred();
+  private readonly reserved = new Set<string>();
+
+  constructor(
+    private readonly client: Redis,
+    private readonly racers: number,
+  ) {}
+
+  async reserve(op: CapOperation, amountMinor: number, capMinor: number): Promise<ReserveOutcome> {
+    const counterMinor = Number((await this.client.get(capCounterKey(op.userId, op.day))) ?? 0);
+    this.arrived += 1;
+    if (this.arrived === this.racers) this.everyoneRead.resolve();
+    await this.everyoneRead.promise;
+    if (counterMinor + amountMinor > capMinor) return { kind: "over_cap", counterMinor };
+    await this.client.incrby(capCounterKey(op.userId, op.day), amountMinor);
+    this.reserved.add(op.attemptId);
+    return { kind: "reserved", counterMinor: counterMinor + amountMinor };
+  }
+
+  async release(op: CapOperation): Promise<ReleaseOutcome> {
+    if (!this.reserved.delete(op.attemptId)) return { kind: "noop" };
+    await this.client.decrby(capCounterKey(op.userId, op.day), 5);
+    return { kind: "released" };
+  }
+
+  async settle(): Promise<SettleOutcome> {
+    return { kind: "settled" };
+  }
+}
+
+describe("claimReward", () => {
+  it("credits once per ad and day, stores the 201 and replays it byte for byte", async () => {
+    const user = await createTestUser();
+    const first = await claimReward({ userId: user.id, adId: "ad-once" });
+    const second = await claimReward({ userId: user.id, adId: "ad-once" });
+    if (first.kind !== "response" || second.kind !== "response") throw new Error("expected responses");
+    expect(first.replayed).toBe(false);
+    expect(first.response.status).toBe(201);
+    expect(JSON.parse(first.response.body)).toMatchObject({
+      reward: { adId: "ad-once", day: today(), amount: AMOUNT_MINOR, currency: "USD", status: "succeeded" },
+    });
+    expect(second).toEqual({ kind: "response", replayed: true, response: first.response });
+    expect(await balanceOf(user.id)).toBe(5);
+    expect(await counterOf(user.id)).toBe(5);
+    expect(await countRows(user.id, "reward", `ad-once:${today()}`)).toBe(1);
+  });
+
+  it("C13: a user at 45 of 50 fires 50 distinct rewards of 5 at once; exactly one lands, 49 get 429 daily_cap_reached, balance and counter end at the cap", async () => {
+    const race = await runC13Scenario(undefined);
+    expect(race.created).toBe(1);
+    expect(race.capped).toBe(49);
+    expect(race.creditedMinor).toBe(CAP_MINOR);
+    expect(race.balanceMinor).toBe(CAP_MINOR);
+    expect(race.counterMinor).toBe(CAP_MINOR);
+    // The 429s created no row and were not stored (contract section 3).
+    expect(await rewardRowCount(race.user.id)).toBe(10);
+    const refused = race.results.find((r) => r.kind === "refused");
+    expect(refused).toMatchObject({ kind: "refused", code: "daily_cap_reached" });
+    // The audit agrees: credited within the cap, counter = credited + nothing in flight.
+    const audit = await createRewardCapCheck({ userIds: [race.user.id] }).run();
+    expect(audit).toMatchObject({ name: "reward_cap", ok: true, violations: [] });
+  });
+
+  it("C13 negative control: a read-then-increment cap run through the same scenario over-credits (so the C13 test would catch it)", async () => {
+    const race = await runC13Scenario(new ReadThenIncrementCapStore(sharedRedis(), 50));
+    expect(race.created).toBe(50);
+    expect(race.creditedMinor).toBe(45 + 50 * AMOUNT_MINOR);
+    expect(race.creditedMinor).toBeGreaterThan(CAP_MINOR);
+    // The audit reports the broken day.
+    const audit = await createRewardCapCheck({ userIds: [race.user.id] }).run();
+    expect(audit.ok).toBe(false);
+    expect(audit.violations.join("\n")).toContain("exceed the daily cap 50");
+  });
+
+  it("a replay at the cap replays the stored 201 instead of answering 429", async () => {
+    const user = await createTestUser();
+    await creditSequentially(user.id, 10);
+    expect(await counterOf(user.id)).toBe(CAP_MINOR);
+    const replay = await claimReward({ userId: user.id, adId: "early-3" });
+    expect(replay).toMatchObject({ kind: "response", replayed: true, response: { status: 201 } });
+    expect(statusOf(await claimReward({ userId: user.id, adId: "one-more" }))).toBe("daily_cap_reached");
+    expect(await counterOf(user.id)).toBe(CAP_MINOR);
+    expect(await balanceOf(user.id)).toBe(CAP_MINOR);
+    const progress = await getRewardProgress(user.id);
+    expect(progress).toMatchObject({ earnedMinor: 50, capMinor: 50, capReached: true });
+    expect(progress.creditedAdIds).toHaveLength(10);
+  });
+
+  it("C10: 10 concurrent requests for one ad give one row, one credit, identical bodies, and count the cap once", async () => {
+    const user = await createTestUser();
+    const results = await Promise.all(Array.from({ length: 10 }, () => claimReward({ userId: user.id, adId: "ad-dup" })));
+    const bodies = new Set(results.map((r) => (r.kind === "response" ? `${r.response.status} ${r.response.body}` : r.kind)));
+    expect(bodies.size).toBe(1);
+    expect(results.filter((r) => r.kind === "response" && !r.replayed)).toHaveLength(1);
+    expect(await balanceOf(user.id)).toBe(5);
+    expect(await counterOf(user.id)).toBe(5);
+  });
+
+  it("same key with other parameters (a committed row): 422 with the field, and the cap is not touched", async () => {
+    const user = await createTestUser();
+    const day = today();
+    await insertClaim(pool(), {
+      key: operationKey(user.id, "reward", `ad-x:${day}`),
+      amountMinor: 7,
+      currency: "USD",
+      params: { adId: "ad-x", day, amount: 7, currency: "USD" },
+      leaseOwner: "test",
+      leaseMs: 30_000,
+      actor: "request",
+    });
+    expect(await claimReward({ userId: user.id, adId: "ad-x" })).toEqual({ kind: "mismatch", fields: ["amount"] });
+    expect(await counterOf(user.id)).toBeNull();
+    expect(await balanceOf(user.id)).toBe(0);
+  });
+
+  it("a mismatch found after the reserve (the other row commits while we wait on the claim) releases the reservation", async () => {
+    const user = await createTestUser();
+    await creditSequentially(user.id, 2);
+    const day = today();
+    const blocker = await dedicatedClient("rewards-mismatch-blocker");
+    try {
+      await blocker.query("BEGIN");
+      await insertClaim(blocker, {
+        key: operationKey(user.id, "reward", `ad-y:${day}`),
+        amountMinor: 7,
+        currency: "USD",
+        params: { adId: "ad-y", day, amount: 7, currency: "USD" },
+        leaseOwner: "test",
+        leaseMs: 30_000,
+        actor: "request",
+      });
+      const pid = (await blocker.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
+      // The uncommitted row is invisible to the first read, so claimReward reserves and then waits on the claim.
+      const pending = claimReward({ userId: user.id, adId: "ad-y" });
+      await waitForSessionBlockedBy(pid);
+      expect(await counterOf(user.id)).toBe(15);
+      await blocker.query("COMMIT");
+      expect(await pending).toEqual({ kind: "mismatch", fields: ["amount"] });
+    } finally {
+      await blocker.end();
+    }
+    expect(await counterOf(user.id)).toBe(10);
+    expect(await balanceOf(user.id)).toBe(10);
+  });
+
+  it("a database error after the reserve (FK violation: no such user) is thrown for a 500, and the reservation is released", async () => {
+    const missingUserId = `test_missing_${Date.now()}`;
+    await expect(claimReward({ userId: missingUserId, adId: "ad-fk" })).rejects.toMatchObject({ code: "23503" });
+    // Seeded from the (empty) ledger, reserved to 5, released back to 0.
+    expect(await counterOf(missingUserId)).toBe(0);
+    const state = await rewardCapStore().readDay(missingUserId, today());
+    expect(state.operations).toEqual([expect.objectContaining({ adId: "ad-fk", state: "released", holders: 0 })]);
+  });
+});
