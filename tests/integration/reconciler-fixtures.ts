@@ -111,7 +111,7 @@ export function passOptions(bankUrl: string, userIds: string[], extra: Reconcile
     info: (_object: Record<string, unknown>, message: string) => void lines.push(`info ${message}`),
     warn: (object: Record<string, unknown>, message: string) => void lines.push(`warn ${message} ${JSON.stringify(object)}`),
   };
-  return { bankUrl, bankTimeoutMs: BANK_TIMEOUT_MS, userIds, logger, ...extra };
+  return { bankUrl, bankTimeoutMs: BANK_TIMEOUT_MS, userIds, ...extra, logger };
 }
 
 export interface StuckTopup {

@@ -1,0 +1,54 @@
+"use client";
+import { useActionState } from "react";
+import { reconcileNowAction, type ReconcileActionState } from "./actions";
+
+const COUNTERS = ["examined", "completed", "failed", "redriven", "skipped"] as const;
+
+/** The "Reconcile now" button and the result of the last pass it ran. */
+export function ReconcileNow() {
+  const [state, action, pending] = useActionState<ReconcileActionState, FormData>(reconcileNowAction, { kind: "idle" });
+  return (
+    <section className="card" aria-labelledby="reconcile-heading" data-testid="reconcile">
+      <h2 id="reconcile-heading">Reconciler</h2>
+      <p className="muted">
+        One pass: take over top-ups whose lease expired and settle them from the bank; make sure every succeeded
+        bank charge has its credited top-up.
+      </p>
+      <form action={action}>
+        <button type="submit" disabled={pending} aria-busy={pending}>
+          {pending ? "Reconciling…" : "Reconcile now"}
+        </button>
+      </form>
+      {state.kind === "forbidden" && <p role="alert">Only administrators can run the reconciler.</p>}
+      {state.kind === "done" && (
+        <div className="reconcile-result" data-testid="reconcile-result" aria-live="polite">
+          <p>
+            Pass finished at <time dateTime={state.finishedAt}>{state.finishedAt.replace("T", " ").slice(0, 19)} UTC</time>
+          </p>
+          <dl className="counters">
+            {COUNTERS.map((name) => (
+              <div key={name}>
+                <dt>{name}</dt>
+                <dd data-counter={name}>{state.result[name]}</dd>
+              </div>
+            ))}
+          </dl>
+          {state.result.bankUnreachable && (
+            <p role="alert">
+              Bank unreachable ({state.result.bankUnreachable.reason}): {state.result.bankUnreachable.rowsLeft} row(s) left for the next pass.
+            </p>
+          )}
+          {state.result.anomalies && (
+            <ul className="anomalies">
+              {state.result.anomalies.map((anomaly, index) => (
+                <li key={index}>
+                  <strong>{anomaly.kind}</strong> {anomaly.merchantRef ?? ""} {anomaly.chargeId ?? ""}: {anomaly.detail}
+                </li>
+              ))}
+            </ul>
+          )}
+        </div>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,35 @@
+import { pool } from "../db";
+import { ENTRY_COLUMNS, toLedgerEntry, topupView } from "../ledger";
+import { LIST_LIMIT_MAX } from "../topups/list-topups";
+import type { AdminTopupView } from "./list-admin-topups";
+import { STUCK_AGE_MS } from "./stuck";
+
+// The partial index ledger_entries_unfinished_idx holds exactly the unfinished rows, so this never scans
+// finished ones. $1 stuck age in ms, $2 limit.
+const STUCK_SQL = `
+SELECT ${ENTRY_COLUMNS} FROM ledger_entries
+ WHERE status IN ('initiated', 'processing')
+   AND type = 'topup'
+   AND (lease_expires_at < now() OR created_at < now() - $1::int * interval '1 millisecond')
+ ORDER BY created_at DESC, id DESC
+ LIMIT $2`;
+
+/**
+ * Every user's stuck top-ups (see ./stuck.ts: unfinished with an expired lease, or unfinished for longer than
+ * {@link STUCK_AGE_MS}), newest first, at most `limit` (1..100). Throws database errors.
+ */
+export async function listStuckTopups(limit: number = LIST_LIMIT_MAX): Promise<AdminTopupView[]> {
+  const bounded = Math.min(Math.max(Math.trunc(limit), 1), LIST_LIMIT_MAX);
+  const result = await pool().query(STUCK_SQL, [STUCK_AGE_MS, bounded]);
+  return result.rows.map((row) => {
+    const entry = toLedgerEntry(row);
+    return {
+      ...topupView(entry),
+      userId: entry.userId,
+      chargeId: entry.bankChargeId,
+      leaseExpiresAt: entry.leaseExpiresAt?.toISOString() ?? null,
+      leaseOwner: entry.leaseOwner,
+      attempt: entry.attempt,
+    };
+  });
+}
