@@ -6,6 +6,7 @@ import { formatMinor, nextFormRefId } from "@/lib/web/form-refs";
 import { describeFailure } from "@/lib/web/failure-reasons";
 import { OperationForm } from "./operation-form";
 import { LiveRefresh } from "./live-refresh";
+import { RewardsSection } from "./rewards-section";
 import { paymentAction, topupAction } from "./actions";
 
 export const dynamic = "force-dynamic";
@@ -42,6 +43,8 @@ export default async function WalletPage() {
         <OperationForm title="Top up" refId={topupRef} presets={["10.00", "25.00", "50.00"]} submitLabel="Top up" action={topupAction} testId="topup-form" />
         <OperationForm title="Pay" refId={orderRef} presets={["1.00", "5.00", "10.00"]} submitLabel="Pay" action={paymentAction} testId="pay-form" />
       </div>
+
+      <RewardsSection userId={user.userId} />
 
       <section className="card">
         <h2>Top-ups</h2>
