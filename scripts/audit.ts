@@ -11,6 +11,7 @@
 import { parseArgs } from "node:util";
 import { resolveCliEnvironment } from "./lib/runtime-file";
 import { closeDb } from "../lib/db";
+import { closeRedis } from "../lib/redis";
 import { runAudit } from "../lib/audit/run-audit";
 
 const EXIT_ALL_HOLD = 0;
@@ -52,6 +53,7 @@ main()
     },
   )
   .then(async (code) => {
-    await closeDb();
+    // The reward-cap check reads Redis: close both clients so the process can end.
+    await Promise.all([closeDb(), closeRedis()]);
     process.exitCode = code;
   });

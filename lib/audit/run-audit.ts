@@ -10,9 +10,7 @@ import { createTopupsMatchBankChargesCheck } from "./checks/topups-match-bank-ch
 import { createStoredResponsesCheck } from "./checks/stored-responses";
 import { createNoExpiredUnfinishedRowsCheck } from "./checks/no-expired-unfinished-rows";
 import type { AuditScope } from "./checks/scope";
-// TODO(lead, contract 7.3): lib/audit/checks/reward-cap.ts (a colleague's `rewardCapCheck`) did not exist when this
-// file was written. When it lands, uncomment this import and the `checks.push(rewardCapCheck)` line below.
-// import { rewardCapCheck } from "./checks/reward-cap";
+import { createRewardCapCheck, rewardCapCheck } from "./checks/reward-cap";
 
 export interface AuditReport {
   /** True when every check holds. */
@@ -35,7 +33,8 @@ export interface RunAuditOptions {
  * The checks of contract section 7, in its order: 7.1 balances, 7.2 unique keys and top-ups against bank
  * charges, 7.3 the reward cap (lib/audit/checks/reward-cap.ts), 7.4 stored responses, 7.5 expired leases.
  *
- * `rewardCapCheck` has no user scope: it always covers the whole ledger and Redis, so a scoped audit leaves it out.
+ * The reward-cap check (7.3) is `rewardCapCheck` (whole ledger, REDIS_URL's counters); a scoped audit
+ * uses the same check built for those users.
  */
 export function defaultAuditChecks(options: Omit<RunAuditOptions, "checks"> = {}): AuditCheck[] {
   const settings = env();
@@ -46,7 +45,7 @@ export function defaultAuditChecks(options: Omit<RunAuditOptions, "checks"> = {}
     createUniqueKeysCheck(scope),
     createTopupsMatchBankChargesCheck(bank, scope),
   ];
-  // TODO(lead, contract 7.3): if (scope.userIds === null) checks.push(rewardCapCheck);
+  checks.push(scope.userIds === null ? rewardCapCheck : createRewardCapCheck({ userIds: scope.userIds }));
   checks.push(createStoredResponsesCheck(scope), createNoExpiredUnfinishedRowsCheck(bank, scope));
   return checks;
 }
