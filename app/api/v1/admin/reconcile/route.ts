@@ -1,17 +1,29 @@
-import { jsonResponse } from "@/lib/http/respond";
+import { z } from "zod";
+import { USER_ID_PATTERN } from "@/lib/bank/merchant-ref";
+import { jsonResponse, problemResponse } from "@/lib/http/respond";
 import { withPrincipal } from "@/lib/http/route";
 import { reconcileOnce } from "@/lib/reconciler/reconcile-once";
 
 export const dynamic = "force-dynamic";
 
+/** `?userId=` (optional, once): a user id as it appears in merchant references. */
+const querySchema = z.object({ userId: z.string().regex(USER_ID_PATTERN, "must be a user id").optional() });
+
 /**
  * POST /api/v1/admin/reconcile: admins only (403 otherwise); runs one reconciler pass and answers 200 with its
  * result `{ examined, completed, failed, redriven, skipped, anomalies?, bankUnreachable? }` (contract section 4).
- * The request has no body; the pass's own work is idempotent, so a retried POST only runs another pass.
+ * The request has no body. Optional `?userId=<id>` limits the pass to that user's rows and charges (an admin
+ * looking at one account); 400 invalid_request when it is not a user id. The pass is idempotent, so a retried
+ * POST only runs another pass.
  */
 export const POST = withPrincipal(
-  async () => {
-    return jsonResponse(200, await reconcileOnce());
+  async (request) => {
+    const params = new URL(request.url).searchParams;
+    if (params.getAll("userId").length > 1) return problemResponse("invalid_request", "userId: give it at most once");
+    const query = querySchema.safeParse({ userId: params.get("userId") ?? undefined });
+    if (!query.success) return problemResponse("invalid_request", `userId: ${query.error.issues[0]?.message ?? "invalid"}`);
+    const { userId } = query.data;
+    return jsonResponse(200, await reconcileOnce(userId ? { userIds: [userId] } : {}));
   },
   { admin: true },
 );
