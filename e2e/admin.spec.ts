@@ -1,0 +1,94 @@
+/**
+ * The admin page in a real Chromium (issue 4): a stuck top-up appears highlighted, "Reconcile now" finishes it,
+ * and the user's own page then shows it succeeded. The top-up uses the sandbox's `sbx-nohook-` switch, so the
+ * bank never sends its webhook: only the reconciler can learn that the charge succeeded.
+ */
+import { expect, test, type Page } from "@playwright/test";
+import pg from "pg";
+import { randomUUID } from "node:crypto";
+import { signUp } from "./helpers";
+
+function stackInfo(): { databaseUrl: string; bankUrl: string } {
+  const info = JSON.parse(process.env.TEST_STACK ?? "{}") as { databaseUrl?: string; bankUrl?: string };
+  if (!info.databaseUrl || !info.bankUrl) throw new Error("TEST_STACK has no databaseUrl/bankUrl (run through playwright's global setup)");
+  return { databaseUrl: info.databaseUrl, bankUrl: info.bankUrl };
+}
+
+async function withDb<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: stackInfo().databaseUrl, application_name: "e2e-admin" });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+async function userIdOf(email: string): Promise<string> {
+  return withDb(async (db) => (await db.query<{ id: string }>('SELECT id FROM "user" WHERE email = $1', [email])).rows[0]!.id);
+}
+
+/** Polls the sandbox bank (every 100 ms, at most 10 s) until the charge of `merchantRef` has succeeded. */
+async function waitForBankSuccess(page: Page, merchantRef: string): Promise<void> {
+  await expect
+    .poll(async () => {
+      const response = await page.request.get(`${stackInfo().bankUrl}/charges?${new URLSearchParams({ merchantRef })}`);
+      return response.ok() ? ((await response.json()) as { status: string }).status : `HTTP ${response.status()}`;
+    }, { timeout: 10_000, intervals: [100] })
+    .toBe("succeeded");
+}
+
+test("a stuck top-up appears on the admin page, Reconcile now finishes it, and the user's page shows it succeeded", async ({ browser }, testInfo) => {
+  // The user: signs up and tops up 15.00 through the API with the page's session.
+  const userContext = await browser.newContext();
+  const userPage = await userContext.newPage();
+  const userEmail = await signUp(userPage);
+  const userId = await userIdOf(userEmail);
+  const refId = `sbx-nohook-e2e-${randomUUID().slice(0, 8)}`;
+  const created = await userPage.request.post("/api/v1/topups", { data: { refId, amount: 1500 } });
+  expect(created.status()).toBe(201);
+  await waitForBankSuccess(userPage, `topup:${userId}:${refId}`);
+  // LEASE_MS (30 s) later, as far as the row is concerned: its request's lease has expired (test setup only).
+  await withDb((db) => db.query("UPDATE ledger_entries SET lease_expires_at = now() - interval '1 second' WHERE user_id = $1 AND ref_id = $2", [userId, refId]));
+
+  await userPage.goto("/wallet");
+  await expect(userPage.getByTestId("topups").locator(`tr[data-ref="${refId}"]`)).toHaveAttribute("data-status", "processing");
+
+  // A user who is not an admin gets the 403 message.
+  await userPage.goto("/admin");
+  await expect(userPage.getByTestId("admin-forbidden")).toBeVisible();
+
+  // The admin: another account, promoted by SQL (test setup).
+  const adminContext = await browser.newContext();
+  const adminPage = await adminContext.newPage();
+  const adminEmail = await signUp(adminPage);
+  await withDb((db) => db.query(`UPDATE "user" SET role = 'admin' WHERE email = $1`, [adminEmail]));
+
+  await adminPage.goto("/admin?stuck=1");
+  const row = adminPage.getByTestId("admin-topups").locator(`tr[data-ref="${refId}"]`);
+  await expect(row).toHaveAttribute("data-stuck", "true");
+  await expect(row).toHaveClass(/stuck/);
+  await expect(row).toHaveAttribute("data-status", "processing");
+  await adminPage.screenshot({ path: testInfo.outputPath("admin-stuck.png"), fullPage: true });
+
+  await adminPage.getByRole("button", { name: "Reconcile now" }).click();
+  const result = adminPage.getByTestId("reconcile-result");
+  await expect(result).toBeVisible({ timeout: 15_000 });
+  expect(Number(await result.locator('[data-counter="completed"]').textContent())).toBeGreaterThanOrEqual(1);
+  await adminPage.screenshot({ path: testInfo.outputPath("admin-reconciled.png"), fullPage: true });
+
+  // The row's timeline shows the take-over and the reconciler's completion.
+  await adminPage.goto(`/admin/topups/${encodeURIComponent(userId)}/${encodeURIComponent(refId)}`);
+  await expect(adminPage.getByTestId("timeline-topup")).toHaveAttribute("data-status", "succeeded");
+  await expect(adminPage.getByTestId("transitions").locator('li[data-actor="reconciler"][data-to="succeeded"]')).toHaveCount(1);
+  await expect(adminPage.getByTestId("bank-charge")).toContainText("succeeded");
+
+  // The user's page shows it succeeded, and the balance.
+  await userPage.goto("/wallet");
+  await expect(userPage.getByTestId("topups").locator(`tr[data-ref="${refId}"]`)).toHaveAttribute("data-status", "succeeded");
+  await expect(userPage.getByTestId("balance")).toHaveText("15.00");
+  await userPage.screenshot({ path: testInfo.outputPath("wallet-after-reconcile.png"), fullPage: true });
+
+  await userContext.close();
+  await adminContext.close();
+});
