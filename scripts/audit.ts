@@ -1,6 +1,7 @@
 /**
- * `npm run audit`: checks every invariant of contract section 7 (lib/audit/run-audit.ts) and prints the report
- * `{ ok, checks: [{ name, ok, violations }] }` as JSON on stdout (one line per check on stderr for people).
+ * `npm run audit [-- --user <id> ...]`: checks every invariant of contract section 7 (lib/audit/run-audit.ts) and
+ * prints the report `{ ok, checks: [{ name, ok, violations }] }` as JSON on stdout (one line per check on stderr
+ * for people). `--user` (repeatable) limits the ledger checks to those users and their charges.
  *
  * Finds the database and the bank through DATABASE_URL/BANK_URL or a running demo's `.data/runtime.json`
  * (resolveCliEnvironment).
@@ -18,15 +19,17 @@ const EXIT_ALL_HOLD = 0;
 const EXIT_VIOLATION = 1;
 const EXIT_CANNOT_RUN = 2;
 
-const USAGE = "usage: npm run audit";
+const USAGE = "usage: npm run audit [-- --user <id> ...]";
 
 function say(message: string): void {
   process.stderr.write(`${message}\n`);
 }
 
 async function main(): Promise<number> {
+  let userIds: string[] | undefined;
   try {
-    parseArgs({ args: process.argv.slice(2), strict: true, allowPositionals: false, options: {} });
+    const parsed = parseArgs({ args: process.argv.slice(2), strict: true, allowPositionals: false, options: { user: { type: "string", multiple: true } } });
+    userIds = parsed.values.user;
   } catch (error) {
     say(`${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
     return EXIT_CANNOT_RUN;
@@ -34,7 +37,7 @@ async function main(): Promise<number> {
   // Exits with 2 and "no running demo" when neither DATABASE_URL nor .data/runtime.json exists.
   resolveCliEnvironment();
 
-  const report = await runAudit();
+  const report = await runAudit({ userIds });
   for (const check of report.checks) {
     say(`${check.ok ? "ok  " : "FAIL"} ${check.name}${check.ok ? "" : `: ${check.violations.length} violation(s)`}`);
     for (const violation of check.violations) say(`       ${violation}`);

@@ -1,7 +1,8 @@
 /**
- * `npm run reconcile [-- --watch]`: one reconciler pass (lib/reconciler/reconcile-once.ts), printed as one JSON
- * line on stdout (`{ examined, completed, failed, redriven, skipped, anomalies?, bankUnreachable? }`); logs go to
- * stderr. With `--watch`, a pass every RECONCILE_INTERVAL_MS (one JSON line each) until Ctrl-C.
+ * `npm run reconcile [-- --watch] [-- --user <id> ...]`: one reconciler pass (lib/reconciler/reconcile-once.ts),
+ * printed as one JSON line on stdout (`{ examined, completed, failed, redriven, skipped, anomalies?,
+ * bankUnreachable? }`); logs go to stderr. With `--watch`, a pass every RECONCILE_INTERVAL_MS (one JSON line each)
+ * until Ctrl-C. `--user` (repeatable) limits the pass to those users' rows and charges.
  *
  * Finds the database and the bank through DATABASE_URL/BANK_URL or a running demo's `.data/runtime.json`
  * (resolveCliEnvironment).
@@ -15,6 +16,7 @@ import pino from "pino";
 import { resolveCliEnvironment } from "./lib/runtime-file";
 import { closeDb } from "../lib/db";
 import { env } from "../lib/env";
+import { USER_ID_PATTERN } from "../lib/bank/merchant-ref";
 import { reconcileOnce, type ReconcileResult } from "../lib/reconciler/reconcile-once";
 import { startReconcilerTimer } from "../lib/reconciler/start-reconciler-timer";
 
@@ -22,7 +24,7 @@ const EXIT_OK = 0;
 const EXIT_NEEDS_ATTENTION = 1;
 const EXIT_CANNOT_RUN = 2;
 
-const USAGE = "usage: npm run reconcile [-- --watch]";
+const USAGE = "usage: npm run reconcile [-- --watch] [-- --user <id> ...]";
 
 function say(message: string): void {
   process.stderr.write(`${message}\n`);
@@ -38,11 +40,22 @@ function needsAttention(result: ReconcileResult): boolean {
 
 async function main(): Promise<number> {
   let watch: boolean;
+  let userIds: string[] | undefined;
   try {
-    const parsed = parseArgs({ args: process.argv.slice(2), strict: true, allowPositionals: false, options: { watch: { type: "boolean" } } });
+    const parsed = parseArgs({
+      args: process.argv.slice(2),
+      strict: true,
+      allowPositionals: false,
+      options: { watch: { type: "boolean" }, user: { type: "string", multiple: true } },
+    });
     watch = parsed.values.watch ?? false;
+    userIds = parsed.values.user;
   } catch (error) {
     say(`${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
+    return EXIT_CANNOT_RUN;
+  }
+  if (userIds?.some((id) => !USER_ID_PATTERN.test(id))) {
+    say(`--user takes a user id (printable ASCII, no ':' or spaces)\n${USAGE}`);
     return EXIT_CANNOT_RUN;
   }
 
@@ -53,7 +66,7 @@ async function main(): Promise<number> {
   const logger = pino({ level: settings.LOG_LEVEL, base: { pid: process.pid } }, pino.destination({ dest: 2, sync: true }));
 
   if (!watch) {
-    const result = await reconcileOnce({ logger });
+    const result = await reconcileOnce({ logger, userIds });
     printResult(result);
     return needsAttention(result) ? EXIT_NEEDS_ATTENTION : EXIT_OK;
   }
@@ -64,7 +77,7 @@ async function main(): Promise<number> {
   }
   say(`reconciling every ${settings.RECONCILE_INTERVAL_MS} ms; Ctrl-C stops`);
   const stop = startReconcilerTimer(settings.RECONCILE_INTERVAL_MS, {
-    reconcile: { logger },
+    reconcile: { logger, userIds },
     onResult: printResult,
     onError: (error) => logger.error({ err: error }, "reconciler pass failed"),
     runImmediately: true,
