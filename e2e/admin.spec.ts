@@ -48,8 +48,10 @@ test("a stuck top-up appears on the admin page, Reconcile now finishes it, and t
   const created = await userPage.request.post("/api/v1/topups", { data: { refId, amount: 1500 } });
   expect(created.status()).toBe(201);
   await waitForBankSuccess(userPage, `topup:${userId}:${refId}`);
-  // LEASE_MS (30 s) later, as far as the row is concerned: its request's lease has expired (test setup only).
-  await withDb((db) => db.query("UPDATE ledger_entries SET lease_expires_at = now() - interval '1 second' WHERE user_id = $1 AND ref_id = $2", [userId, refId]));
+  // Its request's lease has expired (test setup only, instead of waiting LEASE_MS). A day ago rather than a second:
+  // a pass takes over the oldest expired leases first (at most 200), and under `npm test` the shared stack may hold
+  // rows other suites left behind; this row must be among the first.
+  await withDb((db) => db.query("UPDATE ledger_entries SET lease_expires_at = now() - interval '1 day' WHERE user_id = $1 AND ref_id = $2", [userId, refId]));
 
   await userPage.goto("/wallet");
   await expect(userPage.getByTestId("topups").locator(`tr[data-ref="${refId}"]`)).toHaveAttribute("data-status", "processing");

@@ -63,11 +63,11 @@ export interface ReconcileResult {
 
 /**
  * How many anomalies one result lists. A pass over a badly broken ledger could find thousands; the first 100
- * are enough to act on, the log has every one, and the admin response stays small.
+ * are enough to act on, the log has every one (each is logged as it is found), and the admin response stays small.
  */
 export const RECONCILE_ANOMALIES_MAX = 100;
 
-/** Mutable counters of a pass; {@link toResult} gives the reported shape. */
+/** Mutable counters of one pass (not shared between passes); {@link ReconcileTally.toResult} gives the reported shape. */
 export class ReconcileTally {
   examined = 0;
   completed = 0;
@@ -75,14 +75,14 @@ export class ReconcileTally {
   redriven = 0;
   skipped = 0;
   readonly anomalies: ReconcileAnomaly[] = [];
-  anomalyCount = 0;
   bankUnreachable: BankUnreachableReport | null = null;
 
+  /** Counts an anomaly and keeps it for the result, up to {@link RECONCILE_ANOMALIES_MAX}. */
   addAnomaly(anomaly: ReconcileAnomaly): void {
-    this.anomalyCount += 1;
     if (this.anomalies.length < RECONCILE_ANOMALIES_MAX) this.anomalies.push(anomaly);
   }
 
+  /** The counts as reported; `anomalies` and `bankUnreachable` only when there is something in them. */
   toResult(): ReconcileResult {
     const result: ReconcileResult = {
       examined: this.examined,
