@@ -202,8 +202,15 @@ async function main(): Promise<number> {
   }
 
   let stack: Stack | null = null;
+  // On Ctrl-C or SIGTERM: stop the stack, then print what was counted so far (processes.ts exits 128 + signal).
+  // Registered before the stack starts, so an interrupted start (which cleans up after itself) still ends
+  // with the summary line.
+  const unregister = registerCleanup(async () => {
+    await stack?.stop();
+    printSummary();
+  });
   const needsStack = suites.some((suite) => suite !== "unit");
-  if (needsStack) {
+  if (needsStack && !shutdownSignal()) {
     try {
       stack = await startStack({ withApp: appReady, label: "npm-test" });
     } catch (error) {
@@ -217,18 +224,13 @@ async function main(): Promise<number> {
       }
     }
   }
-  // On Ctrl-C or SIGTERM: stop the stack, then print what was counted so far (processes.ts exits 128 + signal).
-  const unregister = registerCleanup(async () => {
-    await stack?.stop();
-    printSummary();
-  });
-
   try {
     for (const suite of suites) {
       if (shutdownSignal()) break;
       const needsApp = suite === "http" || suite === "e2e";
       if ((suite !== "unit" && !stack) || (needsApp && !appReady)) {
-        process.stderr.write(`${suite}: not run (its stack could not be started): counted as 1 failed\n`);
+        const why = needsApp && !appReady ? "the app could not be built or started" : "the stack could not be started";
+        process.stderr.write(`${suite}: not run (${why}, see above): counted as 1 failed\n`);
         add({ passed: 0, failed: 1, skipped: 0 });
         continue;
       }
@@ -236,7 +238,9 @@ async function main(): Promise<number> {
       add(suite === "e2e" ? await runPlaywright(stack, passThrough) : await runVitest(suite, stack, passThrough));
     }
   } finally {
-    unregister();
+    // After a signal the cleanup stays registered: processes.ts exits as soon as the cleanups are done, and
+    // this cleanup is what prints the summary on that path.
+    if (!shutdownSignal()) unregister();
     await stack?.stop();
   }
   if (stack) process.stderr.write(`stack logs: ${stack.logDir}\n`);

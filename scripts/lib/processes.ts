@@ -82,7 +82,7 @@ export function shutdownSignal(): NodeJS.Signals | null {
 export function spawnService(options: ServiceOptions): Service {
   const { name } = options;
   const stopTimeoutMs = options.stopTimeoutMs ?? DEFAULT_STOP_TIMEOUT_MS;
-  installExitHandlers();
+  installSignalHandlers();
 
   const child = spawn(options.command, options.args, {
     cwd: options.cwd,
@@ -177,7 +177,7 @@ export interface ForegroundOptions {
  * could not be spawned, after printing why). Never rejects.
  */
 export function runForeground(options: ForegroundOptions): Promise<ServiceExit> {
-  installExitHandlers();
+  installSignalHandlers();
   return new Promise((resolve) => {
     const child = spawn(options.command, options.args, {
       cwd: options.cwd,
@@ -217,25 +217,83 @@ export function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
   }
 }
 
+interface ProcStat {
+  pid: number;
+  state: string;
+  pgrp: number;
+  /** Start time in clock ticks after boot: with the PID, it identifies a process across PID reuse. */
+  startTicks: number;
+}
+
+/** Parses /proc/<pid>/stat (Linux); null when the process is gone. */
+function readProcStat(pid: number | string): ProcStat | null {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return null;
+  }
+  // Format: pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
+  // cutime cstime priority nice threads itrealvalue starttime ...; comm may contain spaces and parentheses,
+  // so the fields are counted after the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return { pid: Number(pid), state: fields[0] ?? "", pgrp: Number(fields[2]), startTicks: Number(fields[19]) };
+}
+
+/** Running (non-zombie) processes whose process group is `pgid` (Linux, from /proc). */
+function groupMembers(pgid: number): ProcStat[] {
+  const members: ProcStat[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = readProcStat(entry);
+    if (stat && stat.pgrp === pgid && stat.state !== "Z") members.push(stat);
+  }
+  return members;
+}
+
 /**
  * Whether any process of group `pgid` is still running. On Linux, reads /proc so that zombies (exited, not
  * yet reaped: a container without an init process leaves them) do not count; elsewhere, `kill(-pgid, 0)`.
  */
 function groupHasLiveMembers(pgid: number): boolean {
   if (process.platform !== "linux") return signalGroup(pgid, 0);
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    let stat: string;
+  return groupMembers(pgid).length > 0;
+}
+
+/** Enough to find a process group again after this process died: its ID and its leader's start time. */
+export interface GroupRecord {
+  pgid: number;
+  startTicks: number;
+}
+
+/**
+ * Describes the group led by `pid` so that {@link killRecordedGroup} can find it later, from another process,
+ * without hitting an unrelated process that reused the PID. Null when not on Linux or the process is gone.
+ */
+export function recordGroup(pid: number): GroupRecord | null {
+  if (process.platform !== "linux") return null;
+  const stat = readProcStat(pid);
+  return stat ? { pgid: pid, startTicks: stat.startTicks } : null;
+}
+
+/**
+ * SIGKILLs what is left of a recorded group (for cleaning up after a run that was SIGKILLed and could not stop
+ * its services): every running member of group `pgid` that started no earlier than the recorded leader.
+ * Returns how many processes were signalled.
+ */
+export function killRecordedGroup(record: GroupRecord): number {
+  if (process.platform !== "linux") return 0;
+  let killed = 0;
+  for (const member of groupMembers(record.pgid)) {
+    if (member.startTicks < record.startTicks) continue; // Older than our leader: not ours (PID reuse).
     try {
-      stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      process.kill(member.pid, "SIGKILL");
+      killed++;
     } catch {
-      continue; // Exited while we looked.
+      // Gone meanwhile.
     }
-    // Format: pid (comm) state ppid pgrp ...; comm may contain spaces and parentheses, so parse after the last ')'.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (Number(fields[2]) === pgid && fields[0] !== "Z") return true;
   }
-  return false;
+  return killed;
 }
 
 type Cleanup = () => Promise<void> | void;
@@ -248,7 +306,7 @@ let cleaningUp: Promise<void> | null = null;
  * {@link runCleanups}. Returns a function that unregisters it (call it after a normal, explicit stop).
  */
 export function registerCleanup(cleanup: Cleanup): () => void {
-  installExitHandlers();
+  installSignalHandlers();
   cleanups.push(cleanup);
   return () => {
     const index = cleanups.indexOf(cleanup);
@@ -280,7 +338,13 @@ export function runCleanups(): Promise<void> {
  */
 const SIGNAL_CLEANUP_MS_MAX = 20_000;
 
-function installExitHandlers(): void {
+/**
+ * Installs, once, the SIGINT/SIGTERM/SIGHUP handlers (SIGTERM every child group, run the registered cleanups,
+ * exit with 128 + signal) and the 'exit' hook that SIGKILLs child groups still alive. Called by everything in
+ * this module that starts a process; exported for modules whose own 'exit' hooks must run on a signal too
+ * (Node's default for these signals ends the process without emitting 'exit').
+ */
+export function installSignalHandlers(): void {
   if (handlersInstalled) return;
   handlersInstalled = true;
   const onSignal = (signal: NodeJS.Signals, exitCode: number) => {

@@ -13,6 +13,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  appendFileSync,
   readdirSync,
   readFileSync,
   realpathSync,
@@ -29,7 +30,7 @@ import {
   type EmbeddedPostgres,
 } from "./embedded-postgres";
 import { freePort, waitForHttp } from "./ports";
-import { registerCleanup, spawnService, type Service } from "./processes";
+import { killRecordedGroup, recordGroup, registerCleanup, spawnService, type GroupRecord, type Service } from "./processes";
 import { startRedisServer, type RedisServer } from "./redis-server";
 
 /** The project root (two levels above scripts/lib). */
@@ -71,8 +72,8 @@ export interface StartStackOptions {
   /** Extra environment for the app and the bank, applied last (e.g. `{ IDEMPOTENCY_WAIT_MS: "500" }`). */
   env?: Record<string, string>;
   /**
-   * Names the log folder `reports/stack-logs/<label>` (emptied at start). Default "stack". Two stacks started at
-   * once need two labels.
+   * Names the log folder `reports/stack-logs/<label>` (emptied at start; `<label>-<pid>` when a live process
+   * already uses it) and the temporary folder. Default "stack".
    */
   label?: string;
 }
@@ -108,6 +109,11 @@ export async function startStack(options: StartStackOptions): Promise<Stack> {
   chmodSync(scratchDir, 0o755);
   writeFileSync(join(scratchDir, "owner.pid"), `${process.pid}\n`);
   const pgDataDir = join(scratchDir, "pgdata");
+  // One line per service process group, so that a later run can kill them if this one is SIGKILLed.
+  const remember = (pid: number) => {
+    const record = recordGroup(pid);
+    if (record) appendFileSync(join(scratchDir, "groups.jsonl"), `${JSON.stringify(record)}\n`);
+  };
 
   let postgres: EmbeddedPostgres | null = null;
   let redis: RedisServer | null = null;
@@ -126,10 +132,20 @@ export async function startStack(options: StartStackOptions): Promise<Stack> {
   };
 
   try {
-    [postgres, redis] = await Promise.all([
+    // Both start in parallel; allSettled (not all) so that when one fails the other has finished starting
+    // and is assigned, and the catch below stops it instead of leaving it running.
+    const [pgResult, redisResult] = await Promise.allSettled([
       startEmbeddedPostgres({ dataDir: pgDataDir, log: join(logDir, "postgres.log") }),
       startRedisServer({ log: join(logDir, "redis.log") }),
     ]);
+    if (pgResult.status === "fulfilled") postgres = pgResult.value;
+    if (redisResult.status === "fulfilled") {
+      redis = redisResult.value;
+      remember(redis.pid);
+    }
+    if (pgResult.status === "rejected") throw pgResult.reason;
+    if (redisResult.status === "rejected") throw redisResult.reason;
+    if (!postgres || !redis) throw new Error("unreachable: both services reported started");
     await migrate(postgres.url);
 
     const webhookSecrets = options.env?.BANK_WEBHOOK_SECRETS ?? TEST_WEBHOOK_SECRET;
@@ -168,6 +184,7 @@ export async function startStack(options: StartStackOptions): Promise<Stack> {
       log: join(logDir, "bank.log"),
     });
     services.push(bank);
+    remember(bank.pid);
 
     const app = spawnService({
       name: "app",
@@ -193,6 +210,7 @@ export async function startStack(options: StartStackOptions): Promise<Stack> {
       log: join(logDir, "app.log"),
     });
     services.push(app);
+    remember(app.pid);
 
     await Promise.all([
       waitForService(bank, `${bankUrl}/health`, {}),
@@ -230,8 +248,9 @@ const UNOWNED_STACK_AGE_MS_MIN = 10 * 60_000;
 
 /**
  * Removes stack folders of runs that died without cleaning up: their owner process is gone (or, without an
- * owner file, the folder is older than 10 minutes). An orphaned PostgreSQL still running on such a folder is
- * stopped first. Folders of live runs, in this process or another, are left alone.
+ * owner file, the folder is older than 10 minutes). The services such a run recorded (redis-server, bank, app)
+ * are SIGKILLed and an orphaned PostgreSQL on its data folder is stopped first. Folders of live runs, in this
+ * process or another, are left alone.
  */
 async function sweepAbandonedStacks(pgRoot: string): Promise<void> {
   for (const entry of readdirSync(pgRoot, { withFileTypes: true })) {
@@ -246,11 +265,20 @@ async function sweepAbandonedStacks(pgRoot: string): Promise<void> {
     if (ownerPid !== null && isAlive(ownerPid)) continue;
     if (ownerPid === null && Date.now() - statSync(dir).mtimeMs < UNOWNED_STACK_AGE_MS_MIN) continue;
     try {
+      for (const line of readLines(join(dir, "groups.jsonl"))) killRecordedGroup(JSON.parse(line) as GroupRecord);
       await stopOrphanedPostgres(join(dir, "pgdata"));
       rmSync(dir, { recursive: true, force: true });
     } catch (error) {
       process.stderr.write(`could not clean up abandoned stack ${dir}: ${error instanceof Error ? error.message : String(error)}\n`);
     }
+  }
+}
+
+function readLines(file: string): string[] {
+  try {
+    return readFileSync(file, "utf8").split("\n").filter((line) => line.trim() !== "");
+  } catch {
+    return [];
   }
 }
 
