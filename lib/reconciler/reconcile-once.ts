@@ -151,7 +151,8 @@ export async function reconcileOnce(options: ReconcileOptions = {}): Promise<Rec
     };
   }
   const result = ctx.tally.toResult();
-  ctx.logger.info({ reconcile: result }, "reconciler pass finished");
+  // A quiet pass (the demo runs one every 10 s) is not logged; one that did or found something is.
+  if (result.examined > 0 || result.anomalies || result.bankUnreachable) ctx.logger.info({ reconcile: result }, "reconciler pass finished");
   return result;
 }
 
