@@ -108,14 +108,28 @@ export async function getEntryById(ref: EntryRef, db: Queryable = pool()): Promi
 
 /**
  * `initiated` → `processing`: recorded just before the external call, so that from here on the outcome is
- * "the bank may have charged" and nothing may guess it. Lease holders only.
+ * "the bank may have charged" and nothing may guess it. Lease holders only: `attempt` is the caller's fencing
+ * token; `actor` is "request" for the live request, "reconciler" for a re-drive after a take-over.
  * Returns `moved`, or `refused` when the row is no longer `initiated` or the lease was taken over.
  */
-export function markProcessing(ref: EntryRef, attempt: number, db: Queryable = pool()): Promise<TransitionOutcome> {
+export function markProcessing(
+  ref: EntryRef,
+  attempt: number,
+  options: { readonly actor?: TransitionActor; readonly db?: Queryable } = {},
+): Promise<TransitionOutcome> {
   return transition(
     ref,
-    { to: "processing", from: ["initiated"], failureReason: null, bankChargeId: null, credit: false, actor: "request", guard: { kind: "lease", attempt }, detail: null },
-    db,
+    {
+      to: "processing",
+      from: ["initiated"],
+      failureReason: null,
+      bankChargeId: null,
+      credit: false,
+      actor: options.actor ?? "request",
+      guard: { kind: "lease", attempt },
+      detail: null,
+    },
+    options.db ?? pool(),
   );
 }
 

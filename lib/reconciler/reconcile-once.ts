@@ -21,7 +21,7 @@ import {
 } from "../bank/client";
 import { merchantRefFor, parseMerchantRef } from "../bank/merchant-ref";
 import { classifyDbError } from "../ledger/db-errors";
-import { findEntryByKey, insertClaimOrLose, isTerminal, operationKey, WORKER_ID, type LedgerEntry } from "../ledger";
+import { findEntryByKey, insertClaimOrLose, isTerminal, markProcessing, operationKey, WORKER_ID, type LedgerEntry } from "../ledger";
 import { CHARGE_LOOK_BACK_MS_DEFAULT, readChargeCursorMs, writeChargeCursorMs } from "./charge-cursor";
 import { ReconcileTally, type ReconcileAnomaly, type ReconcileResult } from "./reconcile-result";
 import {
@@ -264,6 +264,8 @@ async function reconcileTakenOverEntry(ctx: PassContext, row: TakenOverEntry): P
 
 /** Sends the charge again with the same Idempotency-Key: the bank makes at most one charge per key. */
 async function redrive(ctx: PassContext, entry: LedgerEntry, merchantRef: string): Promise<RowVerdict> {
+  // Record that the bank may be called from here on (no-op when the row is already `processing`).
+  await markProcessing({ userId: entry.userId, entryId: entry.id }, entry.attempt, { actor: "reconciler" });
   const created = await createCharge({ merchantRef, amountMinor: entry.amountMinor, currency: entry.currency }, ctx.bank);
   switch (created.kind) {
     case "charge":

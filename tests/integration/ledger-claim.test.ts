@@ -114,6 +114,27 @@ describe("claimOperation and the loser's path", () => {
     expect(await waiting).toMatchObject({ kind: "replay", response: { status: 201, body: "{}" } });
   });
 
+  it("a waiting loser replays promptly after the store, not at the end of its wait budget", async () => {
+    const user = await createTestUser();
+    const request = claimRequest(user.id);
+    const first = await claimOperation(request, 0);
+    if (first.kind !== "claimed") throw new Error("expected a claim");
+    let storedAt = 0;
+    const waiting = claimOperation(request, 10_000).then((outcome) => ({ outcome, answeredAt: Date.now() }));
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    await storeResponse({ userId: user.id, entryId: first.entry.id }, { status: 201, body: "{}" });
+    storedAt = Date.now();
+    const { outcome, answeredAt } = await waiting;
+    expect(outcome.kind).toBe("replay");
+    // The polling step is capped at 200 ms; a 10 s budget must not be slept through.
+    expect(answeredAt - storedAt).toBeLessThan(2_000);
+  });
+
+  it("reading a key that has no row gives null (the caller claims again)", async () => {
+    const user = await createTestUser();
+    expect(await awaitStoredResponse(claimRequest(user.id).key, { amount: 1000, currency: "USD" }, 0)).toBeNull();
+  });
+
   it("stores only the first response (first writer wins)", async () => {
     const user = await createTestUser();
     const first = await claimOperation(claimRequest(user.id), 0);
