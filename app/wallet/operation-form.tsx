@@ -37,7 +37,12 @@ function describe(state: FormState): { ok: boolean; text: string } | null {
   if (state.status >= 400) return { ok: false, text: String(body.detail ?? body.title ?? "Failed.") };
   const item = (body.topup ?? body.payment) as { status?: string; amount?: number; currency?: string } | undefined;
   const amount = item?.amount !== undefined ? `${(item.amount / 100).toFixed(2)} ${item.currency ?? ""}` : "";
-  return { ok: true, text: `${amount} — ${item?.status ?? "done"}${state.replayed ? " (already submitted)" : ""}` };
+  const what = body.topup ? "Top-up" : "Payment";
+  // A top-up's answer is the status when it was accepted (the stored first response); the list below follows
+  // the bank's later answer live.
+  const outcome =
+    item?.status === "succeeded" ? "succeeded" : item?.status === "failed" ? "failed" : "sent to the bank, status below";
+  return { ok: true, text: `${what} of ${amount}: ${outcome}${state.replayed ? " (already submitted)" : ""}` };
 }
 
 export function OperationForm({ title, refId, presets, submitLabel, action, testId }: Props) {
