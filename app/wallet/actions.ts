@@ -32,34 +32,41 @@ function amountFrom(fields: z.infer<typeof formSchema>): number | null {
   return text ? parseMajorAmount(text) : null;
 }
 
-/** Top-up form: same validation and ledger path as `POST /api/v1/topups`. */
-export async function topupAction(_previous: FormState, formData: FormData): Promise<FormState> {
+type MoneyForm = "topup" | "payment";
+
+/** Both money forms: parse, validate exactly like the API, run the same lib operation, return its outcome. */
+async function runMoneyForm(kind: MoneyForm, formData: FormData): Promise<FormState> {
   const user = await requireSessionUser();
   const fields = formSchema.safeParse(Object.fromEntries(formData));
   if (!fields.success) return invalid("The form is incomplete.");
   const amountMinor = amountFrom(fields.data);
   if (amountMinor === null) return invalid("Enter an amount such as 25 or 25.50.");
   const settings = env();
-  const { value, raw } = formToRaw({ refId: fields.data.refId, amount: String(amountMinor) });
-  const input = validateTopupRequest(value, raw, { maxAmountMinor: settings.MAX_AMOUNT_MINOR, walletCurrency: settings.WALLET_CURRENCY });
-  if (!input.ok) return invalid(input.detail);
-  const { headers: _headers, ...outcome } = operationOutcome(await createTopup({ userId: user.userId, ...input.value }));
+  const rules = { maxAmountMinor: settings.MAX_AMOUNT_MINOR, walletCurrency: settings.WALLET_CURRENCY };
+  const amount = String(amountMinor);
+  let result;
+  if (kind === "topup") {
+    const { value, raw } = formToRaw({ refId: fields.data.refId, amount });
+    const input = validateTopupRequest(value, raw, rules);
+    if (!input.ok) return invalid(input.detail);
+    result = await createTopup({ userId: user.userId, ...input.value });
+  } else {
+    const { value, raw } = formToRaw({ orderId: fields.data.refId, amount });
+    const input = validatePaymentRequest(value, raw, rules);
+    if (!input.ok) return invalid(input.detail);
+    result = await createPayment({ userId: user.userId, ...input.value });
+  }
+  const { headers: _headers, ...outcome } = operationOutcome(result);
   revalidatePath("/wallet");
   return outcome;
 }
 
+/** Top-up form: same validation and ledger path as `POST /api/v1/topups`. */
+export async function topupAction(_previous: FormState, formData: FormData): Promise<FormState> {
+  return runMoneyForm("topup", formData);
+}
+
 /** Pay form: same validation and ledger path as `POST /api/v1/payments`. */
 export async function paymentAction(_previous: FormState, formData: FormData): Promise<FormState> {
-  const user = await requireSessionUser();
-  const fields = formSchema.safeParse(Object.fromEntries(formData));
-  if (!fields.success) return invalid("The form is incomplete.");
-  const amountMinor = amountFrom(fields.data);
-  if (amountMinor === null) return invalid("Enter an amount such as 25 or 25.50.");
-  const settings = env();
-  const { value, raw } = formToRaw({ orderId: fields.data.refId, amount: String(amountMinor) });
-  const input = validatePaymentRequest(value, raw, { maxAmountMinor: settings.MAX_AMOUNT_MINOR, walletCurrency: settings.WALLET_CURRENCY });
-  if (!input.ok) return invalid(input.detail);
-  const { headers: _headers, ...outcome } = operationOutcome(await createPayment({ userId: user.userId, ...input.value }));
-  revalidatePath("/wallet");
-  return outcome;
+  return runMoneyForm("payment", formData);
 }

@@ -1,5 +1,5 @@
 import { pool } from "../db";
-import { ENTRY_COLUMNS, toLedgerEntry, topupView, type EntryStatus, type TopupView } from "../ledger";
+import { ENTRY_COLUMNS, toLedgerEntry, topupView, type EntryStatus, type LedgerEntry, type TopupView } from "../ledger";
 import { LIST_LIMIT_MAX } from "../topups/list-topups";
 
 export interface AdminTopupView extends TopupView {
@@ -25,15 +25,17 @@ export async function listAdminTopups(options: { status?: EntryStatus; stuck?: b
       ORDER BY created_at DESC, id DESC LIMIT $3`,
     [options.status ?? null, options.stuck ?? false, limit],
   );
-  return result.rows.map((row) => {
-    const entry = toLedgerEntry(row);
-    return {
-      ...topupView(entry),
-      userId: entry.userId,
-      chargeId: entry.bankChargeId,
-      leaseExpiresAt: entry.leaseExpiresAt?.toISOString() ?? null,
-      leaseOwner: entry.leaseOwner,
-      attempt: entry.attempt,
-    };
-  });
+  return result.rows.map((row) => adminTopupView(toLedgerEntry(row)));
+}
+
+/** The admin's view of a top-up row: `T` plus owner, charge and lease fields (contract section 4). */
+export function adminTopupView(entry: LedgerEntry): AdminTopupView {
+  return {
+    ...topupView(entry),
+    userId: entry.userId,
+    chargeId: entry.bankChargeId,
+    leaseExpiresAt: entry.leaseExpiresAt?.toISOString() ?? null,
+    leaseOwner: entry.leaseOwner,
+    attempt: entry.attempt,
+  };
 }

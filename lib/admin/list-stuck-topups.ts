@@ -1,7 +1,7 @@
 import { pool } from "../db";
-import { ENTRY_COLUMNS, toLedgerEntry, topupView } from "../ledger";
+import { ENTRY_COLUMNS, toLedgerEntry } from "../ledger";
 import { LIST_LIMIT_MAX } from "../topups/list-topups";
-import type { AdminTopupView } from "./list-admin-topups";
+import { adminTopupView, type AdminTopupView } from "./list-admin-topups";
 import { STUCK_AGE_MS } from "./stuck";
 
 // The partial index ledger_entries_unfinished_idx holds exactly the unfinished rows, so this never scans
@@ -21,15 +21,5 @@ SELECT ${ENTRY_COLUMNS} FROM ledger_entries
 export async function listStuckTopups(limit: number = LIST_LIMIT_MAX): Promise<AdminTopupView[]> {
   const bounded = Math.min(Math.max(Math.trunc(limit), 1), LIST_LIMIT_MAX);
   const result = await pool().query(STUCK_SQL, [STUCK_AGE_MS, bounded]);
-  return result.rows.map((row) => {
-    const entry = toLedgerEntry(row);
-    return {
-      ...topupView(entry),
-      userId: entry.userId,
-      chargeId: entry.bankChargeId,
-      leaseExpiresAt: entry.leaseExpiresAt?.toISOString() ?? null,
-      leaseOwner: entry.leaseOwner,
-      attempt: entry.attempt,
-    };
-  });
+  return result.rows.map((row) => adminTopupView(toLedgerEntry(row)));
 }

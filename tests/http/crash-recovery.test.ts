@@ -10,9 +10,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawnBank, type SpawnedBank } from "../../bank/spawn";
-import { freePort, waitForHttp } from "../../scripts/lib/ports";
-import { signalGroup, spawnService, type Service } from "../../scripts/lib/processes";
-import { projectRoot } from "../../scripts/lib/stack";
+import { freePort } from "../../scripts/lib/ports";
+import { signalGroup, type Service } from "../../scripts/lib/processes";
+import { startExtraApp } from "../helpers/extra-app";
 import { testPool } from "../helpers/db";
 import { createApiUser, type ApiUser } from "../helpers/http";
 import { balanceOf, freshRefId } from "../helpers/ledger";
@@ -53,27 +53,12 @@ async function startApp(): Promise<Service> {
   const stack = testStack();
   appStarts += 1;
   const port = Number(new URL(appUrl).port);
-  app = spawnService({
+  app = await startExtraApp({
     name: `crash-app-${appStarts}`,
-    command: process.execPath,
-    args: ["node_modules/next/dist/bin/next", "start", "-H", "127.0.0.1", "-p", String(port)],
-    cwd: projectRoot,
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      NODE_ENV: "production",
-      NEXT_TELEMETRY_DISABLED: "1",
-      DATABASE_URL: stack.databaseUrl,
-      REDIS_URL: stack.redisUrl,
-      BANK_URL: `http://127.0.0.1:${bankPort}`,
-      BANK_TIMEOUT_MS: String(APP_BANK_TIMEOUT_MS),
-      APP_URL: appUrl,
-      BANK_WEBHOOK_SECRETS: stack.webhookSecrets,
-      BETTER_AUTH_SECRET: "crash-test-secret-0123456789abcdef0123456789",
-    },
-    log: join(projectRoot, "reports", "stack-logs", `crash-app-${appStarts}.log`),
+    port,
+    bankUrl: `http://127.0.0.1:${bankPort}`,
+    env: { BANK_TIMEOUT_MS: String(APP_BANK_TIMEOUT_MS) },
   });
-  await waitForHttp(`${appUrl}/api/v1/health`, 60_000);
   return app;
 }
 

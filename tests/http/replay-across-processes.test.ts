@@ -3,10 +3,9 @@
  * restarts"): a response produced by one app process is replayed byte for byte by a freshly started one.
  */
 import { afterAll, describe, expect, it } from "vitest";
-import { join } from "node:path";
-import { freePort, waitForHttp } from "../../scripts/lib/ports";
-import { spawnService, type Service } from "../../scripts/lib/processes";
-import { projectRoot } from "../../scripts/lib/stack";
+import { freePort } from "../../scripts/lib/ports";
+import type { Service } from "../../scripts/lib/processes";
+import { startExtraApp } from "../helpers/extra-app";
 import { api, createApiUser } from "../helpers/http";
 import { testStack } from "../helpers/stack";
 import { freshRefId, seedBalance } from "../helpers/ledger";
@@ -16,32 +15,11 @@ afterAll(async () => {
   await second?.stop();
 });
 
-/** Starts another `next start` of the same build on a free port, against the same PostgreSQL, Redis and bank. */
+/** Starts another app process on a free port, against the same PostgreSQL, Redis and bank. */
 async function startSecondApp(): Promise<string> {
-  const stack = testStack();
   const port = await freePort();
-  const url = `http://127.0.0.1:${port}`;
-  second = spawnService({
-    name: "app-2",
-    command: process.execPath,
-    args: ["node_modules/next/dist/bin/next", "start", "-H", "127.0.0.1", "-p", String(port)],
-    cwd: projectRoot,
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      NODE_ENV: "production",
-      NEXT_TELEMETRY_DISABLED: "1",
-      DATABASE_URL: stack.databaseUrl,
-      REDIS_URL: stack.redisUrl,
-      BANK_URL: stack.bankUrl!,
-      APP_URL: url,
-      BANK_WEBHOOK_SECRETS: stack.webhookSecrets,
-      BETTER_AUTH_SECRET: "replay-test-secret-0123456789abcdef0123456789",
-    },
-    log: join(projectRoot, "reports", "stack-logs", "replay-app-2.log"),
-  });
-  await waitForHttp(`${url}/api/v1/health`, 60_000);
-  return url;
+  second = await startExtraApp({ name: "replay-app-2", port, bankUrl: testStack().bankUrl! });
+  return `http://127.0.0.1:${port}`;
 }
 
 describe("replay across processes", () => {

@@ -10,9 +10,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { spawnBank, type SpawnedBank } from "../../bank/spawn";
-import { freePort, waitForHttp } from "../../scripts/lib/ports";
-import { spawnService, type Service } from "../../scripts/lib/processes";
-import { projectRoot } from "../../scripts/lib/stack";
+import { freePort } from "../../scripts/lib/ports";
+import type { Service } from "../../scripts/lib/processes";
+import { startExtraApp } from "../helpers/extra-app";
 import { testPool } from "../helpers/db";
 import { createApiUser } from "../helpers/http";
 import { balanceOf, freshRefId } from "../helpers/ledger";
@@ -43,26 +43,7 @@ beforeAll(async () => {
       BANK_SHUTDOWN_GRACE_MS: "200",
     },
   });
-  app = spawnService({
-    name: "c05-app",
-    command: process.execPath,
-    args: ["node_modules/next/dist/bin/next", "start", "-H", "127.0.0.1", "-p", String(appPort)],
-    cwd: projectRoot,
-    env: {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      NODE_ENV: "production",
-      NEXT_TELEMETRY_DISABLED: "1",
-      DATABASE_URL: stack.databaseUrl,
-      REDIS_URL: stack.redisUrl,
-      BANK_URL: bank.url,
-      APP_URL: appUrl,
-      BANK_WEBHOOK_SECRETS: stack.webhookSecrets,
-      BETTER_AUTH_SECRET: "c05-test-secret-0123456789abcdef0123456789ab",
-    },
-    log: join(projectRoot, "reports", "stack-logs", "c05-app.log"),
-  });
-  await waitForHttp(`${appUrl}/api/v1/health`, 60_000);
+  app = await startExtraApp({ name: "c05-app", port: appPort, bankUrl: bank.url });
 }, 120_000);
 
 afterAll(async () => {

@@ -1,0 +1,50 @@
+/**
+ * Another `next start` of the current build, for tests that need an app process of their own (to kill it,
+ * point it at their own bank, or show that replays come from PostgreSQL), against the test stack's database
+ * and Redis. Logs go to reports/stack-logs/<name>.log.
+ */
+import { join } from "node:path";
+import { waitForHttp } from "../../scripts/lib/ports";
+import { spawnService, type Service } from "../../scripts/lib/processes";
+import { projectRoot } from "../../scripts/lib/stack";
+import { testStack } from "./stack";
+
+export interface ExtraAppOptions {
+  /** Log prefix and file name. */
+  name: string;
+  /** Port on 127.0.0.1. */
+  port: number;
+  /** The bank this app calls. */
+  bankUrl: string;
+  /** More environment (e.g. `BANK_TIMEOUT_MS`), applied last. */
+  env?: Record<string, string>;
+}
+
+/** Starts the app and resolves once `GET /api/v1/health` answers 200 (at most 60 s). */
+export async function startExtraApp(options: ExtraAppOptions): Promise<Service> {
+  const stack = testStack();
+  const appUrl = `http://127.0.0.1:${options.port}`;
+  const app = spawnService({
+    name: options.name,
+    command: process.execPath,
+    args: ["node_modules/next/dist/bin/next", "start", "-H", "127.0.0.1", "-p", String(options.port)],
+    cwd: projectRoot,
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      NODE_ENV: "production",
+      NEXT_TELEMETRY_DISABLED: "1",
+      DATABASE_URL: stack.databaseUrl,
+      REDIS_URL: stack.redisUrl,
+      BANK_URL: options.bankUrl,
+      APP_URL: appUrl,
+      BANK_WEBHOOK_SECRETS: stack.webhookSecrets,
+      // Test-only session secret: these apps are reached with API tokens, never with cookies.
+      BETTER_AUTH_SECRET: "extra-app-test-secret-0123456789abcdef0123456789",
+      ...options.env,
+    },
+    log: join(projectRoot, "reports", "stack-logs", `${options.name}.log`),
+  });
+  await waitForHttp(`${appUrl}/api/v1/health`, 60_000);
+  return app;
+}
