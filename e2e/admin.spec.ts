@@ -56,8 +56,9 @@ test("a stuck top-up appears on the admin page, Reconcile now finishes it, and t
   await userPage.goto("/wallet");
   await expect(userPage.getByTestId("topups").locator(`tr[data-ref="${refId}"]`)).toHaveAttribute("data-status", "processing");
 
-  // A user who is not an admin gets the 403 message.
-  await userPage.goto("/admin");
+  // A user who is not an admin gets a real 403 and the message.
+  const denied = await userPage.goto("/admin");
+  expect(denied?.status()).toBe(403);
   await expect(userPage.getByTestId("admin-forbidden")).toBeVisible();
 
   // The admin: another account, promoted by SQL (test setup).

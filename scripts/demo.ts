@@ -18,7 +18,7 @@ import { EnvError, parseEnv } from "../lib/env";
 import { migrate } from "../lib/migrate";
 import { defaultDataDir, startEmbeddedPostgres } from "./lib/embedded-postgres";
 import { findRedisServerBinary, startRedisServer } from "./lib/redis-server";
-import { registerCleanup, runCleanups, spawnService, type Service } from "./lib/processes";
+import { registerCleanup, runCleanups, shutdownSignal, spawnService, type Service } from "./lib/processes";
 import { waitForHttp } from "./lib/ports";
 import { ensureBuilt, projectRoot } from "./lib/stack";
 import { removeRuntimeInfo, writeRuntimeInfo } from "./lib/runtime-file";
@@ -67,7 +67,7 @@ async function main(): Promise<void> {
     databaseUrl = postgres.url;
   }
   const migrated = await migrate(databaseUrl);
-  say(`Database ready (${migrated.applied.length} migration(s) applied).`);
+  say(`PostgreSQL migrated (${migrated.applied.length} new migration(s)).`);
 
   // 2. Redis.
   let redisUrl = settings.REDIS_URL ?? null;
@@ -84,7 +84,9 @@ async function main(): Promise<void> {
   // The demo process itself uses lib/ (seeding, reconciler): point it at what was just started.
   process.env.DATABASE_URL = databaseUrl;
   if (redisUrl) process.env.REDIS_URL = redisUrl;
-  const authSecret = settings.BETTER_AUTH_SECRET === parseEnv({}).BETTER_AUTH_SECRET ? demoAuthSecret() : settings.BETTER_AUTH_SECRET;
+  // Unless a secret was configured, keep a random one in .data so sessions survive a restart of the demo.
+  const usingDefaultSecret = settings.BETTER_AUTH_SECRET === parseEnv({}).BETTER_AUTH_SECRET;
+  const authSecret = usingDefaultSecret ? demoAuthSecret() : settings.BETTER_AUTH_SECRET;
   process.env.BETTER_AUTH_SECRET = authSecret;
 
   // 3. Demo accounts.
@@ -149,7 +151,9 @@ async function main(): Promise<void> {
 
   // Stay up until a service dies or a signal arrives (processes.ts runs the cleanups on SIGINT/SIGTERM).
   const exit = await Promise.race(services.map((service) => service.exited.then((status) => ({ service, status }))));
-  process.stderr.write(`${exit.service.name} exited (code ${exit.status.code}, signal ${exit.status.signal}); stopping.\n`);
+  // On Ctrl-C the services stop because we stopped them; only an exit of their own is worth reporting.
+  if (shutdownSignal()) return;
+  process.stderr.write(`${exit.service.name} exited on its own (code ${exit.status.code}, signal ${exit.status.signal}); stopping everything.\n`);
   await runCleanups();
   process.exit(1);
 }

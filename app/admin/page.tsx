@@ -1,3 +1,4 @@
+import { forbidden } from "next/navigation";
 import Link from "next/link";
 import { Suspense } from "react";
 import { countTopupsByStatus } from "@/lib/admin/count-topups-by-status";
@@ -6,10 +7,9 @@ import { listStuckTopups } from "@/lib/admin/list-stuck-topups";
 import { listWebhookAnomalies } from "@/lib/admin/list-webhook-anomalies";
 import { isStuckTopup, STUCK_AGE_MS } from "@/lib/admin/stuck";
 import { parseListQuery } from "@/lib/http/list-query";
-import { formatMinor } from "@/lib/web/form-refs";
+import { formatMinor } from "@/lib/money";
 import { describeFailure } from "@/lib/web/failure-reasons";
 import { AuditReport } from "./audit-report";
-import { AdminForbidden } from "./forbidden";
 import { ReconcileNow } from "./reconcile-now";
 import { currentAdmin } from "./require-admin";
 import "./admin.css";
@@ -41,7 +41,7 @@ function shortTime(iso: string | null): string {
  */
 export default async function AdminPage({ searchParams }: { searchParams: Promise<SearchParams> }) {
   const admin = await currentAdmin();
-  if (!admin) return <AdminForbidden />;
+  if (!admin) forbidden();
 
   const query = parseListQuery(toSearchParams(await searchParams));
   const filters = query.ok ? query.value : { stuck: false };

@@ -4,7 +4,7 @@
  * the ledger (lib/rewards/get-reward-progress.ts) and renders one client form per ad.
  */
 import { getRewardProgress } from "@/lib/rewards/get-reward-progress";
-import { formatMinor } from "@/lib/web/form-refs";
+import { formatMinor } from "@/lib/money";
 import { RewardAdForm } from "./reward-ad-form";
 
 /**

@@ -2,6 +2,7 @@
  * Pays from the wallet balance: claim and debit in one transaction (contract sections 1, 3 and 8).
  */
 import { env } from "../env";
+import { formatMinor } from "../money";
 import { withTransaction } from "../db";
 import { withTransactionRetry } from "../ledger/retry";
 import {
@@ -79,7 +80,7 @@ export async function createPayment(input: CreatePaymentInput): Promise<Operatio
       const first =
         moved.entry.status === "succeeded"
           ? jsonStoredResponse(201, { payment: paymentView(moved.entry) })
-          : problemStoredResponse("insufficient_funds", `The balance does not cover ${input.amountMinor} ${input.currency}.`);
+          : problemStoredResponse("insufficient_funds", `The balance does not cover ${formatMinor(input.amountMinor)} ${input.currency}.`);
       return (await storeResponse(ref, first, tx)).response;
     }),
   );

@@ -28,10 +28,3 @@ export function parseMajorAmount(text: string): number | null {
   const minor = Number(match[1]) * 100 + Number((match[2] ?? "").padEnd(2, "0"));
   return minor > 0 ? minor : null;
 }
-
-/** Formats integer minor units as a major-unit string with two decimals ("2500" → "25.00"). */
-export function formatMinor(amountMinor: number): string {
-  const sign = amountMinor < 0 ? "-" : "";
-  const abs = Math.abs(amountMinor);
-  return `${sign}${Math.floor(abs / 100)}.${String(abs % 100).padStart(2, "0")}`;
-}

@@ -7,7 +7,8 @@ import { parseAmountToken, rawTopLevelMembers, RawJsonError } from "../../lib/ht
 import { formToRaw, validatePaymentRequest, validateRewardRequest, validateTopupRequest } from "../../lib/http/operation-requests";
 import { isJsonContentType } from "../../lib/http/read-json-body";
 import { parseListQuery } from "../../lib/http/list-query";
-import { parseMajorAmount, formatMinor } from "../../lib/web/form-refs";
+import { parseMajorAmount } from "../../lib/web/form-refs";
+import { formatMinor } from "../../lib/money";
 
 const rules = { maxAmountMinor: 1_000_000, walletCurrency: "USD" };
 

@@ -1,9 +1,9 @@
+import { forbidden } from "next/navigation";
 import Link from "next/link";
 import { getTopupTimeline } from "@/lib/admin/get-topup-timeline";
 import { isStuckTopup } from "@/lib/admin/stuck";
-import { formatMinor } from "@/lib/web/form-refs";
+import { formatMinor } from "@/lib/money";
 import { describeFailure } from "@/lib/web/failure-reasons";
-import { AdminForbidden } from "../../../forbidden";
 import { currentAdmin } from "../../../require-admin";
 import "../../../admin.css";
 
@@ -29,7 +29,7 @@ function shortTime(iso: string | null): string {
  */
 export default async function TopupTimelinePage({ params }: { params: Promise<{ userId: string; refId: string }> }) {
   const admin = await currentAdmin();
-  if (!admin) return <AdminForbidden />;
+  if (!admin) forbidden();
   const segments = await params;
   const userId = decodeSegment(segments.userId);
   const refId = decodeSegment(segments.refId);
