@@ -124,7 +124,7 @@ export default async function AdminPage({ searchParams }: { searchParams: Promis
                     <td>
                       <Link href={`/admin/topups/${encodeURIComponent(t.userId)}/${encodeURIComponent(t.refId)}`}>{t.refId}</Link>
                     </td>
-                    <td className="mono">{t.userId}</td>
+                    <td title={t.userId}>{t.userEmail}</td>
                     <td>
                       {formatMinor(t.amount)} {t.currency}
                     </td>

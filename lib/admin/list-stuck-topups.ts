@@ -1,5 +1,5 @@
 import { pool } from "../db";
-import { ENTRY_COLUMNS, toLedgerEntry } from "../ledger";
+import { entryColumns, toLedgerEntry } from "../ledger";
 import { LIST_LIMIT_MAX } from "../topups/list-topups";
 import { adminTopupView, type AdminTopupView } from "./list-admin-topups";
 import { STUCK_AGE_MS } from "./stuck";
@@ -7,11 +7,12 @@ import { STUCK_AGE_MS } from "./stuck";
 // The partial index ledger_entries_unfinished_idx holds exactly the unfinished rows, so this never scans
 // finished ones. $1 stuck age in ms, $2 limit.
 const STUCK_SQL = `
-SELECT ${ENTRY_COLUMNS} FROM ledger_entries
- WHERE status IN ('initiated', 'processing')
-   AND type = 'topup'
-   AND (lease_expires_at < now() OR created_at < now() - $1::int * interval '1 millisecond')
- ORDER BY created_at DESC, id DESC
+SELECT ${entryColumns("e")}, u.email AS user_email
+  FROM ledger_entries e JOIN "user" u ON u.id = e.user_id
+ WHERE e.status IN ('initiated', 'processing')
+   AND e.type = 'topup'
+   AND (e.lease_expires_at < now() OR e.created_at < now() - $1::int * interval '1 millisecond')
+ ORDER BY e.created_at DESC, e.id DESC
  LIMIT $2`;
 
 /**
@@ -21,5 +22,5 @@ SELECT ${ENTRY_COLUMNS} FROM ledger_entries
 export async function listStuckTopups(limit: number = LIST_LIMIT_MAX): Promise<AdminTopupView[]> {
   const bounded = Math.min(Math.max(Math.trunc(limit), 1), LIST_LIMIT_MAX);
   const result = await pool().query(STUCK_SQL, [STUCK_AGE_MS, bounded]);
-  return result.rows.map((row) => adminTopupView(toLedgerEntry(row)));
+  return result.rows.map((row) => adminTopupView(toLedgerEntry(row), row.user_email as string));
 }
