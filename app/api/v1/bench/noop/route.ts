@@ -1,0 +1,19 @@
+import { env } from "@/lib/env";
+import { readJsonBody } from "@/lib/http/read-json-body";
+import { jsonResponse, problemResponse } from "@/lib/http/respond";
+import { withErrors } from "@/lib/http/route";
+
+export const dynamic = "force-dynamic";
+
+/**
+ * POST /api/v1/bench/noop: the framework's floor for `npm run bench` (issue 6 item 2, "an empty JSON POST route of
+ * the same build"). It reads the body the way every real POST route does (content type, size limit, strict JSON)
+ * and answers 200 `{ "ok": true }`; it does no authentication, touches no database, Redis or bank, and keeps no
+ * state, so it is harmless to leave on in production. Bad bodies get the same 400/413/415 as the real routes.
+ * The benchmark divides each real route's requests/s by this route's, measured in the same run.
+ */
+export const POST = withErrors(async (request) => {
+  const body = await readJsonBody(request, env().BODY_LIMIT_BYTES);
+  if (!body.ok) return problemResponse(body.code, body.detail);
+  return jsonResponse(200, { ok: true });
+});

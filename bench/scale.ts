@@ -1,0 +1,141 @@
+/**
+ * Scale (issue 6 item 2, fourth bullet): the claim's median latency with 10,000 rows in the ledger versus 1,000,000
+ * (and 10,000,000 with `--large`), in one database filled between the measurements. The claim is lib/ledger's own
+ * `insertClaim` (INSERT ... ON CONFLICT DO NOTHING RETURNING plus its audit row, autocommit), timed one at a time so
+ * the figure is the statement's cost, not queueing.
+ */
+import type { Pool } from "pg";
+import { insertClaim, operationKey, WORKER_ID } from "../lib/ledger";
+import { percentile } from "./stats";
+
+/**
+ * Users the generated rows are spread over: 10,000, so 1M rows are 100 per user and 10M rows 1,000 per user (a busy
+ * wallet's few years). The measured claims go to random users among them, as live traffic would.
+ */
+export const SCALE_USERS = 10_000;
+
+/** Rows inserted per statement while filling: 500,000 keeps one statement's memory and WAL moderate. */
+const FILL_BATCH_ROWS = 500_000;
+
+/**
+ * Claims timed per size: 2000 after 200 unmeasured ones (which warm the connection, the plan cache and the index
+ * pages the claims touch). 2000 samples put the median within a few microseconds of its true value.
+ */
+const MEASURED_CLAIMS = 2000;
+const WARMUP_CLAIMS = 200;
+
+export interface ScalePoint {
+  readonly ledgerRows: number;
+  readonly claims: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  /** EXPLAIN (ANALYZE, BUFFERS) of one claim at this size. */
+  readonly plan: string;
+  readonly fillSeconds: number;
+}
+
+/** Creates the users the generated rows belong to (ids `s1` .. `s10000`). */
+export async function createScaleUsers(db: Pool): Promise<void> {
+  await db.query(
+    `INSERT INTO "user" ("id", "name", "email")
+     SELECT 's' || i, 'Scale user ' || i, 's' || i || '@bench.test' FROM generate_series(1, $1::int) AS i`,
+    [SCALE_USERS],
+  );
+}
+
+// Generated rows: the three types in turn, succeeded, with a stored response of realistic size (~250 bytes) and,
+// for top-ups, a bank charge id (so the (user_id, bank_charge_id) index is as full as in production), created over
+// the past, and two audit rows each (initiated, succeeded) like a real claim and credit.
+// $1 first row number, $2 last row number, $3 users.
+const FILL_ENTRIES_SQL = `
+INSERT INTO ledger_entries
+  (user_id, type, ref_id, amount_minor, currency, fingerprint, params, status, response_status, response_body, bank_charge_id, created_at, updated_at)
+SELECT 's' || (1 + i % $3::int),
+       (ARRAY['topup', 'reward', 'payment'])[1 + i % 3],
+       'g' || i,
+       100,
+       'USD',
+       md5(i::text) || md5((-i)::text),
+       '{"amount":100,"currency":"USD"}'::jsonb,
+       'succeeded',
+       201,
+       '{"entry":{"type":"topup","refId":"g' || i || '","amount":100,"currency":"USD","status":"succeeded","failureReason":null,"createdAt":"2026-01-01T00:00:00.000Z","updatedAt":"2026-01-01T00:00:00.000Z"}}',
+       CASE WHEN i % 3 = 0 THEN 'ch_g' || i END,
+       now() - i * interval '1 second',
+       now() - i * interval '1 second'
+  FROM generate_series($1::bigint, $2::bigint) AS i`;
+
+const FILL_TRANSITIONS_SQL = `
+INSERT INTO ledger_transitions (user_id, entry_id, from_status, to_status, actor, attempt, at)
+SELECT user_id, id, s.from_status, s.to_status, 'request', 1, created_at
+  FROM ledger_entries
+ CROSS JOIN (VALUES (NULL, 'initiated'), ('initiated', 'succeeded')) AS s (from_status, to_status)
+ WHERE id > $1::bigint`;
+
+/**
+ * Grows the ledger to `targetRows` generated rows (from `currentRows`) with INSERT ... SELECT generate_series, then
+ * ANALYZE and CHECKPOINT so the measurement after it starts from settled statistics and a quiet disk.
+ * Returns the seconds it took.
+ */
+export async function fillLedger(db: Pool, currentRows: number, targetRows: number): Promise<number> {
+  const startedMs = Date.now();
+  for (let from = currentRows + 1; from <= targetRows; from += FILL_BATCH_ROWS) {
+    const to = Math.min(targetRows, from + FILL_BATCH_ROWS - 1);
+    const maxId = await db.query<{ max: string | null }>("SELECT max(id)::text AS max FROM ledger_entries");
+    await db.query(FILL_ENTRIES_SQL, [from, to, SCALE_USERS]);
+    await db.query(FILL_TRANSITIONS_SQL, [maxId.rows[0]?.max ?? "0"]);
+  }
+  await db.query("ANALYZE ledger_entries");
+  await db.query("ANALYZE ledger_transitions");
+  await db.query("CHECKPOINT");
+  return (Date.now() - startedMs) / 1000;
+}
+
+function claimRequest(refId: string) {
+  const userId = `s${1 + Math.floor(Math.random() * SCALE_USERS)}`;
+  return {
+    key: operationKey(userId, "reward", refId),
+    amountMinor: 100,
+    currency: "USD",
+    params: { amount: 100, currency: "USD" },
+    leaseOwner: WORKER_ID,
+    // The lease only matters to the reconciler, which does not run here.
+    leaseMs: 30_000,
+    actor: "request" as const,
+  };
+}
+
+/**
+ * Times {@link MEASURED_CLAIMS} sequential claims of fresh keys on `db` (after {@link WARMUP_CLAIMS} unmeasured
+ * ones) and one EXPLAIN (ANALYZE, BUFFERS) of the claim. `ledgerRows` labels the point. `tag` keeps ref ids of two
+ * points apart.
+ */
+export async function measureClaims(db: Pool, ledgerRows: number, tag: string, fillSeconds: number): Promise<ScalePoint> {
+  const latencies: number[] = [];
+  for (let index = 0; index < WARMUP_CLAIMS + MEASURED_CLAIMS; index++) {
+    const t0 = performance.now();
+    const entry = await insertClaim(db, claimRequest(`m${tag}-${index}`));
+    const elapsed = performance.now() - t0;
+    if (!entry) throw new Error("bench: a fresh claim lost");
+    if (index >= WARMUP_CLAIMS) latencies.push(elapsed);
+  }
+  const plan = await explainClaim(db, `e${tag}`);
+  return { ledgerRows, claims: latencies.length, p50Ms: percentile(latencies, 50)!, p99Ms: percentile(latencies, 99)!, plan, fillSeconds };
+}
+
+/** EXPLAIN (ANALYZE, BUFFERS) of the claim's own statement, captured from insertClaim and run once more. */
+async function explainClaim(db: Pool, refId: string): Promise<string> {
+  let captured: { text: string; values: unknown[] } | null = null;
+  const capture = {
+    query: async (text: string, values?: unknown[]) => {
+      captured = { text, values: values ?? [] };
+      return { rows: [], command: "", rowCount: 0, oid: 0, fields: [] };
+    },
+  };
+  // The recording connection answers "no row", which insertClaim reports as a lost claim: only the text matters.
+  await insertClaim(capture as never, claimRequest(refId));
+  const statement = captured as { text: string; values: unknown[] } | null;
+  if (!statement) throw new Error("bench: insertClaim sent no statement");
+  const result = await db.query<{ "QUERY PLAN": string }>(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${statement.text}`, statement.values);
+  return result.rows.map((row) => row["QUERY PLAN"]).join("\n");
+}

@@ -1,0 +1,272 @@
+/**
+ * The storm's client-side checks: what the clients saw, compared with itself, with the ledger and with the bank
+ * (issue 6 item 1: "every 2xx body for the same key identical; no credit without a 2xx seen or a succeeded row").
+ * Each check returns its violations (bounded); the storm fails when any check has one.
+ */
+import {
+  attemptKey,
+  isStoredStatus,
+  parseJson,
+  type AttemptRecord,
+  type OperationRecord,
+} from "./observations";
+
+/** A ledger row as the checks need it (read by the storm with one query per run). */
+export interface LedgerRow {
+  readonly userId: string;
+  readonly type: "topup" | "reward" | "payment";
+  readonly refId: string;
+  readonly amountMinor: number;
+  readonly status: "initiated" | "processing" | "succeeded" | "failed";
+  readonly failureReason: string | null;
+  readonly responseStatus: number | null;
+  readonly responseBody: string | null;
+}
+
+/** A bank charge as listed by `GET /charges?since=` (docs/bank-sandbox.md). */
+export interface BankCharge {
+  readonly merchantRef: string;
+  readonly amount: number;
+  readonly status: "pending" | "succeeded" | "declined";
+}
+
+export interface CheckResult {
+  readonly name: string;
+  readonly ok: boolean;
+  /** What was looked at, e.g. "4210 keys". */
+  readonly scope: string;
+  readonly violations: string[];
+}
+
+/** Violations listed per check: enough to diagnose; the count says how many there were. */
+const VIOLATIONS_LISTED_MAX = 20;
+
+class Findings {
+  readonly list: string[] = [];
+  count = 0;
+  add(message: string): void {
+    this.count += 1;
+    if (this.list.length < VIOLATIONS_LISTED_MAX) this.list.push(message);
+  }
+  result(name: string, scope: string): CheckResult {
+    const violations = [...this.list];
+    if (this.count > this.list.length) violations.push(`... and ${this.count - this.list.length} more`);
+    return { name, ok: this.count === 0, scope, violations };
+  }
+}
+
+interface KeyedAttempt {
+  readonly operation: OperationRecord;
+  readonly attempt: AttemptRecord;
+}
+
+/** Statuses that are refusals made before any row exists and that create none (contract section 3). */
+const NON_STORED_REFUSALS = new Set([400, 401, 403, 413, 415, 422, 429, 503]);
+
+/**
+ * Runs every client-side check. `rows` are the ledger rows of the storm's users; `charges` the bank's charges
+ * (any user; filtered by merchant reference here). Returns one result per check, in a stable order.
+ */
+export function runClientChecks(operations: readonly OperationRecord[], rows: readonly LedgerRow[], charges: readonly BankCharge[]): CheckResult[] {
+  const byKey = new Map<string, KeyedAttempt[]>();
+  const probes: KeyedAttempt[] = [];
+  for (const operation of operations) {
+    for (const attempt of operation.attempts) {
+      if (attempt.probe) {
+        probes.push({ operation, attempt });
+        continue;
+      }
+      const key = attemptKey(operation, attempt);
+      let list = byKey.get(key);
+      if (!list) byKey.set(key, (list = []));
+      list.push({ operation, attempt });
+    }
+  }
+  const rowByKey = new Map(rows.map((row) => [`${row.userId}|${row.type}|${row.refId}`, row]));
+  const chargeByRef = new Map(charges.map((charge) => [charge.merchantRef, charge]));
+
+  return [
+    identicalAnswers(byKey),
+    executedOnce(byKey),
+    answersMatchLedger(byKey, rowByKey),
+    noPhantomRows(operations, rows),
+    refusalsLeftNothing(byKey, rowByKey),
+    mismatchesRefused(probes, rowByKey),
+    creditsExplained(byKey, rows, chargeByRef),
+  ];
+}
+
+function storedAnswers(attempts: readonly KeyedAttempt[]): { status: number; body: string; replayed: boolean }[] {
+  const answers: { status: number; body: string; replayed: boolean }[] = [];
+  for (const { attempt } of attempts) {
+    const outcome = attempt.outcome;
+    if (outcome.kind === "response" && isStoredStatus(outcome.status)) answers.push(outcome);
+  }
+  return answers;
+}
+
+/** Every stored answer (2xx, 402) for one key has the same status and byte-identical body (contract section 3). */
+function identicalAnswers(byKey: Map<string, KeyedAttempt[]>): CheckResult {
+  const findings = new Findings();
+  let compared = 0;
+  for (const [key, attempts] of byKey) {
+    const answers = storedAnswers(attempts);
+    if (answers.length < 2) continue;
+    compared += 1;
+    const first = answers[0]!;
+    for (const answer of answers.slice(1)) {
+      if (answer.status !== first.status || answer.body !== first.body) {
+        findings.add(`${key}: ${first.status} ${first.body} vs ${answer.status} ${answer.body}`);
+        break;
+      }
+    }
+  }
+  return findings.result("client: every 2xx/402 for a key byte-identical", `${compared} keys answered more than once`);
+}
+
+/**
+ * At most one stored answer per key came without `Idempotent-Replayed: true`: a second "first" answer would mean
+ * the operation ran twice (contract sections 1 and 3).
+ */
+function executedOnce(byKey: Map<string, KeyedAttempt[]>): CheckResult {
+  const findings = new Findings();
+  let keys = 0;
+  for (const [key, attempts] of byKey) {
+    const answers = storedAnswers(attempts);
+    if (answers.length === 0) continue;
+    keys += 1;
+    const firsts = answers.filter((answer) => !answer.replayed).length;
+    if (firsts > 1) findings.add(`${key}: ${firsts} answers without Idempotent-Replayed`);
+  }
+  return findings.result("client: one first answer per key, all others replays", `${keys} keys`);
+}
+
+/**
+ * Every stored answer the clients saw is exactly the row's stored response (status and bytes), and what its body
+ * says agrees with the row: same amount; a terminal status in the body is the row's status.
+ */
+function answersMatchLedger(byKey: Map<string, KeyedAttempt[]>, rowByKey: Map<string, LedgerRow>): CheckResult {
+  const findings = new Findings();
+  let keys = 0;
+  for (const [key, attempts] of byKey) {
+    const answers = storedAnswers(attempts);
+    if (answers.length === 0) continue;
+    keys += 1;
+    const row = rowByKey.get(key);
+    if (!row) {
+      findings.add(`${key}: answered ${answers[0]!.status} but the ledger has no row`);
+      continue;
+    }
+    const answer = answers[0]!;
+    if (row.responseStatus !== answer.status || row.responseBody !== answer.body) {
+      findings.add(`${key}: answer ${answer.status} differs from the stored response ${row.responseStatus}`);
+      continue;
+    }
+    const body = parseJson(answer.body);
+    const view = body?.topup ?? body?.payment ?? body?.reward;
+    if (answer.status === 402) {
+      if (row.status !== "failed" || row.failureReason !== "insufficient_funds") findings.add(`${key}: 402 but the row is ${row.status}/${row.failureReason}`);
+      continue;
+    }
+    if (!view || view.amount !== row.amountMinor) {
+      findings.add(`${key}: answer amount ${String(view?.amount)} vs row ${row.amountMinor}`);
+      continue;
+    }
+    if ((view.status === "succeeded" || view.status === "failed") && view.status !== row.status) {
+      findings.add(`${key}: answer said ${view.status}, the row is ${row.status} (a terminal row moved)`);
+    }
+  }
+  return findings.result("client: answers are the rows' stored responses", `${keys} keys`);
+}
+
+/** Every row of the storm's users belongs to an operation a client sent, with the amount the client sent. */
+function noPhantomRows(operations: readonly OperationRecord[], rows: readonly LedgerRow[]): CheckResult {
+  const findings = new Findings();
+  const sent = new Map<string, OperationRecord>();
+  for (const operation of operations) {
+    if (operation.attempts.length === 0) continue;
+    sent.set(`${operation.userId}|${operation.kind}|${operation.ident}`, operation);
+  }
+  for (const row of rows) {
+    // A reward's ref_id is `<adId>:<day>`; the client knows the ad only.
+    const ident = row.type === "reward" ? row.refId.replace(/:\d{4}-\d{2}-\d{2}$/, "") : row.refId;
+    const operation = sent.get(`${row.userId}|${row.type}|${ident}`);
+    if (!operation) {
+      findings.add(`${row.userId}|${row.type}|${row.refId}: a row no client asked for`);
+      continue;
+    }
+    if (operation.amountMinor !== null && operation.amountMinor !== row.amountMinor) {
+      findings.add(`${row.userId}|${row.type}|${row.refId}: row amount ${row.amountMinor}, client sent ${operation.amountMinor}`);
+    }
+  }
+  return findings.result("client: no row without a request, amounts as sent", `${rows.length} rows`);
+}
+
+/**
+ * A key whose every attempt was refused before any work (400/401/403/413/415/422/429/503) and never ended in a
+ * timeout, a dropped connection, a 409 or another 5xx (after which the work may have run) has no row.
+ */
+function refusalsLeftNothing(byKey: Map<string, KeyedAttempt[]>, rowByKey: Map<string, LedgerRow>): CheckResult {
+  const findings = new Findings();
+  let keys = 0;
+  for (const [key, attempts] of byKey) {
+    const allRefused = attempts.every(({ attempt }) => attempt.outcome.kind === "response" && NON_STORED_REFUSALS.has(attempt.outcome.status));
+    if (!allRefused) continue;
+    keys += 1;
+    const row = rowByKey.get(key);
+    if (row) findings.add(`${key}: every answer was a refusal, yet the ledger has a ${row.status} row`);
+  }
+  return findings.result("client: refused requests left no row", `${keys} keys only refused`);
+}
+
+/**
+ * Every mismatch probe (same key, other amount) was answered 422 naming `amount`, never 409 (the fingerprint is
+ * compared before the in-progress check, contract section 3), and the row kept the original amount.
+ */
+function mismatchesRefused(probes: readonly KeyedAttempt[], rowByKey: Map<string, LedgerRow>): CheckResult {
+  const findings = new Findings();
+  for (const { operation, attempt } of probes) {
+    const key = attemptKey(operation, attempt);
+    const outcome = attempt.outcome;
+    if (outcome.kind === "response" && outcome.status !== 422 && outcome.status < 500) {
+      findings.add(`${key}: a request with another amount was answered ${outcome.status}`);
+    } else if (outcome.kind === "response" && outcome.status === 422) {
+      const fields = parseJson(outcome.body)?.fields;
+      if (!Array.isArray(fields) || !fields.includes("amount")) findings.add(`${key}: 422 does not name "amount"`);
+    }
+    const row = rowByKey.get(key);
+    if (row && operation.amountMinor !== null && row.amountMinor !== operation.amountMinor) {
+      findings.add(`${key}: row amount ${row.amountMinor} after a mismatch probe (sent ${operation.amountMinor})`);
+    }
+  }
+  return findings.result("client: same key with another amount refused (422)", `${probes.length} probes`);
+}
+
+/**
+ * No money moved without a 2xx seen or a succeeded row to show for it: every succeeded row (credit or debit) has a
+ * 2xx answer seen by a client for its key, or, when every client attempt was lost (crash, timeout), the server's
+ * own evidence: for a top-up a succeeded bank charge of the same amount, for a reward or payment the 201 the
+ * server stored on the row. Keys credited without a 2xx seen are counted in the scope.
+ */
+function creditsExplained(byKey: Map<string, KeyedAttempt[]>, rows: readonly LedgerRow[], chargeByRef: Map<string, BankCharge>): CheckResult {
+  const findings = new Findings();
+  let withoutSeen2xx = 0;
+  let succeeded = 0;
+  for (const row of rows) {
+    if (row.status !== "succeeded") continue;
+    succeeded += 1;
+    const key = `${row.userId}|${row.type}|${row.refId}`;
+    const seen = (byKey.get(key) ?? []).some(({ attempt }) => attempt.outcome.kind === "response" && attempt.outcome.status >= 200 && attempt.outcome.status < 300);
+    if (seen) continue;
+    withoutSeen2xx += 1;
+    if (row.type === "topup") {
+      const charge = chargeByRef.get(`topup:${row.userId}:${row.refId}`);
+      if (!charge || charge.status !== "succeeded" || charge.amount !== row.amountMinor) {
+        findings.add(`${key}: credited without a 2xx seen and without a succeeded bank charge of ${row.amountMinor}`);
+      }
+    } else if (row.responseStatus === null || row.responseStatus < 200 || row.responseStatus >= 300) {
+      findings.add(`${key}: ${row.type} succeeded without a 2xx seen or stored`);
+    }
+  }
+  return findings.result("client: no money moved without a 2xx seen or a succeeded row", `${succeeded} succeeded rows, ${withoutSeen2xx} without a 2xx seen`);
+}

@@ -1,0 +1,99 @@
+/**
+ * What the storm's clients saw: every operation they started and every HTTP attempt they made for it. The checks
+ * (./client-checks.ts) compare this with the ledger and the bank at the end; the summary counts it.
+ */
+import type { HttpOutcome } from "./http-client";
+
+/** The three kinds of money movement, as the API's routes name them. */
+export type OperationKind = "topup" | "reward" | "payment";
+
+/**
+ * How the clients duplicate an operation (issue 6 item 1: "realistic duplication"):
+ * - `single`: sent once (retried only after a timeout, a dropped connection, 409 or 5xx, like any good client);
+ * - `double_submit`: two identical requests to the same instance a few ms apart (a double click);
+ * - `two_tabs`: two identical requests at once, one to each instance (two tabs behind a load balancer);
+ * - `timeout_retry`: the first attempt gives up after 30-250 ms, well before the server can answer a top-up,
+ *   and the retry goes to the other instance while the first may still be running;
+ * - `late_replay`: after the operation's answer, the same request once more on the other instance (a retry
+ *   after a lost answer, a page reload);
+ * - `mismatch_probe`: after the answer, the same key with another amount (a client bug): must be refused (422)
+ *   and must change nothing.
+ */
+export type DuplicationPattern = "single" | "double_submit" | "two_tabs" | "timeout_retry" | "late_replay" | "mismatch_probe";
+
+/** One HTTP request of an operation. */
+export interface AttemptRecord {
+  /** Index of the app instance it was sent to. */
+  readonly instance: number;
+  readonly outcome: HttpOutcome;
+  /** Milliseconds since the epoch when it was sent. */
+  readonly sentAtMs: number;
+  readonly durationMs: number;
+  /** True for a mismatch probe's request (other amount, same key). */
+  readonly probe: boolean;
+}
+
+/** One operation a simulated user started, and everything sent for it. */
+export interface OperationRecord {
+  readonly kind: OperationKind;
+  readonly userIndex: number;
+  readonly userId: string;
+  /** The refId (top-ups), orderId (payments) or adId (rewards) the client chose. */
+  readonly ident: string;
+  /** Amount in minor units the client sent (null for rewards: the server decides). */
+  readonly amountMinor: number | null;
+  readonly pattern: DuplicationPattern;
+  readonly attempts: AttemptRecord[];
+}
+
+/** Running totals for the progress bar. */
+export interface TrafficCounters {
+  operations: number;
+  requests: number;
+  responses: number;
+  failures: number;
+}
+
+/** Statuses a client treats as final for an operation: a stored answer (2xx, 402) or a refusal that will not change. */
+export function isFinalStatus(status: number): boolean {
+  return !(status === 409 || status >= 500);
+}
+
+/** True for answers the server stores and replays (contract section 3): 2xx and the stored 402 insufficient_funds. */
+export function isStoredStatus(status: number): boolean {
+  return (status >= 200 && status < 300) || status === 402;
+}
+
+/** The UTC calendar date of `ms` (REWARD_TZ is UTC in the storm), `YYYY-MM-DD`. */
+export function utcDay(ms: number): string {
+  return new Date(ms).toISOString().slice(0, 10);
+}
+
+/**
+ * The ledger ref_id an attempt addressed: the ident itself for top-ups and payments; `<adId>:<day>` for rewards,
+ * with the day taken from a 2xx answer's `reward.day` when there is one (the server's clock decides it), else
+ * the UTC date when the request was sent.
+ */
+export function ledgerRefId(operation: OperationRecord, attempt: AttemptRecord): string {
+  if (operation.kind !== "reward") return operation.ident;
+  if (attempt.outcome.kind === "response" && attempt.outcome.status >= 200 && attempt.outcome.status < 300) {
+    const day = parseJson(attempt.outcome.body)?.reward?.day;
+    if (typeof day === "string") return `${operation.ident}:${day}`;
+  }
+  return `${operation.ident}:${utcDay(attempt.sentAtMs)}`;
+}
+
+/** `user|type|ref` of an attempt: the ledger key (contract section 1) it addressed. */
+export function attemptKey(operation: OperationRecord, attempt: AttemptRecord): string {
+  return `${operation.userId}|${operation.kind}|${ledgerRefId(operation, attempt)}`;
+}
+
+/** JSON.parse that returns undefined instead of throwing. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export function parseJson(text: string): any {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,158 @@
+/**
+ * Command-line options of `npm run storm` (issue 6, item 1). Everything the storm touches is on this machine:
+ * every URL given with a flag must name 127.0.0.1, localhost or ::1, or the storm refuses to start.
+ */
+import { parseArgs } from "node:util";
+
+/** What the storm runs against: services it starts itself, or services given by URL (then no crashes are staged). */
+export type StormTarget =
+  | { readonly kind: "own" }
+  | {
+      readonly kind: "given";
+      /** Two (or more) base URLs of `next start` instances sharing one database and Redis. */
+      readonly appUrls: readonly string[];
+      readonly databaseUrl: string;
+      readonly bankUrl: string;
+      /** Optional: the reward-cap audit compares Redis counters only when it can reach Redis. */
+      readonly redisUrl: string | null;
+    };
+
+export interface StormOptions {
+  /** Simulated users, each with its own API token and wallet. */
+  readonly users: number;
+  /** Length of the traffic phase in seconds (setup, drain, reconcile and audit come on top). */
+  readonly durationS: number;
+  /** Seed of the traffic's random choices and of the bank's fault draws (reproducible runs). */
+  readonly seed: number;
+  readonly short: boolean;
+  readonly target: StormTarget;
+}
+
+/**
+ * Default users: 200, issue 6 item 1. Each user is one "person" doing one operation at a time (plus the
+ * duplicates of that operation), so 200 users keep a few hundred requests in flight at the peak, which is what two
+ * `next start` instances, PostgreSQL and the bank can serve on 2 cores without queueing for seconds.
+ */
+export const DEFAULT_USERS = 200;
+
+/**
+ * Default traffic phase: 110 s. Setup (~10 s with a current build), the drain and lease wait (~10 s) and the
+ * reconciler and audit (~5 s) come on top, so a full run ends in about 2.5 minutes: under the 3 minutes issue 6
+ * allows on 2 cores, with room for a slower machine.
+ */
+export const DEFAULT_DURATION_S = 110;
+
+/** `--short` (CI): 40 users for 18 s of traffic, so the whole run takes about 30-40 s including start-up. */
+export const SHORT_USERS = 40;
+export const SHORT_DURATION_S = 18;
+
+/**
+ * Upper bounds on the flags, so that a typo cannot start an unbounded run: 2000 users (ten times the default;
+ * beyond it PostgreSQL's 100 connections and the machine's 2 cores are the limit, not the storm) and 30 minutes.
+ */
+export const USERS_MAX = 2000;
+export const DURATION_S_MAX = 1800;
+/**
+ * Lower bound on the traffic phase: 10 s. The crash of one app instance is staged at 35% of the phase and it
+ * needs ~2-3 s to come back; a shorter phase would end before the restarted instance served anything.
+ */
+export const DURATION_S_MIN = 10;
+
+export const USAGE = `usage: npm run storm -- [--short] [--users N] [--duration SECONDS] [--seed N]
+                     [--app-url URL --app-url URL --database-url URL --bank-url URL [--redis-url URL]]
+
+  --short           CI mode: ${SHORT_USERS} users, ${SHORT_DURATION_S} s of traffic (~30 s in all)
+  --users N         simulated users (default ${DEFAULT_USERS}, at most ${USERS_MAX})
+  --duration S      seconds of traffic (default ${DEFAULT_DURATION_S}, ${DURATION_S_MIN}..${DURATION_S_MAX})
+  --seed N          seed for the traffic and the bank's fault draws (default: random, printed)
+  --app-url URL     target a running app instance instead of starting two (give it twice); needs
+                    --database-url and --bank-url (a sandbox bank); crashes are then not staged.
+All URLs must point at 127.0.0.1, localhost or ::1.`;
+
+/** A flag the storm cannot accept; `npm run storm` prints it with the usage and exits 2. */
+export class StormUsageError extends Error {
+  override readonly name = "StormUsageError";
+}
+
+const LOOPBACK_HOSTS = new Set(["127.0.0.1", "localhost", "::1", "[::1]"]);
+
+/**
+ * Throws {@link StormUsageError} unless `url` is an http(s)/postgres/redis URL on this machine. The storm creates
+ * users, moves money and kills processes: it must never be pointed at another host by a stray flag.
+ */
+export function assertLoopbackUrl(flag: string, url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new StormUsageError(`${flag}: not a URL: ${url}`);
+  }
+  if (!LOOPBACK_HOSTS.has(parsed.hostname)) {
+    throw new StormUsageError(`${flag}: ${parsed.hostname} is not this machine; only 127.0.0.1, localhost or ::1 are allowed`);
+  }
+  return url.replace(/\/+$/, "");
+}
+
+function integerFlag(flag: string, raw: string | undefined, fallback: number, min: number, max: number): number {
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw)) throw new StormUsageError(`${flag} takes a whole number, got '${raw}'`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new StormUsageError(`${flag} must be in ${min}..${max}, got ${value}`);
+  return value;
+}
+
+/**
+ * Parses `argv` (without `node` and the script). Returns the options with defaults applied (a random 32-bit seed
+ * when none is given). Throws {@link StormUsageError} on an unknown flag, a value out of bounds, a non-loopback
+ * URL, or an incomplete set of target URLs.
+ */
+export function parseStormOptions(argv: readonly string[], randomSeed: () => number): StormOptions {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      strict: true,
+      allowPositionals: false,
+      options: {
+        short: { type: "boolean" },
+        users: { type: "string" },
+        duration: { type: "string" },
+        seed: { type: "string" },
+        "app-url": { type: "string", multiple: true },
+        "database-url": { type: "string" },
+        "bank-url": { type: "string" },
+        "redis-url": { type: "string" },
+        help: { type: "boolean" },
+      },
+    }));
+  } catch (error) {
+    throw new StormUsageError(error instanceof Error ? error.message : String(error));
+  }
+  if (values.help) throw new StormUsageError("help requested");
+  const short = values.short ?? false;
+  const users = integerFlag("--users", values.users, short ? SHORT_USERS : DEFAULT_USERS, 2, USERS_MAX);
+  const durationS = integerFlag("--duration", values.duration, short ? SHORT_DURATION_S : DEFAULT_DURATION_S, DURATION_S_MIN, DURATION_S_MAX);
+  const seed = integerFlag("--seed", values.seed, randomSeed(), 0, 2 ** 32 - 1);
+
+  const appUrls = values["app-url"] ?? [];
+  const anyTargetFlag = appUrls.length > 0 || values["database-url"] || values["bank-url"] || values["redis-url"];
+  if (!anyTargetFlag) return { users, durationS, seed, short, target: { kind: "own" } };
+
+  if (appUrls.length < 2) throw new StormUsageError("--app-url must be given twice (two instances sharing one database)");
+  if (!values["database-url"] || !values["bank-url"]) {
+    throw new StormUsageError("targeting running services needs --database-url and --bank-url as well as --app-url");
+  }
+  return {
+    users,
+    durationS,
+    seed,
+    short,
+    target: {
+      kind: "given",
+      appUrls: appUrls.map((url) => assertLoopbackUrl("--app-url", url)),
+      databaseUrl: assertLoopbackUrl("--database-url", values["database-url"]),
+      bankUrl: assertLoopbackUrl("--bank-url", values["bank-url"]),
+      redisUrl: values["redis-url"] ? assertLoopbackUrl("--redis-url", values["redis-url"]) : null,
+    },
+  };
+}

@@ -1,0 +1,262 @@
+/**
+ * The storm's simulated users. Each user does one operation at a time (a top-up, a reward or a payment), with a
+ * think time between operations, and duplicates some of them the way real clients do (./observations.ts,
+ * DuplicationPattern). Every request and its outcome is recorded. Traffic starts no new operation after the
+ * deadline, and no request at all after the hard stop, so the phase ends by itself.
+ */
+import type { Agent } from "node:http";
+import { seededRandom } from "../../bank/faults";
+import { postJson, type HttpOutcome } from "./http-client";
+import {
+  isFinalStatus,
+  isStoredStatus,
+  type AttemptRecord,
+  type DuplicationPattern,
+  type OperationKind,
+  type OperationRecord,
+  type TrafficCounters,
+} from "./observations";
+
+/** A simulated user: its `"user".id` and personal API token. */
+export interface StormUser {
+  readonly index: number;
+  readonly id: string;
+  readonly token: string;
+}
+
+export interface TrafficOptions {
+  readonly users: readonly StormUser[];
+  readonly appUrls: readonly string[];
+  /** One keep-alive agent per instance, same order as `appUrls`. */
+  readonly agents: readonly Agent[];
+  readonly seed: number;
+  /** No new operation starts after this (ms since the epoch). */
+  readonly deadlineMs: number;
+  /** No request is sent after this (ms since the epoch): in-flight operations stop retrying. */
+  readonly hardStopMs: number;
+  readonly operations: OperationRecord[];
+  readonly counters: TrafficCounters;
+}
+
+/**
+ * Mix of operations, in percent. Payments are the most frequent (they are the cheapest path, claim and debit in one
+ * transaction) so that many of them race the top-ups that fund them; rewards are a quarter so that users reach the
+ * daily cap (10 rewards of 5 against a cap of 50) and 429s happen.
+ */
+const KIND_WEIGHTS: readonly [OperationKind, number][] = [
+  ["topup", 35],
+  ["reward", 25],
+  ["payment", 40],
+];
+
+/**
+ * Mix of duplication patterns, in percent: most operations are sent once (a storm of only duplicates would not be
+ * realistic), and every kind of duplicate still happens hundreds of times in a full run.
+ */
+const PATTERN_WEIGHTS: readonly [DuplicationPattern, number][] = [
+  ["single", 45],
+  ["double_submit", 14],
+  ["two_tabs", 14],
+  ["timeout_retry", 14],
+  ["late_replay", 9],
+  ["mismatch_probe", 4],
+];
+
+/**
+ * Ads a user can watch: 15. The daily cap admits 10 rewards, so a user who keeps watching reaches the cap (429),
+ * and with 15 ads many rewards repeat an ad already credited today (a replay, which must not touch the cap).
+ */
+const ADS_PER_USER = 15;
+
+/**
+ * Think time between a user's operations: 300-1500 ms (uniform). With 200 users that is about 200 operations per
+ * second at the start, roughly 300 requests per second with the duplicates: a busy but not saturated load for two
+ * app instances, PostgreSQL and the bank on 2 cores, so latencies stay far below the clients' timeouts.
+ */
+const THINK_MS_MIN = 300;
+const THINK_MS_MAX = 1500;
+
+/**
+ * A client's patience for one request: 10 s. Above the longest legitimate answer (a loser waits up to
+ * IDEMPOTENCY_WAIT_MS = 3 s; a top-up's bank call is bounded by BANK_TIMEOUT_MS = 2.5 s), so only a crashed or
+ * stuck server makes a normal request time out.
+ */
+const REQUEST_TIMEOUT_MS = 10_000;
+
+/** The impatient first attempt of `timeout_retry`: 30-250 ms, shorter than a top-up's bank round trip. */
+const SHORT_TIMEOUT_MS_MIN = 30;
+const SHORT_TIMEOUT_MS_MAX = 250;
+
+/**
+ * Attempts per request (the first plus retries): 6. With back-off 100 ms doubling to 1.6 s (or the server's
+ * Retry-After for 409), a request is retried for about 3-8 s, which rides out the staged crash of one instance
+ * (~3 s) and the Redis restart (under a second).
+ */
+const ATTEMPTS_MAX = 6;
+const BACKOFF_MS_FIRST = 100;
+const BACKOFF_MS_MAX = 1600;
+
+/** A double click's second request follows the first within 0-30 ms. */
+const DOUBLE_SUBMIT_GAP_MS_MAX = 30;
+/** A late replay or mismatch probe follows the answer after 0-500 ms. */
+const FOLLOW_UP_GAP_MS_MAX = 500;
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+function pickWeighted<T>(random: () => number, weights: readonly [T, number][]): T {
+  const total = weights.reduce((sum, [, weight]) => sum + weight, 0);
+  let draw = random() * total;
+  for (const [value, weight] of weights) {
+    draw -= weight;
+    if (draw < 0) return value;
+  }
+  return weights[weights.length - 1]![0];
+}
+
+function between(random: () => number, min: number, max: number): number {
+  return min + Math.floor(random() * (max - min + 1));
+}
+
+const PATHS: Record<OperationKind, string> = { topup: "/api/v1/topups", reward: "/api/v1/rewards", payment: "/api/v1/payments" };
+
+function requestBody(operation: OperationRecord, amountMinor: number | null): string {
+  switch (operation.kind) {
+    case "topup":
+      return JSON.stringify({ refId: operation.ident, amount: amountMinor });
+    case "payment":
+      return JSON.stringify({ orderId: operation.ident, amount: amountMinor });
+    case "reward":
+      return JSON.stringify({ adId: operation.ident });
+  }
+}
+
+/**
+ * Runs every user until the deadline and waits for their last operations (bounded by the hard stop).
+ * Records into `options.operations` and `options.counters`. Never throws for HTTP failures.
+ */
+export async function runTraffic(options: TrafficOptions): Promise<void> {
+  await Promise.all(options.users.map((user) => runUser(options, user)));
+}
+
+async function runUser(options: TrafficOptions, user: StormUser): Promise<void> {
+  // One generator per user, derived from the storm's seed, so a user's choices do not depend on the others' timing.
+  const random = seededRandom((options.seed + Math.imul(user.index + 1, 0x9e3779b1)) >>> 0);
+  let home = user.index % options.appUrls.length;
+  let sequence = 0;
+  // Spread the users' first operations over the first think time, instead of all at the same millisecond.
+  await sleep(between(random, 0, THINK_MS_MAX));
+  while (Date.now() < options.deadlineMs) {
+    sequence += 1;
+    const kind = pickWeighted(random, KIND_WEIGHTS);
+    let pattern = pickWeighted(random, PATTERN_WEIGHTS);
+    // Reward parameters are all decided by the server (ad, day, amount): a client cannot send a mismatching one.
+    if (kind === "reward" && pattern === "mismatch_probe") pattern = "late_replay";
+    const operation: OperationRecord = {
+      kind,
+      userIndex: user.index,
+      userId: user.id,
+      ident:
+        kind === "topup"
+          ? `st-${user.index}-${sequence}`
+          : kind === "payment"
+            ? `so-${user.index}-${sequence}`
+            : `ad-${between(random, 1, ADS_PER_USER)}`,
+      // Top-ups of 5-50 units and payments of 1-30 units (minor units, 100 per unit): payments outpace top-ups at
+      // times, so some are refused for insufficient funds (a stored 402).
+      amountMinor: kind === "topup" ? between(random, 5, 50) * 100 : kind === "payment" ? between(random, 1, 30) * 100 : null,
+      pattern,
+      attempts: [],
+    };
+    options.operations.push(operation);
+    options.counters.operations += 1;
+    const other = (home + 1) % options.appUrls.length;
+    const send = (instance: number, firstTimeoutMs: number, amountMinor = operation.amountMinor, probe = false) =>
+      sendWithRetries(options, user, operation, random, { instance, firstTimeoutMs, amountMinor, probe });
+
+    let last: HttpOutcome;
+    switch (pattern) {
+      case "single":
+        last = await send(home, REQUEST_TIMEOUT_MS);
+        break;
+      case "double_submit":
+        [last] = await Promise.all([
+          send(home, REQUEST_TIMEOUT_MS),
+          sleep(between(random, 0, DOUBLE_SUBMIT_GAP_MS_MAX)).then(() => send(home, REQUEST_TIMEOUT_MS)),
+        ]);
+        break;
+      case "two_tabs":
+        [last] = await Promise.all([send(home, REQUEST_TIMEOUT_MS), send(other, REQUEST_TIMEOUT_MS)]);
+        break;
+      case "timeout_retry":
+        last = await send(home, between(random, SHORT_TIMEOUT_MS_MIN, SHORT_TIMEOUT_MS_MAX));
+        break;
+      case "late_replay":
+      case "mismatch_probe": {
+        last = await send(home, REQUEST_TIMEOUT_MS);
+        if (last.kind === "response" && isStoredStatus(last.status) && Date.now() < options.hardStopMs) {
+          await sleep(between(random, 0, FOLLOW_UP_GAP_MS_MAX));
+          if (pattern === "late_replay") await send(other, REQUEST_TIMEOUT_MS);
+          // The probe sends one more minor unit than the original: same key, other fingerprint.
+          else await send(other, REQUEST_TIMEOUT_MS, (operation.amountMinor ?? 0) + 1, true);
+        }
+        break;
+      }
+    }
+    // A user whose instance dropped the connection moves to the other one, as behind a load balancer.
+    if (last.kind !== "response") home = other;
+    await sleep(between(random, THINK_MS_MIN, THINK_MS_MAX));
+  }
+}
+
+interface SendPlan {
+  instance: number;
+  firstTimeoutMs: number;
+  amountMinor: number | null;
+  probe: boolean;
+}
+
+/**
+ * Sends one request of `operation` and retries it like a careful client: after a timeout or a dropped connection
+ * (on the other instance), after 409 (after its Retry-After) and after 5xx (after a back-off). Stops at a final
+ * answer, after {@link ATTEMPTS_MAX} attempts, or at the hard stop. Returns the last outcome.
+ */
+async function sendWithRetries(
+  options: TrafficOptions,
+  user: StormUser,
+  operation: OperationRecord,
+  random: () => number,
+  plan: SendPlan,
+): Promise<HttpOutcome> {
+  const body = requestBody(operation, plan.amountMinor);
+  let instance = plan.instance;
+  let last: HttpOutcome = { kind: "network", code: "not sent" };
+  for (let attempt = 0; attempt < ATTEMPTS_MAX && Date.now() < options.hardStopMs; attempt++) {
+    const sentAtMs = Date.now();
+    options.counters.requests += 1;
+    last = await postJson(
+      options.agents[instance]!,
+      options.appUrls[instance]!,
+      PATHS[operation.kind],
+      user.token,
+      body,
+      attempt === 0 ? plan.firstTimeoutMs : REQUEST_TIMEOUT_MS,
+    );
+    const record: AttemptRecord = { instance, outcome: last, sentAtMs, durationMs: Date.now() - sentAtMs, probe: plan.probe };
+    operation.attempts.push(record);
+    if (last.kind === "response") {
+      options.counters.responses += 1;
+      if (isFinalStatus(last.status)) return last;
+    } else {
+      options.counters.failures += 1;
+      instance = (instance + 1) % options.appUrls.length;
+    }
+    const backoffMs = Math.min(BACKOFF_MS_FIRST * 2 ** attempt, BACKOFF_MS_MAX);
+    const waitMs =
+      last.kind === "response" && last.retryAfterS !== null
+        ? last.retryAfterS * 1000
+        : // Equal jitter: half fixed, half random, so the duplicates of one operation do not retry in lockstep.
+          backoffMs / 2 + random() * (backoffMs / 2);
+    await sleep(Math.min(waitMs, Math.max(0, options.hardStopMs - Date.now())));
+  }
+  return last;
+}
