@@ -1,7 +1,8 @@
 /**
  * `npm test`: the one gate. Checks prerequisites, builds the app when its sources changed, starts ONE stack
  * (embedded PostgreSQL, redis-server, sandbox bank, built app), hands it to every suite as `TEST_STACK`, and
- * runs, in order: vitest projects `unit`, `integration`, `http`, then Playwright. Each suite writes a
+ * runs, in order: vitest projects `unit`, `integration`, `http`, then Playwright, then a short storm
+ * (`npm run storm -- --short`, its own two app instances and servers; counted as one test). Each suite writes a
  * machine-readable report under reports/test/; the counts are summed and printed as the very last line:
  *
  *     N passed, N failed, N skipped
@@ -10,7 +11,7 @@
  * A suite that exits non-zero without reporting a failed test (crash, unhandled error, setup failure) counts as
  * one failed test, so it cannot pass silently. The stack is stopped on every path, Ctrl-C included.
  *
- * Usage: `npm test [-- --only unit,integration,http,e2e] [-- <args passed to every runner>]`.
+ * Usage: `npm test [-- --only unit,integration,http,e2e,storm] [-- <args passed to every runner>]`.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
@@ -18,7 +19,7 @@ import { registerCleanup, runForeground, shutdownSignal } from "./lib/processes"
 import { findRedisServerBinary } from "./lib/redis-server";
 import { ensureBuilt, projectRoot, startStack, testStackJson, type Stack } from "./lib/stack";
 
-const SUITES = ["unit", "integration", "http", "e2e"] as const;
+const SUITES = ["unit", "integration", "http", "e2e", "storm"] as const;
 type Suite = (typeof SUITES)[number];
 
 /** Counts of one suite or of the whole run. */
@@ -56,7 +57,7 @@ class UsageError extends Error {}
 /** Names the apt package for every missing prerequisite of the chosen suites. */
 function missingPrerequisites(suites: Suite[]): string[] {
   const missing: string[] = [];
-  const needsStack = suites.some((suite) => suite !== "unit");
+  const needsStack = suites.some((suite) => suite !== "unit" && suite !== "storm");
   if (needsStack && !findRedisServerBinary()) {
     missing.push("redis-server is not installed: run `apt-get install -y redis-server`");
   }
@@ -157,6 +158,22 @@ function settle(name: string, counts: Counts | null, exitCode: number | null): C
   return result;
 }
 
+/**
+ * The short storm (issue 6): two app instances, a faulty bank, a crash and a Redis restart, then the reconciler
+ * and the invariant audit. It starts and stops its own servers; its exit code is the verdict (0: every
+ * invariant held), counted as one test.
+ */
+async function runStorm(): Promise<Counts> {
+  const status = await runForeground({
+    name: "storm",
+    command: process.execPath,
+    args: ["--import", "tsx", "scripts/storm.ts", "--short"],
+    cwd: projectRoot,
+    env: suiteEnvironment(null),
+  });
+  return status.code === 0 ? { passed: 1, failed: 0, skipped: 0 } : { passed: 0, failed: 1, skipped: 0 };
+}
+
 function suiteEnvironment(stack: Stack | null): NodeJS.ProcessEnv {
   const environment: NodeJS.ProcessEnv = { ...process.env };
   if (stack) environment.TEST_STACK = testStackJson(stack);
@@ -190,7 +207,7 @@ async function main(): Promise<number> {
   }
   mkdirSync(REPORT_DIR, { recursive: true });
 
-  const appSuites = suites.filter((suite) => suite === "http" || suite === "e2e");
+  const appSuites = suites.filter((suite) => suite === "http" || suite === "e2e" || suite === "storm");
   let appReady = appSuites.length > 0;
   if (appReady) {
     try {
@@ -209,7 +226,7 @@ async function main(): Promise<number> {
     await stack?.stop();
     printSummary();
   });
-  const needsStack = suites.some((suite) => suite !== "unit");
+  const needsStack = suites.some((suite) => suite !== "unit" && suite !== "storm");
   if (needsStack && !shutdownSignal()) {
     try {
       stack = await startStack({ withApp: appReady, label: "npm-test" });
@@ -227,6 +244,16 @@ async function main(): Promise<number> {
   try {
     for (const suite of suites) {
       if (shutdownSignal()) break;
+      if (suite === "storm") {
+        process.stderr.write("\n=== storm (short) ===\n");
+        if (!appReady) {
+          process.stderr.write("storm: not run (the app could not be built): counted as 1 failed\n");
+          add({ passed: 0, failed: 1, skipped: 0 });
+        } else {
+          add(await runStorm());
+        }
+        continue;
+      }
       const needsApp = suite === "http" || suite === "e2e";
       if ((suite !== "unit" && !stack) || (needsApp && !appReady)) {
         const why = needsApp && !appReady ? "the app could not be built or started" : "the stack could not be started";
