@@ -158,6 +158,11 @@ export async function runPgbench(options: {
   script: PgbenchScript;
   concurrency: number;
   durationS: number;
+  /**
+   * pgbench's query protocol: "extended" (default; unnamed statements, parsed and planned on every execution, as
+   * node-pg sends them) or "prepared" (named statements, planned once per connection).
+   */
+  protocol?: "extended" | "prepared";
 }): Promise<TxFigures> {
   const dir = mkdtempSync(join(tmpdir(), "bench-pgbench-"));
   try {
@@ -169,7 +174,7 @@ export async function runPgbench(options: {
     const args = [
       "-n",
       "-M",
-      "extended",
+      options.protocol ?? "extended",
       "-c",
       String(options.concurrency),
       "-j",
@@ -254,6 +259,8 @@ export async function runInProcess(options: { concurrency: number; durationS: nu
 export interface StatementCost {
   /** "claim", "transition (credit)" or "store response". */
   readonly statement: string;
+  /** EXPLAIN ANALYZE's "Planning Time": node-pg sends unnamed statements, so every execution is planned again. */
+  readonly planningMs: number;
   /** EXPLAIN ANALYZE's "Execution Time": the whole statement, its CTEs included. */
   readonly executionMs: number;
   /** WAL written by the statement: the session's insert position before and after (nothing else runs meanwhile). */
@@ -298,6 +305,7 @@ export async function explainCredit(db: Pool, recorded: { statements: readonly C
       const root = (result.rows[0]!["QUERY PLAN"] as Record<string, unknown>[])[0]!;
       costs.push({
         statement: STATEMENT_NAMES[index] ?? `statement ${index + 1}`,
+        planningMs: Number(root["Planning Time"] ?? 0),
         executionMs: Number(root["Execution Time"] ?? 0),
         walBytes: Number(wal.rows[0]!.bytes),
         plan: renderPlan(root.Plan as Record<string, unknown>),

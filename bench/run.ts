@@ -77,9 +77,10 @@ function say(message: string): void {
 
 interface LedgerRow {
   concurrency: number;
-  users: "spread" | "one wallet";
+  users: "spread" | "one wallet" | "spread, prepared";
   pgbench: { txPerS: number; latencyAvgMs: number; transactions: number; cpu: CpuUse } | null;
-  inProcess: { txPerS: number; latencyAvgMs: number; latencyP50Ms: number | null; latencyP99Ms: number | null; transactions: number; cpu: CpuUse };
+  /** Null for the pgbench-only row (prepared protocol). */
+  inProcess: { txPerS: number; latencyAvgMs: number; latencyP50Ms: number | null; latencyP99Ms: number | null; transactions: number; cpu: CpuUse } | null;
   ratio: number | null;
 }
 
@@ -183,6 +184,23 @@ async function benchLedger(ledgerUrl: string, seconds: number): Promise<{ rows: 
         ratio: ratio(inProcess.result.txPerS, viaPgbench?.result.txPerS),
       });
     }
+    // The same SQL with pgbench's prepared protocol (planned once per connection): how much of PostgreSQL's time
+    // per transaction is planning, which lib/ledger pays on every statement (node-pg sends unnamed statements).
+    if (pgbench) {
+      say(`ledger: c=32, pgbench -M prepared, ${seconds} s`);
+      await db.query("CHECKPOINT");
+      const prepared = await withCpu(targets, () =>
+        runPgbench({ pgbench, databaseUrl: ledgerUrl, script: scripts.spread, concurrency: 32, durationS: seconds, protocol: "prepared" }),
+      );
+      rows.push({
+        concurrency: 32,
+        users: "spread, prepared",
+        pgbench: { txPerS: prepared.result.txPerS, latencyAvgMs: prepared.result.latencyAvgMs, transactions: prepared.result.transactions, cpu: prepared.cpu },
+        inProcess: null,
+        ratio: null,
+      });
+    }
+
     // Where PostgreSQL's time goes in one credit transaction, on the ledger as the measurements left it. One
     // unmeasured run first: after the last CHECKPOINT, the first change to each page writes a full-page image to
     // the WAL (~8 KB per page); the measured runs, on the same user's pages, show the steady state.
@@ -193,6 +211,7 @@ async function benchLedger(ledgerUrl: string, seconds: number): Promise<{ rows: 
       const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
       return {
         statement: first.statement,
+        planningMs: median(runs.map((r) => r[index]!.planningMs)),
         executionMs: median(runs.map((r) => r[index]!.executionMs)),
         walBytes: median(runs.map((r) => r[index]!.walBytes)),
         plan: runs.at(-1)![index]!.plan,
@@ -400,6 +419,12 @@ async function main(): Promise<number> {
   }
 }
 
+function walletsLabel(users: LedgerRow["users"]): string {
+  if (users === "one wallet") return "1 (hot row)";
+  if (users === "spread, prepared") return `${LEDGER_USERS}, pgbench -M prepared`;
+  return String(LEDGER_USERS);
+}
+
 function renderReport(input: {
   machine: ReturnType<typeof machineInfo>;
   ledger: Awaited<ReturnType<typeof benchLedger>>;
@@ -420,14 +445,14 @@ function renderReport(input: {
       ["concurrency", "wallets", "pgbench tx/s", "lib/ledger tx/s", "ratio", "pgbench avg ms", "lib avg ms", "lib p50 ms", "lib p99 ms"],
       ledger.rows.map((row) => [
         String(row.concurrency),
-        row.users === "spread" ? `${LEDGER_USERS}` : "1 (hot row)",
+        walletsLabel(row.users),
         cell(row.pgbench?.txPerS),
-        cell(row.inProcess.txPerS),
+        cell(row.inProcess?.txPerS),
         cell(row.ratio, 2),
         cell(row.pgbench?.latencyAvgMs, 2),
-        cell(row.inProcess.latencyAvgMs, 2),
-        cell(row.inProcess.latencyP50Ms, 2),
-        cell(row.inProcess.latencyP99Ms, 2),
+        cell(row.inProcess?.latencyAvgMs, 2),
+        cell(row.inProcess?.latencyP50Ms, 2),
+        cell(row.inProcess?.latencyP99Ms, 2),
       ]),
     ),
   );
@@ -440,13 +465,13 @@ function renderReport(input: {
           cpuMs === undefined || !transactions ? null : cpuMs / transactions;
         return [
           String(row.concurrency),
-          row.users === "spread" ? `${LEDGER_USERS}` : "1 (hot row)",
+          walletsLabel(row.users),
           cell(perTx(row.pgbench?.cpu.children, row.pgbench?.transactions), 3),
           cell(perTx(row.pgbench?.cpu.postgres, row.pgbench?.transactions), 3),
           cell(row.pgbench?.cpu.coresBusy, 2),
-          cell(perTx(row.inProcess.cpu.self, row.inProcess.transactions), 3),
-          cell(perTx(row.inProcess.cpu.postgres, row.inProcess.transactions), 3),
-          cell(row.inProcess.cpu.coresBusy, 2),
+          cell(perTx(row.inProcess?.cpu.self, row.inProcess?.transactions), 3),
+          cell(perTx(row.inProcess?.cpu.postgres, row.inProcess?.transactions), 3),
+          cell(row.inProcess?.cpu.coresBusy, 2),
         ];
       }),
     ),
@@ -455,8 +480,8 @@ function renderReport(input: {
     out.push(`   PostgreSQL per statement of one credit transaction (EXPLAIN ANALYZE, median of ${EXPLAIN_RUNS}; WAL from the insert position)`);
     out.push(
       renderTable(
-        ["statement", "execution ms", "WAL bytes"],
-        ledger.statements.map((statement) => [statement.statement, cell(statement.executionMs, 3), String(statement.walBytes)]),
+        ["statement", "planning ms", "execution ms", "WAL bytes"],
+        ledger.statements.map((statement) => [statement.statement, cell(statement.planningMs, 3), cell(statement.executionMs, 3), String(statement.walBytes)]),
       ),
     );
   }

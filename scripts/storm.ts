@@ -11,6 +11,7 @@
  *   npm run storm                      # 200 users, 110 s of traffic
  *   npm run storm -- --short           # CI: 40 users, 18 s of traffic
  *   npm run storm -- --users 500 --duration 300 --seed 42
+ *   npm run storm -- --short --negative-control   # corrupts its own database on purpose: must exit 1
  */
 import { randomBytes, randomInt } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
@@ -183,6 +184,8 @@ async function run(options: StormOptions): Promise<number> {
   process.env.LEASE_MS = STORM_SETTINGS.LEASE_MS;
   process.env.LOG_LEVEL = STORM_SETTINGS.LOG_LEVEL;
   process.env.BANK_WEBHOOK_SECRETS = services.webhookSecrets;
+  // The audit holds credited rewards to the cap the instances run with; given instances run with theirs (default).
+  if (services.canCrash) process.env.REWARD_DAILY_CAP_MINOR = STORM_SETTINGS.REWARD_DAILY_CAP_MINOR;
 
   // Four connections: the storm's own reads are a handful of queries at setup and at the end.
   const db = new pg.Pool({ connectionString: services.databaseUrl, max: 4, application_name: "storm" });
@@ -236,6 +239,12 @@ async function run(options: StormOptions): Promise<number> {
       phase = "reconciling";
       bar.update(options.durationS, payload());
       final = await reconcileUntilQuiet(db, userIds, services.bankUrl);
+
+      if (options.negativeControl) {
+        phase = "corrupting (negative control)";
+        bar.update(options.durationS, payload());
+        await corruptOnPurpose(db, userIds);
+      }
 
       phase = "auditing";
       bar.update(options.durationS, payload());
@@ -299,6 +308,21 @@ async function run(options: StormOptions): Promise<number> {
     await services.stop();
     unregister();
   }
+}
+
+/**
+ * The negative control (--negative-control, own services only): credits one storm wallet by 1 without a ledger row
+ * (breaks invariant 7.1) and appends a space to one stored response (breaks 7.4 and the client's "answers are the
+ * rows' stored responses"). A storm run with it must report violations and exit 1.
+ */
+async function corruptOnPurpose(db: pg.Pool, userIds: readonly string[]): Promise<void> {
+  await db.query("UPDATE wallets SET balance_minor = balance_minor + 1 WHERE user_id = $1", [userIds[0]]);
+  await db.query(
+    `UPDATE ledger_entries SET response_body = response_body || ' '
+      WHERE (user_id, id) = (SELECT user_id, id FROM ledger_entries
+                              WHERE user_id = ANY ($1::text[]) AND response_status = 201 ORDER BY id LIMIT 1)`,
+    [userIds],
+  );
 }
 
 function patternSummary(operations: readonly OperationRecord[]): string {

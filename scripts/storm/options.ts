@@ -25,6 +25,12 @@ export interface StormOptions {
   /** Seed of the traffic's random choices and of the bank's fault draws (reproducible runs). */
   readonly seed: number;
   readonly short: boolean;
+  /**
+   * Negative control: after the reconciler and before the checks, corrupt the storm's own database on purpose (one
+   * wallet credited without a ledger row, one stored response altered), so the run must end with violations and
+   * exit 1. Shows that the checks bite. Own services only.
+   */
+  readonly negativeControl: boolean;
   readonly target: StormTarget;
 }
 
@@ -58,13 +64,14 @@ export const DURATION_S_MAX = 1800;
  */
 export const DURATION_S_MIN = 10;
 
-export const USAGE = `usage: npm run storm -- [--short] [--users N] [--duration SECONDS] [--seed N]
+export const USAGE = `usage: npm run storm -- [--short] [--users N] [--duration SECONDS] [--seed N] [--negative-control]
                      [--app-url URL --app-url URL --database-url URL --bank-url URL [--redis-url URL]]
 
   --short           CI mode: ${SHORT_USERS} users, ${SHORT_DURATION_S} s of traffic (~30 s in all)
   --users N         simulated users (default ${DEFAULT_USERS}, at most ${USERS_MAX})
   --duration S      seconds of traffic (default ${DEFAULT_DURATION_S}, ${DURATION_S_MIN}..${DURATION_S_MAX})
   --seed N          seed for the traffic and the bank's fault draws (default: random, printed)
+  --negative-control  corrupt the storm's own database before the checks: the run must fail (exit 1)
   --app-url URL     target a running app instance instead of starting two (give it twice); needs
                     --database-url and --bank-url (a sandbox bank); crashes are then not staged.
 All URLs must point at 127.0.0.1, localhost or ::1.`;
@@ -118,6 +125,7 @@ export function parseStormOptions(argv: readonly string[], randomSeed: () => num
         users: { type: "string" },
         duration: { type: "string" },
         seed: { type: "string" },
+        "negative-control": { type: "boolean" },
         "app-url": { type: "string", multiple: true },
         "database-url": { type: "string" },
         "bank-url": { type: "string" },
@@ -133,10 +141,13 @@ export function parseStormOptions(argv: readonly string[], randomSeed: () => num
   const users = integerFlag("--users", values.users, short ? SHORT_USERS : DEFAULT_USERS, 2, USERS_MAX);
   const durationS = integerFlag("--duration", values.duration, short ? SHORT_DURATION_S : DEFAULT_DURATION_S, DURATION_S_MIN, DURATION_S_MAX);
   const seed = integerFlag("--seed", values.seed, randomSeed(), 0, 2 ** 32 - 1);
+  const negativeControl = values["negative-control"] ?? false;
 
   const appUrls = values["app-url"] ?? [];
   const anyTargetFlag = appUrls.length > 0 || values["database-url"] || values["bank-url"] || values["redis-url"];
-  if (!anyTargetFlag) return { users, durationS, seed, short, target: { kind: "own" } };
+  if (!anyTargetFlag) return { users, durationS, seed, short, negativeControl, target: { kind: "own" } };
+  // Never corrupt a database the storm did not create.
+  if (negativeControl) throw new StormUsageError("--negative-control only works on services the storm starts itself");
 
   if (appUrls.length < 2) throw new StormUsageError("--app-url must be given twice (two instances sharing one database)");
   if (!values["database-url"] || !values["bank-url"]) {
@@ -147,6 +158,7 @@ export function parseStormOptions(argv: readonly string[], randomSeed: () => num
     durationS,
     seed,
     short,
+    negativeControl,
     target: {
       kind: "given",
       appUrls: appUrls.map((url) => assertLoopbackUrl("--app-url", url)),

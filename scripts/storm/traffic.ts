@@ -41,7 +41,7 @@ export interface TrafficOptions {
 /**
  * Mix of operations, in percent. Payments are the most frequent (they are the cheapest path, claim and debit in one
  * transaction) so that many of them race the top-ups that fund them; rewards are a quarter so that users reach the
- * daily cap (10 rewards of 5 against a cap of 50) and 429s happen.
+ * daily cap (three rewards of 5 against the storm's cap of 15, services.ts) and 429s happen.
  */
 const KIND_WEIGHTS: readonly [OperationKind, number][] = [
   ["topup", 35],
@@ -63,10 +63,11 @@ const PATTERN_WEIGHTS: readonly [DuplicationPattern, number][] = [
 ];
 
 /**
- * Ads a user can watch: 15. The daily cap admits 10 rewards, so a user who keeps watching reaches the cap (429),
- * and with 15 ads many rewards repeat an ad already credited today (a replay, which must not touch the cap).
+ * Ads a user can watch: 6. The storm's daily cap admits three rewards, so a user who keeps watching reaches the cap
+ * (429), and with 6 ads many rewards repeat an ad already credited today (a replay, which must not touch the cap,
+ * even at the cap).
  */
-const ADS_PER_USER = 15;
+const ADS_PER_USER = 6;
 
 /**
  * Think time between a user's operations: 300-1500 ms (uniform). With 200 users that is about 200 operations per
