@@ -11,6 +11,7 @@ import { differingFields, fingerprint, type OperationParams } from "./fingerprin
 import type { OperationKey } from "./keys";
 import type { Queryable } from "./queryable";
 import { classifyDbError } from "./db-errors";
+import { cacheStoredResponse, readCachedReplay } from "./replay-cache";
 
 export interface ClaimRequest {
   readonly key: OperationKey;
@@ -29,9 +30,9 @@ export interface ClaimRequest {
 
 /** Outcomes of reading a key that another request already claimed. */
 export type ExistingOutcome =
-  | { readonly kind: "replay"; readonly response: StoredResponse; readonly entry: LedgerEntry }
+  | { readonly kind: "replay"; readonly response: StoredResponse }
   | { readonly kind: "mismatch"; readonly fields: string[] }
-  | { readonly kind: "in_progress"; readonly retryAfterS: number; readonly entry: LedgerEntry };
+  | { readonly kind: "in_progress"; readonly retryAfterS: number };
 
 export type ClaimOutcome = { readonly kind: "claimed"; readonly entry: LedgerEntry } | ExistingOutcome;
 
@@ -110,7 +111,8 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * The loser's path for a key that has a row: compares fingerprints first (so a mismatch is refused even
  * while the winner is still running, contract section 3), then replays the stored response, waiting up to
  * `waitMs` for the winner to store it. Holds no transaction and no connection while waiting.
- * Returns `replay`, `mismatch` (with the differing field names) or `in_progress` (with Retry-After seconds).
+ * Returns `replay` (and refreshes the response's Redis copy), `mismatch` (with the differing field names) or
+ * `in_progress` (with Retry-After seconds).
  * Returns null only if the row does not exist (the caller then claims again).
  */
 export async function awaitStoredResponse(
@@ -127,12 +129,15 @@ export async function awaitStoredResponse(
     if (entry.fingerprint !== expected) {
       return { kind: "mismatch", fields: differingFields(entry.params, params) };
     }
-    if (entry.response) return { kind: "replay", response: entry.response, entry };
+    if (entry.response) {
+      await cacheStoredResponse(key, params, entry.response);
+      return { kind: "replay", response: entry.response };
+    }
     const remainingMs = deadline - Date.now();
     if (remainingMs <= 0) {
       // One second: the winner is alive (or its lease will expire and the reconciler finishes the row);
       // a client retrying after a second either replays or waits again, and never runs the work twice.
-      return { kind: "in_progress", retryAfterS: 1, entry };
+      return { kind: "in_progress", retryAfterS: 1 };
     }
     await sleep(Math.min(stepMs, remainingMs));
     stepMs = Math.min(stepMs * 2, WAIT_MAX_STEP_MS);
@@ -146,9 +151,13 @@ const CLAIM_ROUNDS_MAX = 3;
  * Claims `request.key` in its own autocommit statement (for operations with an external call, which must
  * commit the claim before the call: a rollback cannot take back a bank charge).
  * Returns `claimed` to exactly one caller per key; every other caller gets `replay`, `mismatch` or
- * `in_progress` (see {@link awaitStoredResponse}). Throws on database errors.
+ * `in_progress` (see {@link awaitStoredResponse}), from the Redis copy of the stored response when one exists.
+ * Throws on database errors.
  */
 export async function claimOperation(request: ClaimRequest, waitMs?: number): Promise<ClaimOutcome> {
+  // Hot replays are answered from the Redis copy of the stored response when there is one (replay-cache.ts).
+  const cached = await readCachedReplay(request.key, request.params);
+  if (cached) return cached;
   for (let round = 0; round < CLAIM_ROUNDS_MAX; round++) {
     const entry = await insertClaimOrLose(pool(), request);
     if (entry) return { kind: "claimed", entry };

@@ -6,4 +6,5 @@ export * from "./claim";
 export * from "./transitions";
 export * from "./outcome";
 export * from "./views";
+export * from "./replay-cache";
 export { WORKER_ID } from "./worker";

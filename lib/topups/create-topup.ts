@@ -8,6 +8,7 @@ import { createCharge } from "../bank/client";
 import { merchantRefFor } from "../bank/merchant-ref";
 import {
   attachCharge,
+  cacheStoredResponse,
   claimOperation,
   completeEntry,
   failEntry,
@@ -51,11 +52,12 @@ export interface CreateTopupInput {
 export async function createTopup(input: CreateTopupInput): Promise<OperationResult> {
   const settings = env();
   const key = operationKey(input.userId, "topup", input.refId);
+  const params = { amount: input.amountMinor, currency: input.currency };
   const claim = await claimOperation({
     key,
     amountMinor: input.amountMinor,
     currency: input.currency,
-    params: { amount: input.amountMinor, currency: input.currency },
+    params,
     leaseOwner: WORKER_ID,
     leaseMs: settings.LEASE_MS,
     actor: "request",
@@ -96,5 +98,6 @@ export async function createTopup(input: CreateTopupInput): Promise<OperationRes
   if (!current) throw new Error(`top-up ${input.refId}: claimed row vanished`);
 
   const stored = await storeResponse(ref, jsonStoredResponse(201, { topup: topupView(current) }));
+  await cacheStoredResponse(key, params, stored.response);
   return { kind: "response", response: stored.response, replayed: !stored.stored };
 }

@@ -103,3 +103,33 @@ describe("in-flight duplicates (contract section 3)", () => {
     expect(await countRows(user.id, "topup", refId)).toBe(1);
   }, 30_000);
 });
+
+describe("replays with and without the Redis copy (issue 5 item 6)", () => {
+  it("the replay is byte-identical whether it comes from Redis or, with the copy deleted, from PostgreSQL", async () => {
+    const { default: Redis } = await import("ioredis");
+    const { testStack } = await import("../helpers/stack");
+    const { replayCacheKey } = await import("../../lib/ledger/replay-cache");
+    const user = await createApiUser();
+    await seedBalance(user.id, 100);
+    const orderId = freshRefId("order");
+    const first = await api("/api/v1/payments", { token: user.token, body: { orderId, amount: 30 } });
+    const redis = new Redis(testStack().redisUrl, { maxRetriesPerRequest: 1 });
+    try {
+      const cacheKey = replayCacheKey({ userId: user.id, type: "payment", refId: orderId });
+      expect(await redis.exists(cacheKey)).toBe(1);
+      const fromCopy = await api("/api/v1/payments", { token: user.token, body: { orderId, amount: 30 } });
+      await redis.del(cacheKey);
+      const fromLedger = await api("/api/v1/payments", { token: user.token, body: { orderId, amount: 30 } });
+      for (const replay of [fromCopy, fromLedger]) {
+        expect(replay.status).toBe(201);
+        expect(replay.text).toBe(first.text);
+        expect(replay.headers.get("idempotent-replayed")).toBe("true");
+      }
+      // The ledger's replay wrote the copy back.
+      expect(await redis.exists(cacheKey)).toBe(1);
+      expect(await balanceOf(user.id)).toBe(70);
+    } finally {
+      redis.disconnect();
+    }
+  });
+});

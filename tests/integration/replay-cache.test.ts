@@ -1,0 +1,87 @@
+/**
+ * The Redis copy of stored responses (issue 5 item 6): replays served from it are byte-identical to the
+ * ledger's, and behaviour is unchanged with Redis flushed, holding garbage, or down. Real PostgreSQL and a real
+ * redis-server of this file's own (it is flushed and stopped here).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import Redis from "ioredis";
+import { startRedisServer, type RedisServer } from "../../scripts/lib/redis-server";
+import { cacheStoredResponse, readCachedReplay, replayCacheKey } from "../../lib/ledger/replay-cache";
+import { claimOperation } from "../../lib/ledger/claim";
+import { storeResponse } from "../../lib/ledger/transitions";
+import { closeDb } from "../../lib/db";
+import { createTestUser, testPool } from "../helpers/db";
+import { claimRequest } from "../helpers/ledger";
+
+let server: RedisServer;
+let client: Redis;
+
+beforeAll(async () => {
+  server = await startRedisServer({});
+  client = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false });
+  client.on("error", () => {});
+  await client.connect();
+});
+
+afterAll(async () => {
+  client.disconnect();
+  await server.stop();
+  await closeDb();
+});
+
+/** A claimed row with a stored response, as a finished operation leaves it. */
+async function finishedOperation() {
+  const user = await createTestUser();
+  const request = claimRequest(user.id);
+  const claimed = await claimOperation(request, 0);
+  if (claimed.kind !== "claimed") throw new Error("expected a claim");
+  const response = { status: 201, body: `{"topup":{"refId":"${request.key.refId}","amount":1000}}` };
+  await storeResponse({ userId: user.id, entryId: claimed.entry.id }, response);
+  return { request, response, entryId: claimed.entry.id };
+}
+
+describe("replay cache", () => {
+  it("a copy replays the stored status and body byte for byte; other parameters are a mismatch with the fields", async () => {
+    const { request, response } = await finishedOperation();
+    await cacheStoredResponse(request.key, request.params, response, client);
+    expect(await readCachedReplay(request.key, request.params, client)).toEqual({ kind: "replay", response });
+    expect(await readCachedReplay(request.key, { amount: 5, currency: "USD" }, client)).toEqual({ kind: "mismatch", fields: ["amount"] });
+  });
+
+  it("the copy really answers: with the ledger's body changed behind its back, the copy's bytes come back (test-only tampering)", async () => {
+    const { request, response, entryId } = await finishedOperation();
+    await cacheStoredResponse(request.key, request.params, response, client);
+    await testPool().query("UPDATE ledger_entries SET response_body = 'tampered' WHERE user_id = $1 AND id = $2", [request.key.userId, entryId]);
+    expect(await readCachedReplay(request.key, request.params, client)).toEqual({ kind: "replay", response });
+  });
+
+  it("flushed: no copy, the caller falls back to the ledger, which still replays the same bytes", async () => {
+    const { request, response } = await finishedOperation();
+    await cacheStoredResponse(request.key, request.params, response, client);
+    await client.flushall();
+    expect(await readCachedReplay(request.key, request.params, client)).toBeNull();
+    expect(await claimOperation(request, 0)).toEqual({ kind: "replay", response });
+  });
+
+  it("garbage at the key is ignored, never replayed", async () => {
+    const { request } = await finishedOperation();
+    for (const garbage of ["not json", "{}", '{"f":"x","p":{},"s":"201","b":"x"}', '{"f":"x","p":{},"s":42,"b":"x"}']) {
+      await client.set(replayCacheKey(request.key), garbage);
+      expect(await readCachedReplay(request.key, request.params, client)).toBeNull();
+    }
+  });
+
+  it("no client, or a client that is not connected: null, and writing is a silent no-op", async () => {
+    const { request, response } = await finishedOperation();
+    expect(await readCachedReplay(request.key, request.params, null)).toBeNull();
+    const down = new Redis("redis://127.0.0.1:1", { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+    down.on("error", () => {});
+    await expect(cacheStoredResponse(request.key, request.params, response, down)).resolves.toBeUndefined();
+    expect(await readCachedReplay(request.key, request.params, down)).toBeNull();
+    down.disconnect();
+  });
+
+  it("keys carry the user as a Redis Cluster hash tag", () => {
+    expect(replayCacheKey({ userId: "u1", type: "payment", refId: "o-1" })).toBe("replay:{u1}:payment:o-1");
+  });
+});
