@@ -299,7 +299,7 @@ export async function startOwnServices(options: { seed: number; appInstances: nu
         generations[index]! += 1;
         const app = spawnApp(index, generations[index]!);
         apps[index] = app;
-        await waitReady(app, `${appUrls[index]}/api/v1/health`);
+        await waitServing(app, `${appUrls[index]}/api/v1/health`);
       },
       async restartRedis() {
         const startedMs = Date.now();
@@ -334,6 +334,37 @@ async function waitReady(service: Service, url: string): Promise<void> {
     const tail = service.recentOutput().split("\n").slice(-30).join("\n");
     throw new Error(`${service.name} did not become ready: ${error instanceof Error ? error.message : String(error)}\n${tail}`);
   }
+}
+
+/**
+ * Budget of one health probe of a restarted instance: 10 s. The instance comes back into a storm: clients that
+ * failed over start sending to it at once, and a probe can wait behind hundreds of their requests. With the 2 s
+ * probes of scripts/lib/ports.ts such a probe times out again and again although the instance is serving.
+ */
+const SERVING_PROBE_TIMEOUT_MS = 10_000;
+/** Pause between probes while the port is not open yet: 100 ms (`next start` listens about a second after spawn). */
+const SERVING_PROBE_INTERVAL_MS = 100;
+
+/**
+ * Waits until a restarted instance answers its health route with any status (it is then accepting and serving
+ * requests), at most {@link READY_TIMEOUT_MS}. Throws with its output when it exits or does not answer in time.
+ */
+async function waitServing(service: Service, url: string): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  let last = "no attempt made";
+  while (Date.now() < deadline) {
+    const exit = service.exitStatus();
+    if (exit) throw new Error(`${service.name} exited (code ${exit.code}, signal ${exit.signal}):\n${service.recentOutput().split("\n").slice(-30).join("\n")}`);
+    try {
+      const response = await fetch(url, { signal: AbortSignal.timeout(SERVING_PROBE_TIMEOUT_MS) });
+      await response.arrayBuffer().catch(() => undefined);
+      return;
+    } catch (error) {
+      last = error instanceof Error ? error.message : String(error);
+    }
+    await sleep(SERVING_PROBE_INTERVAL_MS);
+  }
+  throw new Error(`${service.name} did not answer ${url} within ${READY_TIMEOUT_MS} ms (last: ${last})`);
 }
 
 /**
