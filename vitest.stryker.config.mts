@@ -17,6 +17,7 @@ export default defineConfig({
       "tests/integration/payments.test.ts",
       "tests/integration/negative-controls.test.ts",
       "tests/integration/db-errors.test.ts",
+      "tests/integration/replay-cache.test.ts",
     ],
     environment: "node",
     globalSetup: ["tests/setup/global-setup.ts"],
