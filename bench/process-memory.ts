@@ -66,6 +66,7 @@ export function appGroupMemory(port: number): ProcessMemory[] {
       const status = readFileSync(`/proc/${pid}/status`, "utf8");
       members.push({
         pid,
+        // 40 characters name the process ("next-server (v16.4.6)") without a long command line in the table.
         name: readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ").trim().slice(0, 40) || "?",
         peakRssMiB: Math.round(readStatusKiB(status, "VmHWM") / 1024),
         rssMiB: Math.round(readStatusKiB(status, "VmRSS") / 1024),

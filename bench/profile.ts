@@ -94,6 +94,7 @@ function summarise(profile: CpuProfile): { busyMs: number; idleMs: number; funct
 async function main(): Promise<number> {
   const { values } = parseArgs({ args: process.argv.slice(2), strict: true, options: { route: { type: "string" }, seconds: { type: "string" } } });
   const route = (values.route ?? "payments") as Route;
+  // 10 s by default, as bench/run.ts measures; 3..60 for the same reasons as there.
   const seconds = Number(values.seconds ?? "10");
   if (!ROUTES.includes(route) || !Number.isInteger(seconds) || seconds < 3 || seconds > 60) {
     say(`usage: node --import tsx bench/profile.ts [--route ${ROUTES.join("|")}] [--seconds 3..60]`);
@@ -104,6 +105,7 @@ async function main(): Promise<number> {
   const profileDir = mkdtempSync(join(tmpdir(), "bench-profile-"));
   const bankStateDir = mkdtempSync(join(tmpdir(), "bench-profile-bank-"));
   const services: Service[] = [];
+  // Two connections: the profile's own statements are three user-creation inserts.
   const db = new pg.Pool({ connectionString: stack.databaseUrl, max: 2 });
   db.on("error", () => {});
   try {

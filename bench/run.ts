@@ -140,6 +140,7 @@ const EXPLAIN_RUNS = 5;
 
 async function benchLedger(ledgerUrl: string, seconds: number): Promise<{ rows: LedgerRow[]; pgbenchMissing: string | null; statements: StatementCost[] }> {
   const { creditOnce, explainCredit, findPgbench, pgbenchScript, runInProcess, runPgbench, PGBENCH_PACKAGE, PGBENCH_PATH } = await import("./ledger-vs-pgbench");
+  // Two connections: setup, CHECKPOINTs and the EXPLAIN runs, never concurrent with each other.
   const db = quietPool(ledgerUrl, 2);
   try {
     await db.query(`INSERT INTO "user" ("id", "name", "email") SELECT i::text, 'Bench user ' || i, i || '@bench.test' FROM generate_series(1, $1::int) AS i`, [LEDGER_USERS]);
@@ -229,6 +230,7 @@ async function benchLedger(ledgerUrl: string, seconds: number): Promise<{ rows: 
 
 async function benchHttp(stack: Stack, seconds: number): Promise<{ rows: HttpRow[]; floorP99Ms: number; duplicates: DuplicateRow[]; memory: ProcessMemory[] }> {
   const appUrl = stack.appUrl!;
+  // Two connections: user creation and the row counts after the storms.
   const db = quietPool(stack.databaseUrl, 2);
   try {
     const tag = randomBytes(3).toString("hex");
@@ -378,6 +380,7 @@ async function main(): Promise<number> {
   say("bench: starting PostgreSQL, Redis, the sandbox bank and the app");
   // The app logs warnings only: logging every request would measure pino, not the wallet.
   const stack = await startStack({ withApp: true, label: "bench", env: { LOG_LEVEL: "warn" } });
+  // One connection: CREATE DATABASE and SHOW server_version.
   const admin = quietPool(stack.databaseUrl, 1);
   try {
     const postgresVersion = (await admin.query<{ server_version: string }>("SHOW server_version")).rows[0]!.server_version;

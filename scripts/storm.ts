@@ -57,6 +57,11 @@ const APP_DOWN_MS = 2000;
 /** Redis is SIGKILLed and restarted empty at 60% of the phase, after the app instance is back. */
 const REDIS_RESTART_AT_FRACTION = 0.6;
 
+/** Running instances given by URL must answer their health route within 10 s (they are already up). */
+const GIVEN_READY_TIMEOUT_MS = 10_000;
+/** A control call to the local sandbox bank answers in milliseconds; 2 s means it is not there. */
+const CONTROL_TIMEOUT_MS = 2000;
+
 /** Users are created this many at a time: each is one INSERT and one token INSERT, ~1 ms each. */
 const USER_BATCH = 25;
 
@@ -168,8 +173,9 @@ async function run(options: StormOptions): Promise<number> {
     services = await startOwnServices({ seed: options.seed, appInstances: APP_INSTANCES });
   } else {
     services = givenServices(options.target);
-    for (const url of services.appUrls) await waitForHttp(`${url}/api/v1/health`, 10_000);
-    const faults = await postControl(`${services.bankUrl}/_sandbox/faults`, STORM_FAULT_RATES, 2000);
+    // Given instances are already running: 10 s is ample for a health answer; 2 s for a local control call.
+    for (const url of services.appUrls) await waitForHttp(`${url}/api/v1/health`, GIVEN_READY_TIMEOUT_MS);
+    const faults = await postControl(`${services.bankUrl}/_sandbox/faults`, STORM_FAULT_RATES, CONTROL_TIMEOUT_MS);
     if (!faults) throw new Error(`${services.bankUrl} is not a sandbox bank (POST /_sandbox/faults failed)`);
     say("targeting given services: no crash or Redis restart is staged (the storm did not start them)");
   }

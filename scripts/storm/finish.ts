@@ -47,6 +47,13 @@ const FINAL_PASS_LEASE_MS = 1000;
 
 /** Pages of the bank's charge list read for the client checks: 100 x 1000 charges, far above a storm's few thousand. */
 const CHARGE_PAGES_MAX = 100;
+/** The bank's largest page (docs/bank-sandbox.md): fewest round trips. */
+const CHARGE_PAGE_LIMIT = 1000;
+/**
+ * Budget of one page request: 10 s. A page of 1000 charges is ~250 KB of JSON from a local process; the bound only
+ * turns a hung bank into an error instead of a hung storm.
+ */
+const CHARGE_PAGE_TIMEOUT_MS = 10_000;
 
 export interface DrainResult {
   readonly pendingLeft: number | null;
@@ -223,7 +230,7 @@ export async function readBankCharges(bankUrl: string): Promise<BankCharge[]> {
   const charges: BankCharge[] = [];
   let startingAfter: string | undefined;
   for (let page = 0; page < CHARGE_PAGES_MAX; page++) {
-    const listed = await listChargesSince("1970-01-01T00:00:00.000Z", { bankUrl, timeoutMs: 10_000, limit: 1000, startingAfter });
+    const listed = await listChargesSince("1970-01-01T00:00:00.000Z", { bankUrl, timeoutMs: CHARGE_PAGE_TIMEOUT_MS, limit: CHARGE_PAGE_LIMIT, startingAfter });
     if (listed.kind !== "page") throw new Error(`could not list the bank's charges: ${JSON.stringify(listed)}`);
     charges.push(...listed.charges.map((charge) => ({ merchantRef: charge.merchantRef, amount: charge.amount, status: charge.status })));
     const last = listed.charges.at(-1);

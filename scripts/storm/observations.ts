@@ -88,8 +88,7 @@ export function attemptKey(operation: OperationRecord, attempt: AttemptRecord): 
   return `${operation.userId}|${operation.kind}|${ledgerRefId(operation, attempt)}`;
 }
 
-/** JSON.parse that returns undefined instead of throwing. */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
+/** JSON.parse that returns undefined instead of throwing; `any` because callers probe optional fields of bodies. */
 export function parseJson(text: string): any {
   try {
     return JSON.parse(text) as unknown;
