@@ -9,7 +9,7 @@ import { spawn } from "node:child_process";
 import { accessSync, constants, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Pool, PoolClient, QueryResult, QueryResultRow } from "pg";
+import type { Pool, PoolClient, QueryResult, QueryResultRow, QueryConfig } from "pg";
 import { withTransaction } from "../lib/db";
 import { withTransactionRetry } from "../lib/ledger/retry";
 import { completeEntry, insertClaim, jsonStoredResponse, operationKey, statementEntryView, storeResponse, WORKER_ID } from "../lib/ledger";
@@ -50,9 +50,12 @@ interface CapturedStatement {
 class RecordingConnection implements Queryable {
   readonly statements: CapturedStatement[] = [];
   constructor(private readonly inner: PoolClient) {}
-  query<R extends QueryResultRow = Record<string, unknown>>(text: string, values?: unknown[]): Promise<QueryResult<R>> {
-    this.statements.push({ text, values: values ?? [] });
-    return this.inner.query<R>(text, values);
+  query<R extends QueryResultRow = Record<string, unknown>>(config: QueryConfig): Promise<QueryResult<R>>;
+  query<R extends QueryResultRow = Record<string, unknown>>(text: string, values?: unknown[]): Promise<QueryResult<R>>;
+  query<R extends QueryResultRow = Record<string, unknown>>(textOrConfig: string | QueryConfig, values?: unknown[]): Promise<QueryResult<R>> {
+    const config: QueryConfig = typeof textOrConfig === "string" ? { text: textOrConfig, values: values ?? [] } : textOrConfig;
+    this.statements.push({ text: config.text, values: config.values ?? [] });
+    return this.inner.query<R>(config);
   }
 }
 

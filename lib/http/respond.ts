@@ -92,3 +92,12 @@ export function internalErrorResponse(error: unknown, context: Record<string, un
   log().error({ err: error, requestId, ...context }, "unhandled error");
   return problemResponse("internal_error", `Something went wrong on our side. Quote request id ${requestId}.`, { requestId });
 }
+
+/**
+ * What a handler returns when the client disconnected before it finished: logged at info level, answered with
+ * 400 (never read). Work already committed stays committed and replays on the client's retry.
+ */
+export function clientGoneResponse(request: Request): Response {
+  log().info({ method: request.method, path: new URL(request.url).pathname }, "client disconnected before the answer");
+  return problemResponse("invalid_request", "The request was aborted by the client.");
+}

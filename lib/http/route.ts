@@ -4,7 +4,7 @@
  * problem with a request id.
  */
 import { getPrincipal, type Principal } from "../auth/principal";
-import { internalErrorResponse, problemResponse } from "./respond";
+import { clientGoneResponse, internalErrorResponse, problemResponse } from "./respond";
 
 export interface RouteContext<P> {
   readonly params: Promise<P>;
@@ -19,6 +19,9 @@ export function withErrors<P = Record<string, never>>(handler: Handler<P>): Hand
     try {
       return await handler(request, context);
     } catch (error) {
+      // A client that hung up mid-request (its body stream aborted) is not a fault of ours: nobody reads the
+      // answer, and an error-level log line per disconnect would bury real errors.
+      if (request.signal.aborted) return clientGoneResponse(request);
       return internalErrorResponse(error, { method: request.method, path: new URL(request.url).pathname });
     }
   };

@@ -9,7 +9,7 @@ import { pool } from "../db";
 import { ENTRY_COLUMNS, toLedgerEntry, type LedgerEntry, type StoredResponse, type TransitionActor } from "./entry";
 import { differingFields, fingerprint, type OperationParams } from "./fingerprint";
 import type { OperationKey } from "./keys";
-import type { Queryable } from "./queryable";
+import { prepared, type Queryable } from "./queryable";
 import { classifyDbError } from "./db-errors";
 import { cacheStoredResponse, readCachedReplay } from "./replay-cache";
 
@@ -61,7 +61,7 @@ const SELECT_BY_KEY_SQL = `SELECT ${ENTRY_COLUMNS} FROM ledger_entries WHERE use
  */
 export async function insertClaim(db: Queryable, request: ClaimRequest): Promise<LedgerEntry | null> {
   const { key } = request;
-  const result = await db.query(INSERT_CLAIM_SQL, [
+  const result = await db.query(prepared("ledger_insert_claim", INSERT_CLAIM_SQL, [
     key.userId,
     key.type,
     key.refId,
@@ -72,7 +72,7 @@ export async function insertClaim(db: Queryable, request: ClaimRequest): Promise
     request.leaseOwner,
     request.leaseMs,
     request.actor,
-  ]);
+  ]));
   // The race is decided here: exactly one INSERT per key returns a row. An empty RETURNING means another
   // request owns the key; it is not a result and must be followed by a read of that row (case C02).
   const row = result.rows[0];
@@ -95,7 +95,7 @@ export async function insertClaimOrLose(db: Queryable, request: ClaimRequest): P
 
 /** Reads the row of `key` in its own statement (a fresh READ COMMITTED snapshot); null when none exists. */
 export async function findEntryByKey(key: OperationKey, db: Queryable = pool()): Promise<LedgerEntry | null> {
-  const result = await db.query(SELECT_BY_KEY_SQL, [key.userId, key.type, key.refId]);
+  const result = await db.query(prepared("ledger_select_by_key", SELECT_BY_KEY_SQL, [key.userId, key.type, key.refId]));
   const row = result.rows[0];
   return row ? toLedgerEntry(row) : null;
 }

@@ -7,7 +7,7 @@
  */
 import { pool } from "../db";
 import { entryColumns, ENTRY_COLUMNS, toLedgerEntry, type EntryStatus, type LedgerEntry, type StoredResponse, type TransitionActor } from "./entry";
-import type { Queryable } from "./queryable";
+import { prepared, type Queryable } from "./queryable";
 
 /** Who may move the row: a lease holder (fenced by its attempt) or the bank's word (status-guarded only). */
 export type TransitionGuard =
@@ -72,7 +72,7 @@ interface TransitionSpec {
 }
 
 async function transition(ref: EntryRef, spec: TransitionSpec, db: Queryable): Promise<TransitionOutcome> {
-  const result = await db.query(TRANSITION_SQL, [
+  const result = await db.query(prepared("ledger_transition", TRANSITION_SQL, [
     ref.userId,
     ref.entryId,
     spec.to,
@@ -83,7 +83,7 @@ async function transition(ref: EntryRef, spec: TransitionSpec, db: Queryable): P
     spec.actor,
     spec.detail,
     spec.from,
-  ]);
+  ]));
   const row = result.rows[0];
   // A row back means this call, and no other, made the move (the guard in moved's WHERE).
   if (row) {
@@ -101,7 +101,7 @@ async function transition(ref: EntryRef, spec: TransitionSpec, db: Queryable): P
 
 /** Reads one row by its primary key; null when absent. */
 export async function getEntryById(ref: EntryRef, db: Queryable = pool()): Promise<LedgerEntry | null> {
-  const result = await db.query(SELECT_BY_ID_SQL, [ref.userId, ref.entryId]);
+  const result = await db.query(prepared("ledger_select_by_id", SELECT_BY_ID_SQL, [ref.userId, ref.entryId]));
   const row = result.rows[0];
   return row ? toLedgerEntry(row) : null;
 }
@@ -202,7 +202,7 @@ RETURNING ${ENTRY_COLUMNS}`;
  * the bank's charge id when known"). Returns the updated row, or null when the row is terminal or already has one.
  */
 export async function attachCharge(ref: EntryRef, bankChargeId: string, db: Queryable = pool()): Promise<LedgerEntry | null> {
-  const result = await db.query(ATTACH_CHARGE_SQL, [ref.userId, ref.entryId, bankChargeId]);
+  const result = await db.query(prepared("ledger_attach_charge", ATTACH_CHARGE_SQL, [ref.userId, ref.entryId, bankChargeId]));
   const row = result.rows[0];
   return row ? toLedgerEntry(row) : null;
 }
@@ -218,7 +218,7 @@ RETURNING response_status, response_body`;
  * otherwise the one stored earlier, which the caller must send instead so every answer is identical.
  */
 export async function storeResponse(ref: EntryRef, response: StoredResponse, db: Queryable = pool()): Promise<{ stored: boolean; response: StoredResponse }> {
-  const result = await db.query(STORE_RESPONSE_SQL, [ref.userId, ref.entryId, response.status, response.body]);
+  const result = await db.query(prepared("ledger_store_response", STORE_RESPONSE_SQL, [ref.userId, ref.entryId, response.status, response.body]));
   if (result.rows[0]) return { stored: true, response };
   const current = await getEntryById(ref, db);
   if (!current?.response) throw new Error(`ledger entry ${ref.userId}/${ref.entryId}: response neither stored nor present`);

@@ -5,6 +5,7 @@ import { env } from "../env";
 import { formatMinor } from "../money";
 import { withTransaction } from "../db";
 import { withTransactionRetry } from "../ledger/retry";
+import { prepared } from "../ledger/queryable";
 import {
   awaitStoredResponse,
   cacheStoredResponse,
@@ -76,7 +77,7 @@ export async function createPayment(input: CreatePaymentInput): Promise<Operatio
       const ref = { userId: input.userId, entryId: entry.id };
       const guard = { kind: "lease", attempt: entry.attempt } as const;
 
-      const debited = await tx.query(DEBIT_SQL, [input.userId, input.amountMinor]);
+      const debited = await tx.query(prepared("payment_debit", DEBIT_SQL, [input.userId, input.amountMinor]));
       const moved = debited.rows[0]
         ? await completeEntry(ref, { actor: "request", guard, credit: false }, tx)
         : await failEntry(ref, { actor: "request", guard, reason: "insufficient_funds" }, tx);

@@ -110,6 +110,17 @@ describe("audit", () => {
     expect(report.checks.find((c) => c.name === "stored_responses_replayable")!.violations).toEqual([expect.stringContaining("body is not JSON")]);
   });
 
+  it("7.4 fails for a stored response altered at rest by a single byte (a trailing space)", async () => {
+    const user = await cleanUser();
+    await testPool().query(
+      "UPDATE ledger_entries SET response_body = response_body || ' ' WHERE user_id = $1 AND id = (SELECT min(id) FROM ledger_entries WHERE user_id = $1)",
+      [user.id],
+    );
+    const report = await audit(user.id);
+    expect(failing(report)).toEqual(["stored_responses_replayable"]);
+    expect(report.checks.find((c) => c.name === "stored_responses_replayable")!.violations).toEqual([expect.stringContaining("altered at rest")]);
+  });
+
   it("7.5 fails for an unfinished row with an expired lease while the bank answers; the next pass fixes it", async () => {
     const user = await cleanUser();
     await stuckTopup(user.id, { amountMinor: 80, chargeAt: bank.url });

@@ -1,8 +1,8 @@
 /**
  * Contract section 7.4: every stored response replays byte-identically. The replay path sends the stored status
  * and bytes unchanged (proven by the HTTP tests); what can go wrong at rest is a stored response that could not
- * be sent as it is: a body that is not JSON, a status outside 100..599, or an error body whose problem `status`
- * disagrees with the stored status code.
+ * be sent as it is: a body that is not JSON, a status outside 100..599, an error body whose problem `status`
+ * disagrees with the stored status code, or bytes that the app would not have written (altered at rest).
  */
 import { pool } from "../../db";
 import { AUDIT_VIOLATIONS_MAX, type AuditCheck } from "../types";
@@ -48,6 +48,9 @@ function problemWith(row: ResponseRow): string | null {
     return "body is not JSON";
   }
   if (body === null || typeof body !== "object" || Array.isArray(body)) return "body is not a JSON object";
+  // Every first response is written by JSON.stringify (lib/ledger/views.ts), so its bytes are exactly the
+  // re-serialisation of its parsed value: any other byte (a space, a reordered key) was not written by us.
+  if (JSON.stringify(body) !== row.response_body) return "body bytes differ from what the app writes (altered at rest)";
   if (row.response_status >= 400 && (body as { status?: unknown }).status !== row.response_status) {
     return `problem body says status ${String((body as { status?: unknown }).status)} but ${row.response_status} is stored`;
   }
