@@ -77,9 +77,9 @@ function say(message: string): void {
 
 interface LedgerRow {
   concurrency: number;
-  users: "spread" | "one wallet" | "spread, prepared";
+  users: "spread" | "one wallet" | "spread, extended";
   pgbench: { txPerS: number; latencyAvgMs: number; transactions: number; cpu: CpuUse } | null;
-  /** Null for the pgbench-only row (prepared protocol). */
+  /** Null for the pgbench-only row (extended protocol). */
   inProcess: { txPerS: number; latencyAvgMs: number; latencyP50Ms: number | null; latencyP99Ms: number | null; transactions: number; cpu: CpuUse } | null;
   ratio: number | null;
 }
@@ -170,7 +170,8 @@ async function benchLedger(ledgerUrl: string, seconds: number): Promise<{ rows: 
       await db.query("CHECKPOINT");
       const viaPgbench = pgbench
         ? await withCpu(targets, () =>
-            runPgbench({ pgbench, databaseUrl: ledgerUrl, script: users === "spread" ? scripts.spread : scripts.hot, concurrency, durationS: seconds }),
+            // Prepared protocol: lib/ledger sends named (prepared) statements, so this is the same SQL sent the same way.
+            runPgbench({ pgbench, databaseUrl: ledgerUrl, script: users === "spread" ? scripts.spread : scripts.hot, concurrency, durationS: seconds, protocol: "prepared" }),
           )
         : null;
       await db.query("CHECKPOINT");
@@ -185,17 +186,17 @@ async function benchLedger(ledgerUrl: string, seconds: number): Promise<{ rows: 
         ratio: ratio(inProcess.result.txPerS, viaPgbench?.result.txPerS),
       });
     }
-    // The same SQL with pgbench's prepared protocol (planned once per connection): how much of PostgreSQL's time
-    // per transaction is planning, which lib/ledger pays on every statement (node-pg sends unnamed statements).
+    // The same SQL with pgbench's extended protocol (parsed and planned on every statement): how much of
+    // PostgreSQL's time per transaction the prepared statements of lib/ledger save.
     if (pgbench) {
-      say(`ledger: c=32, pgbench -M prepared, ${seconds} s`);
+      say(`ledger: c=32, pgbench -M extended, ${seconds} s`);
       await db.query("CHECKPOINT");
       const prepared = await withCpu(targets, () =>
-        runPgbench({ pgbench, databaseUrl: ledgerUrl, script: scripts.spread, concurrency: 32, durationS: seconds, protocol: "prepared" }),
+        runPgbench({ pgbench, databaseUrl: ledgerUrl, script: scripts.spread, concurrency: 32, durationS: seconds, protocol: "extended" }),
       );
       rows.push({
         concurrency: 32,
-        users: "spread, prepared",
+        users: "spread, extended",
         pgbench: { txPerS: prepared.result.txPerS, latencyAvgMs: prepared.result.latencyAvgMs, transactions: prepared.result.transactions, cpu: prepared.cpu },
         inProcess: null,
         ratio: null,
@@ -424,7 +425,7 @@ async function main(): Promise<number> {
 
 function walletsLabel(users: LedgerRow["users"]): string {
   if (users === "one wallet") return "1 (hot row)";
-  if (users === "spread, prepared") return `${LEDGER_USERS}, pgbench -M prepared`;
+  if (users === "spread, extended") return `${LEDGER_USERS}, pgbench -M extended`;
   return String(LEDGER_USERS);
 }
 
