@@ -63,12 +63,42 @@ describe("replay cache", () => {
     expect(await claimOperation(request, 0)).toEqual({ kind: "replay", response });
   });
 
-  it("garbage at the key is ignored, never replayed", async () => {
+  it("garbage at the key is ignored, never replayed: each field of the record is checked", async () => {
     const { request } = await finishedOperation();
-    for (const garbage of ["not json", "{}", '{"f":"x","p":{},"s":"201","b":"x"}', '{"f":"x","p":{},"s":42,"b":"x"}']) {
-      await client.set(replayCacheKey(request.key), garbage);
-      expect(await readCachedReplay(request.key, request.params, client)).toBeNull();
+    const { fingerprint } = await import("../../lib/ledger/fingerprint");
+    const valid = { f: fingerprint(request.key.type, request.params), p: request.params, s: 201, b: "{}" };
+    const garbage = [
+      "not json",
+      "null",
+      "5",
+      '"text"',
+      "{}",
+      JSON.stringify({ ...valid, f: 1 }),
+      JSON.stringify({ ...valid, b: 1 }),
+      JSON.stringify({ ...valid, s: "201" }),
+      JSON.stringify({ ...valid, s: 201.5 }),
+      JSON.stringify({ ...valid, s: 99 }),
+      JSON.stringify({ ...valid, s: 600 }),
+      JSON.stringify({ ...valid, p: null }),
+      JSON.stringify({ ...valid, p: "x" }),
+    ];
+    for (const value of garbage) {
+      await client.set(replayCacheKey(request.key), value);
+      expect(await readCachedReplay(request.key, request.params, client), value).toBeNull();
     }
+    for (const status of [100, 599]) {
+      await client.set(replayCacheKey(request.key), JSON.stringify({ ...valid, s: status }));
+      expect(await readCachedReplay(request.key, request.params, client)).toEqual({ kind: "replay", response: { status, body: "{}" } });
+    }
+  });
+
+  it("claimOperation answers a replay from the copy (the ledger's body changed behind its back is not read)", async () => {
+    const { request, response, entryId } = await finishedOperation();
+    // The process's own client (lib/redis.ts, the stack's Redis): writing the copy connects it.
+    await cacheStoredResponse(request.key, request.params, response);
+    await testPool().query("UPDATE ledger_entries SET response_body = 'tampered' WHERE user_id = $1 AND id = $2", [request.key.userId, entryId]);
+    expect(await claimOperation(request, 0)).toEqual({ kind: "replay", response });
+    expect(await claimOperation({ ...request, params: { amount: 1, currency: "USD" } }, 0)).toEqual({ kind: "mismatch", fields: ["amount"] });
   });
 
   it("no client, or a client that is not connected: null, and writing is a silent no-op", async () => {
