@@ -127,8 +127,9 @@ export async function measureClaims(db: Pool, ledgerRows: number, tag: string, f
 async function explainClaim(db: Pool, refId: string): Promise<string> {
   let captured: { text: string; values: unknown[] } | null = null;
   const capture = {
-    query: async (text: string, values?: unknown[]) => {
-      captured = { text, values: values ?? [] };
+    // lib/ledger sends named statements as a config object ({ name, text, values }); accept both forms.
+    query: async (textOrConfig: string | { text: string; values?: unknown[] }, values?: unknown[]) => {
+      captured = typeof textOrConfig === "string" ? { text: textOrConfig, values: values ?? [] } : { text: textOrConfig.text, values: textOrConfig.values ?? [] };
       return { rows: [], command: "", rowCount: 0, oid: 0, fields: [] };
     },
   };
