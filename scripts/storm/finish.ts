@@ -7,12 +7,9 @@
  * loaded only when present so the storm still runs, and says what it could not check, while they are being written.
  * They read their settings through lib/env.ts: the storm sets DATABASE_URL, BANK_URL, ... before loading them.
  */
-import { existsSync } from "node:fs";
-import { join } from "node:path";
 import type { Pool } from "pg";
 import { listChargesSince } from "../../lib/bank/client";
 import { sleep } from "../lib/ports";
-import { projectRoot } from "../lib/stack";
 import { getJson, postControl } from "./http-client";
 import type { BankCharge, CheckResult, LedgerRow } from "./client-checks";
 
@@ -102,8 +99,6 @@ export async function waitForLeases(db: Pool, userIds: readonly string[]): Promi
 
 /** What the final reconciler passes did, summed. */
 export interface FinalReconcile {
-  /** False when lib/reconciler/reconcile-once.ts does not exist (yet): nothing was reconciled. */
-  readonly available: boolean;
   readonly passes: number;
   readonly examined: number;
   readonly completed: number;
@@ -115,24 +110,15 @@ export interface FinalReconcile {
   readonly unfinishedLeft: number;
 }
 
-const RECONCILE_MODULE = join(projectRoot, "lib", "reconciler", "reconcile-once.ts");
-const AUDIT_MODULE = join(projectRoot, "lib", "audit", "run-audit.ts");
-const REWARD_CAP_MODULE = join(projectRoot, "lib", "audit", "checks", "reward-cap.ts");
-
 /** A logger for the in-process passes that keeps their lines out of the storm's output. */
 const quietLogger = { info: () => {}, warn: () => {} };
 
 /**
  * Runs reconciler passes (scoped to the storm's users) until one examines nothing and no unfinished row is left,
  * at most {@link FINAL_PASSES_MAX}; waits for expired leases between passes. Returns the summed counts.
- * Returns `available: false` when the reconciler module is missing.
  */
 export async function reconcileUntilQuiet(db: Pool, userIds: readonly string[], bankUrl: string): Promise<FinalReconcile> {
-  if (!existsSync(RECONCILE_MODULE)) {
-    // TODO(storm): lib/reconciler/reconcile-once.ts is being written by a colleague; once it exists this runs it.
-    return { available: false, passes: 0, examined: 0, completed: 0, failed: 0, redriven: 0, anomalies: [], bankUnreachable: null, unfinishedLeft: (await unfinishedRows(db, userIds)).count };
-  }
-  const { reconcileOnce } = (await import("../../lib/reconciler/reconcile-once")) as typeof import("../../lib/reconciler/reconcile-once");
+  const { reconcileOnce } = await import("../../lib/reconciler/reconcile-once");
   const totals = { passes: 0, examined: 0, completed: 0, failed: 0, redriven: 0 };
   const anomalies: string[] = [];
   let bankUnreachable: string | null = null;
@@ -149,44 +135,27 @@ export async function reconcileUntilQuiet(db: Pool, userIds: readonly string[], 
     const left = await unfinishedRows(db, userIds);
     if (result.examined === 0 && left.count === 0) break;
   }
-  return { available: true, ...totals, anomalies, bankUnreachable, unfinishedLeft: (await unfinishedRows(db, userIds)).count };
+  return { ...totals, anomalies, bankUnreachable, unfinishedLeft: (await unfinishedRows(db, userIds)).count };
 }
 
-/** The audit's results, or why it could not run. */
+/** The audit's results. */
 export interface AuditOutcome {
-  /** False when lib/audit/run-audit.ts does not exist (yet). */
-  readonly available: boolean;
   readonly checks: CheckResult[];
-  /** Notes, e.g. that the reward-cap check was added by the storm because run-audit does not include it yet. */
+  /** Notes about the audit's scope. */
   readonly notes: string[];
 }
 
 /**
  * Runs the audit of contract section 7 through lib/audit/run-audit.ts. When the storm owns the database the whole
- * ledger is audited; against given services, only the storm's users. When the audit's default checks do not
- * include the reward-cap check (7.3) but lib/audit/checks/reward-cap.ts exists, the storm adds it.
+ * ledger is audited; against given services, only the storm's users.
  */
 export async function runContractAudit(options: { bankUrl: string; userIds: readonly string[] | null }): Promise<AuditOutcome> {
-  if (!existsSync(AUDIT_MODULE)) {
-    // TODO(storm): lib/audit/run-audit.ts is being written by a colleague; once it exists the storm runs it.
-    return { available: false, checks: [], notes: ["lib/audit/run-audit.ts is missing: contract section 7 was not audited"] };
-  }
-  const { defaultAuditChecks, runAudit } = (await import("../../lib/audit/run-audit")) as typeof import("../../lib/audit/run-audit");
+  const { defaultAuditChecks, runAudit } = await import("../../lib/audit/run-audit");
   const scope = { bankUrl: options.bankUrl, ...(options.userIds ? { userIds: options.userIds } : {}) };
   const checks = defaultAuditChecks(scope);
-  const notes: string[] = [];
-  if (!checks.some((check) => check.name === "reward_cap")) {
-    if (existsSync(REWARD_CAP_MODULE)) {
-      const { createRewardCapCheck } = (await import("../../lib/audit/checks/reward-cap")) as typeof import("../../lib/audit/checks/reward-cap");
-      checks.push(createRewardCapCheck({ userIds: options.userIds }));
-      notes.push("reward_cap (7.3) added by the storm: lib/audit/run-audit.ts does not run it yet");
-    } else {
-      notes.push("no reward-cap check exists: invariant 7.3 was not audited");
-    }
-  }
+  const notes: string[] = options.userIds ? [`audit scoped to the storm's ${options.userIds.length} users`] : [];
   const report = await runAudit({ ...scope, checks });
   return {
-    available: true,
     notes,
     checks: report.checks.map((check) => ({
       name: `audit: ${check.name}`,
