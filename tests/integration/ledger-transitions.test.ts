@@ -51,6 +51,26 @@ describe("lifecycle", () => {
     expect(await balanceOf(user.id)).toBe(0);
   });
 
+  it("processing → failed records the bank's charge id and the audit detail, and moves no money", async () => {
+    const user = await createTestUser();
+    const { entry, ref } = await claimed(user.id);
+    await markProcessing(ref, entry.attempt);
+    const failed = await failEntry(ref, { actor: "webhook", guard: { kind: "status_only" }, reason: "declined_by_bank", bankChargeId: "ch_declined", detail: "event evt_1" });
+    expect(failed).toMatchObject({ kind: "moved", fromStatus: "processing", entry: { status: "failed", bankChargeId: "ch_declined", failureReason: "declined_by_bank" } });
+    const audit = await testPool().query("SELECT detail FROM ledger_transitions WHERE user_id = $1 AND entry_id = $2 ORDER BY id DESC LIMIT 1", [user.id, entry.id]);
+    expect(audit.rows[0].detail).toBe("event evt_1");
+    expect(await balanceOf(user.id)).toBe(0);
+  });
+
+  it("the webhook completes a row whose lease was taken over (status-only guard, whatever the attempt)", async () => {
+    const user = await createTestUser();
+    const { entry, ref } = await claimed(user.id);
+    await testPool().query("UPDATE ledger_entries SET attempt = attempt + 1 WHERE user_id = $1 AND id = $2", [user.id, entry.id]);
+    const done = await completeEntry(ref, { actor: "webhook", guard: { kind: "status_only" }, credit: true, detail: "event evt_2" });
+    expect(done).toMatchObject({ kind: "moved", entry: { status: "succeeded", attempt: 2 } });
+    expect(await balanceOf(user.id)).toBe(1000);
+  });
+
   it("a terminal row never changes status again: complete twice credits once, fail after success is refused", async () => {
     const user = await createTestUser();
     const { ref } = await claimed(user.id);
