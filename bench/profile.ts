@@ -16,8 +16,8 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import pg from "pg";
 import { freePort, waitForHttp } from "../scripts/lib/ports";
-import { spawnService, type Service } from "../scripts/lib/processes";
-import { ensureBuilt, projectRoot, startStack, TEST_WEBHOOK_SECRET } from "../scripts/lib/stack";
+import type { Service } from "../scripts/lib/processes";
+import { ensureBuilt, projectRoot, spawnApp, spawnBank, startStack, TEST_WEBHOOK_SECRET } from "../scripts/lib/stack";
 import { loadRoute, type RequestGenerator } from "./http-load";
 import { createHttpUsers } from "./http-users";
 import { renderTable } from "./report";
@@ -113,24 +113,16 @@ async function main(): Promise<number> {
     const appUrl = `http://127.0.0.1:${appPort}`;
     const bankUrl = `http://127.0.0.1:${bankPort}`;
     const inherited = Object.fromEntries(Object.entries(process.env).filter(([key]) => key !== "DATABASE_URL" && key !== "REDIS_URL"));
-    const bank = spawnService({
-      name: "bank",
-      command: process.execPath,
-      args: ["--import", "tsx", "bank/main.ts"],
-      cwd: projectRoot,
+    const bank = spawnBank({
       env: { ...inherited, BANK_PORT: String(bankPort), APP_URL: appUrl, BANK_WEBHOOK_SECRETS: TEST_WEBHOOK_SECRET, BANK_STATE_FILE: join(bankStateDir, "state.json"), BANK_LOG_LEVEL: "warn" },
       log: join(stack.logDir, "bank.log"),
     });
     services.push(bank);
-    const app = spawnService({
-      name: "app",
-      command: process.execPath,
-      args: ["--cpu-prof", `--cpu-prof-dir=${profileDir}`, "node_modules/next/dist/bin/next", "start", "-H", "127.0.0.1", "-p", String(appPort)],
-      cwd: projectRoot,
+    const app = spawnApp({
+      port: appPort,
+      nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${profileDir}`],
       env: {
         ...inherited,
-        NODE_ENV: "production",
-        NEXT_TELEMETRY_DISABLED: "1",
         DATABASE_URL: stack.databaseUrl,
         REDIS_URL: stack.redisUrl,
         PORT: String(appPort),

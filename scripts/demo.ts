@@ -18,9 +18,9 @@ import { EnvError, parseEnv } from "../lib/env";
 import { migrate } from "../lib/migrate";
 import { defaultDataDir, startEmbeddedPostgres } from "./lib/embedded-postgres";
 import { findRedisServerBinary, startRedisServer } from "./lib/redis-server";
-import { registerCleanup, runCleanups, shutdownSignal, spawnService, type Service } from "./lib/processes";
+import { registerCleanup, runCleanups, shutdownSignal, type Service } from "./lib/processes";
 import { waitForHttp } from "./lib/ports";
-import { ensureBuilt, projectRoot } from "./lib/stack";
+import { ensureBuilt, projectRoot, spawnApp, spawnBank } from "./lib/stack";
 import { removeRuntimeInfo, writeRuntimeInfo } from "./lib/runtime-file";
 
 /** Demo accounts. Local-only credentials, printed at start; change them for anything but a demo. */
@@ -100,8 +100,6 @@ async function main(): Promise<void> {
   if (ensureBuilt()) say("App built.");
   const shared = {
     ...process.env,
-    NODE_ENV: "production" as const,
-    NEXT_TELEMETRY_DISABLED: "1",
     DATABASE_URL: databaseUrl,
     ...(redisUrl ? { REDIS_URL: redisUrl } : {}),
     PORT: String(settings.PORT),
@@ -113,20 +111,8 @@ async function main(): Promise<void> {
     BANK_WEBHOOK_SECRETS: settings.BANK_WEBHOOK_SECRETS,
   };
   const services: Service[] = [
-    spawnService({
-      name: "bank",
-      command: process.execPath,
-      args: ["--import", "tsx", "bank/main.ts"],
-      cwd: projectRoot,
-      env: { ...shared, BANK_STATE_FILE: join(projectRoot, ".data", "bank-state.json") },
-    }),
-    spawnService({
-      name: "app",
-      command: process.execPath,
-      args: ["node_modules/next/dist/bin/next", "start", "-H", "127.0.0.1", "-p", String(settings.PORT)],
-      cwd: projectRoot,
-      env: shared,
-    }),
+    spawnBank({ env: { ...shared, BANK_STATE_FILE: join(projectRoot, ".data", "bank-state.json") } }),
+    spawnApp({ port: settings.PORT, env: shared }),
   ];
   for (const service of services) registerCleanup(() => service.stop());
   await Promise.all([

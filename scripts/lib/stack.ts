@@ -78,6 +78,42 @@ export interface StartStackOptions {
   label?: string;
 }
 
+/** Environment of any service value: strings, or undefined to leave a variable out. */
+type ServiceEnv = Record<string, string | undefined>;
+
+/**
+ * Spawns the sandbox bank (`node --import tsx bank/main.ts`) in its own process group. `env` is its whole
+ * environment (BANK_PORT, APP_URL, BANK_WEBHOOK_SECRETS, BANK_STATE_FILE, fault settings...); `log` as in
+ * spawnService. Readiness is the caller's business (`GET /health`).
+ */
+export function spawnBank(options: { name?: string; env: ServiceEnv; log?: string }): Service {
+  return spawnService({
+    name: options.name ?? "bank",
+    command: process.execPath,
+    args: ["--import", "tsx", "bank/main.ts"],
+    cwd: projectRoot,
+    env: { ...options.env, NODE_ENV: "production" },
+    log: options.log,
+  });
+}
+
+/**
+ * Spawns the built app, `next start -H 127.0.0.1 -p <port>`, run by node directly so that stopping its
+ * process group stops next-server too (stack-notes 8). `env` is its whole environment (DATABASE_URL,
+ * BANK_URL, APP_URL...); NODE_ENV=production and NEXT_TELEMETRY_DISABLED=1 are added. `nodeArgs` go before the
+ * script (e.g. `--cpu-prof`). Readiness is the caller's business (`GET /api/v1/health`).
+ */
+export function spawnApp(options: { name?: string; port: number; env: ServiceEnv; log?: string; nodeArgs?: string[] }): Service {
+  return spawnService({
+    name: options.name ?? "app",
+    command: process.execPath,
+    args: [...(options.nodeArgs ?? []), "node_modules/next/dist/bin/next", "start", "-H", "127.0.0.1", "-p", String(options.port)],
+    cwd: projectRoot,
+    env: { ...options.env, NODE_ENV: "production", NEXT_TELEMETRY_DISABLED: "1" },
+    log: options.log,
+  });
+}
+
 /** Webhook secret of test stacks unless `env.BANK_WEBHOOK_SECRETS` overrides it. Local-only, not a secret. */
 export const TEST_WEBHOOK_SECRET = "whsec_test_stack_local_only";
 
@@ -167,14 +203,9 @@ export async function startStack(options: StartStackOptions): Promise<Stack> {
     const bankUrl = `http://127.0.0.1:${bankPort}`;
     const inherited = childEnvironment();
 
-    const bank = spawnService({
-      name: "bank",
-      command: process.execPath,
-      args: ["--import", "tsx", "bank/main.ts"],
-      cwd: projectRoot,
+    const bank = spawnBank({
       env: {
         ...inherited,
-        NODE_ENV: "production",
         BANK_PORT: String(bankPort),
         APP_URL: appUrl,
         BANK_WEBHOOK_SECRETS: webhookSecrets,
@@ -186,15 +217,10 @@ export async function startStack(options: StartStackOptions): Promise<Stack> {
     services.push(bank);
     remember(bank.pid);
 
-    const app = spawnService({
-      name: "app",
-      command: process.execPath,
-      args: ["node_modules/next/dist/bin/next", "start", "-H", "127.0.0.1", "-p", String(appPort)],
-      cwd: projectRoot,
+    const app = spawnApp({
+      port: appPort,
       env: {
         ...inherited,
-        NODE_ENV: "production",
-        NEXT_TELEMETRY_DISABLED: "1",
         DATABASE_URL: postgres.url,
         REDIS_URL: redis.url,
         PORT: String(appPort),

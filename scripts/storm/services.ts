@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { freePort, sleep, waitForHttp } from "../lib/ports";
 import { signalGroup, spawnService, type Service } from "../lib/processes";
 import { startRedisServer, type RedisServer } from "../lib/redis-server";
-import { projectRoot, startStack, TEST_WEBHOOK_SECRET, type Stack } from "../lib/stack";
+import { projectRoot, spawnApp, spawnBank, startStack, TEST_WEBHOOK_SECRET, type Stack } from "../lib/stack";
 import type { StormOptions } from "./options";
 import { startWebhookRouter, type WebhookRouter } from "./webhook-router";
 
@@ -187,14 +187,9 @@ export async function startOwnServices(options: { seed: number; appInstances: nu
     const bankUrl = `http://127.0.0.1:${bankPort}`;
     router = await startWebhookRouter({ appUrls, seed: options.seed });
 
-    const bank = spawnService({
-      name: "bank",
-      command: process.execPath,
-      args: ["--import", "tsx", "bank/main.ts"],
-      cwd: projectRoot,
+    const bank = spawnBank({
       env: {
         ...inherited,
-        NODE_ENV: "production",
         BANK_PORT: String(bankPort),
         // The bank delivers to the router, which spreads deliveries over both instances (one APP_URL only).
         APP_URL: router.url,
@@ -215,8 +210,6 @@ export async function startOwnServices(options: { seed: number; appInstances: nu
 
     const appEnvironment = (port: number): Record<string, string> => ({
       ...inherited,
-      NODE_ENV: "production",
-      NEXT_TELEMETRY_DISABLED: "1",
       DATABASE_URL: stack.databaseUrl,
       REDIS_URL: stack.redisUrl,
       PORT: String(port),
@@ -232,19 +225,17 @@ export async function startOwnServices(options: { seed: number; appInstances: nu
       REWARD_TZ: STORM_SETTINGS.REWARD_TZ,
       REWARD_DAILY_CAP_MINOR: STORM_SETTINGS.REWARD_DAILY_CAP_MINOR,
     });
-    const spawnApp = (index: number, generation: number): Service => {
+    const startInstance = (index: number, generation: number): Service => {
       const port = appPorts[index]!;
-      return spawnService({
+      return spawnApp({
         name: `app${index + 1}${generation > 0 ? `.${generation}` : ""}`,
-        command: process.execPath,
-        args: ["node_modules/next/dist/bin/next", "start", "-H", "127.0.0.1", "-p", String(port)],
-        cwd: projectRoot,
+        port,
         env: appEnvironment(port),
         log: join(stack.logDir, `app${index + 1}.log`),
       });
     };
     const generations = appPorts.map(() => 0);
-    for (let index = 0; index < appPorts.length; index++) apps.push(spawnApp(index, 0));
+    for (let index = 0; index < appPorts.length; index++) apps.push(startInstance(index, 0));
 
     await Promise.all([
       waitReady(bank, `${bankUrl}/health`),
@@ -297,7 +288,7 @@ export async function startOwnServices(options: { seed: number; appInstances: nu
       },
       async restartApp(index) {
         generations[index]! += 1;
-        const app = spawnApp(index, generations[index]!);
+        const app = startInstance(index, generations[index]!);
         apps[index] = app;
         await waitServing(app, `${appUrls[index]}/api/v1/health`);
       },

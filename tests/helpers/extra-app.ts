@@ -5,8 +5,8 @@
  */
 import { join } from "node:path";
 import { waitForHttp } from "../../scripts/lib/ports";
-import { spawnService, type Service } from "../../scripts/lib/processes";
-import { projectRoot } from "../../scripts/lib/stack";
+import type { Service } from "../../scripts/lib/processes";
+import { projectRoot, spawnApp } from "../../scripts/lib/stack";
 import { testStack } from "./stack";
 
 export interface ExtraAppOptions {
@@ -24,16 +24,12 @@ export interface ExtraAppOptions {
 export async function startExtraApp(options: ExtraAppOptions): Promise<Service> {
   const stack = testStack();
   const appUrl = `http://127.0.0.1:${options.port}`;
-  const app = spawnService({
+  const app = spawnApp({
     name: options.name,
-    command: process.execPath,
-    args: ["node_modules/next/dist/bin/next", "start", "-H", "127.0.0.1", "-p", String(options.port)],
-    cwd: projectRoot,
+    port: options.port,
     env: {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
-      NODE_ENV: "production",
-      NEXT_TELEMETRY_DISABLED: "1",
       DATABASE_URL: stack.databaseUrl,
       REDIS_URL: stack.redisUrl,
       BANK_URL: options.bankUrl,
