@@ -16,7 +16,9 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
     <html lang="en">
       <body>
         <header className="top">
-          <Link href="/wallet" className="brand">Wallet</Link>
+          <Link href="/wallet" className="brand">
+            Wallet
+          </Link>
           <nav>
             {user ? (
               <>
@@ -25,7 +27,9 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
                 {user.role === "admin" && <Link href="/admin">Admin</Link>}
                 <span className="who">{user.email}</span>
                 <form action={signOutAction}>
-                  <button type="submit" className="link">Sign out</button>
+                  <button type="submit" className="link">
+                    Sign out
+                  </button>
                 </form>
               </>
             ) : (

@@ -8,7 +8,8 @@ import { z } from "zod";
 
 /** Empty strings count as unset, so `FOO=` in a shell or .env file means "use the default". */
 const unsetIfEmpty = (v: unknown) => (typeof v === "string" && v.trim() === "" ? undefined : v);
-const intFrom = (min: number, max: number) => z.preprocess(unsetIfEmpty, z.coerce.number().int().min(min).max(max).optional());
+const intFrom = (min: number, max: number) =>
+  z.preprocess(unsetIfEmpty, z.coerce.number().int().min(min).max(max).optional());
 const rate = () => z.preprocess(unsetIfEmpty, z.coerce.number().min(0).max(1).default(0));
 const flag = () => z.preprocess(unsetIfEmpty, z.stringbool().default(false));
 

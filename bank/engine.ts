@@ -153,7 +153,9 @@ export class BankEngine {
       const fields: Array<"amount" | "currency"> = [];
       if (existing.amount !== request.amount) fields.push("amount");
       if (existing.currency !== request.currency) fields.push("currency");
-      return fields.length > 0 ? { kind: "mismatch", charge: existing, fields } : { kind: "existing", charge: existing };
+      return fields.length > 0
+        ? { kind: "mismatch", charge: existing, fields }
+        : { kind: "existing", charge: existing };
     }
     const now = Date.now();
     const faults = decideFaults(request.merchantRef, this.faultRates, this.random);
@@ -290,7 +292,11 @@ export class BankEngine {
   private async attempt(delivery: DeliveryRecord, controller: AbortController): Promise<void> {
     const startedMs = Date.now();
     const attemptNumber = delivery.attempts.length + 1;
-    const record: AttemptRecord = { attempt: attemptNumber, startedAt: new Date(startedMs).toISOString(), durationMs: 0 };
+    const record: AttemptRecord = {
+      attempt: attemptNumber,
+      startedAt: new Date(startedMs).toISOString(),
+      durationMs: 0,
+    };
     try {
       const response = await fetch(this.config.webhookUrl, {
         method: "POST",
@@ -311,7 +317,10 @@ export class BankEngine {
       if (controller.signal.aborted) return; // shutting down: not an attempt; the delivery stays pending
       const name = (error as { name?: string }).name;
       const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-      record.error = name === "TimeoutError" ? `timeout after ${this.config.attemptTimeoutMs} ms` : (cause?.code ?? cause?.message ?? String(error));
+      record.error =
+        name === "TimeoutError"
+          ? `timeout after ${this.config.attemptTimeoutMs} ms`
+          : (cause?.code ?? cause?.message ?? String(error));
     }
     record.durationMs = Date.now() - startedMs;
     delivery.attempts.push(record);
@@ -326,9 +335,17 @@ export class BankEngine {
       delivery.finishedAt = new Date().toISOString();
       this.logger.warn({ ...log, status: record.status, error: record.error }, "webhook given up");
     } else {
-      const waitMs = retryDelayMs(delivery.attempts.length, this.config.retryBaseMs, this.config.retryMaxMs, this.random);
+      const waitMs = retryDelayMs(
+        delivery.attempts.length,
+        this.config.retryBaseMs,
+        this.config.retryMaxMs,
+        this.random,
+      );
       delivery.nextAttemptAtMs = Date.now() + waitMs;
-      this.logger.info({ ...log, status: record.status, error: record.error, retryInMs: waitMs }, "webhook will be retried");
+      this.logger.info(
+        { ...log, status: record.status, error: record.error, retryInMs: waitMs },
+        "webhook will be retried",
+      );
     }
     if (delivery.status !== "pending") this.afterFinished(delivery);
     this.state.pruneFinishedDeliveries(this.config.deliveryHistoryMax);

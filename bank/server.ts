@@ -88,7 +88,8 @@ async function readJsonBody(req: IncomingMessage, required: boolean): Promise<un
     return undefined;
   }
   const type = (req.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
-  if (type !== "application/json") throw new HttpError(415, "unsupported_media_type", "the body must be application/json");
+  if (type !== "application/json")
+    throw new HttpError(415, "unsupported_media_type", "the body must be application/json");
   try {
     return JSON.parse(Buffer.concat(chunks).toString("utf8"));
   } catch {
@@ -114,7 +115,9 @@ function idempotencyKeyOf(req: IncomingMessage): string {
 }
 
 function isLoopback(address: string | undefined): boolean {
-  return address !== undefined && (address === "::1" || address.startsWith("127.") || address.startsWith("::ffff:127."));
+  return (
+    address !== undefined && (address === "::1" || address.startsWith("127.") || address.startsWith("::ffff:127."))
+  );
 }
 
 function pageLimit(raw: string | null): number {
@@ -190,7 +193,11 @@ export function createBankServer(options: BankServerOptions): BankServer {
     await persistOrThrow();
     switch (decision.kind) {
       case "cancelled":
-        throw new HttpError(409, "idempotency_key_cancelled", "this merchant reference was cancelled; no charge can be made");
+        throw new HttpError(
+          409,
+          "idempotency_key_cancelled",
+          "this merchant reference was cancelled; no charge can be made",
+        );
       case "mismatch":
         throw new HttpError(
           422,
@@ -241,7 +248,11 @@ export function createBankServer(options: BankServerOptions): BankServer {
       return;
     }
     if (!sinceSchema.safeParse(since).success) {
-      throw new HttpError(400, "invalid_request", "since must be an ISO-8601 time with offset, e.g. 2026-01-01T00:00:00Z");
+      throw new HttpError(
+        400,
+        "invalid_request",
+        "since must be an ISO-8601 time with offset, e.g. 2026-01-01T00:00:00Z",
+      );
     }
     const sinceMs = Date.parse(since as string);
     const limit = pageLimit(url.searchParams.get("limit"));
@@ -274,12 +285,16 @@ export function createBankServer(options: BankServerOptions): BankServer {
     }
     const decision = engine.cancelKey(key);
     await persistOrThrow();
-    sendJson(res, 200, { cancelled: decision.cancelled, charge: decision.charge ? publicCharge(decision.charge) : null });
+    sendJson(res, 200, {
+      cancelled: decision.cancelled,
+      charge: decision.charge ? publicCharge(decision.charge) : null,
+    });
   }
 
   async function sandbox(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     // The controls change how the bank behaves: only local clients may use them, whatever BANK_HOST is.
-    if (!isLoopback(req.socket.remoteAddress)) throw new HttpError(403, "forbidden", "sandbox controls are loopback-only");
+    if (!isLoopback(req.socket.remoteAddress))
+      throw new HttpError(403, "forbidden", "sandbox controls are loopback-only");
     const route = `${req.method} ${url.pathname}`;
     switch (route) {
       case "GET /_sandbox/faults":

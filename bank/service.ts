@@ -50,7 +50,12 @@ export async function startBankService(config: BankConfig, logger: Logger): Prom
   const port = (server.address() as AddressInfo).port;
   const host = config.host.includes(":") ? `[${config.host}]` : config.host;
   logger.info(
-    { stateFile: state.filePath, charges: state.charges.length, pendingDeliveries: engine.pendingDeliveryCount(), faultSeed },
+    {
+      stateFile: state.filePath,
+      charges: state.charges.length,
+      pendingDeliveries: engine.pendingDeliveryCount(),
+      faultSeed,
+    },
     "bank state loaded",
   );
 

@@ -70,7 +70,8 @@ export async function spawnBank(options: SpawnBankOptions): Promise<SpawnedBank>
       if (!line.includes('"bank listening"')) return;
       try {
         const parsed = JSON.parse(line) as { port?: number; url?: string };
-        if (typeof parsed.port === "number" && typeof parsed.url === "string") resolve({ port: parsed.port, url: parsed.url });
+        if (typeof parsed.port === "number" && typeof parsed.url === "string")
+          resolve({ port: parsed.port, url: parsed.url });
       } catch {
         // Not a JSON log line: keep waiting.
       }
@@ -82,7 +83,10 @@ export async function spawnBank(options: SpawnBankOptions): Promise<SpawnedBank>
 
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`bank not ready within ${readyTimeoutMs} ms:\n${output.join("\n")}`)), readyTimeoutMs);
+    timer = setTimeout(
+      () => reject(new Error(`bank not ready within ${readyTimeoutMs} ms:\n${output.join("\n")}`)),
+      readyTimeoutMs,
+    );
   });
   let address: { port: number; url: string };
   try {

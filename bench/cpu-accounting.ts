@@ -78,7 +78,11 @@ export function findCpuTargets(ports: { app: number | null; postgres: number; ba
       const portIndex = cmdline.indexOf("-p");
       if (portIndex >= 0 && cmdline[portIndex + 1] === String(ports.postgres)) postmaster = proc.pid;
     }
-    if (appGroup === null && ports.app !== null && (cmdline[0]?.startsWith("next-server") || cmdline.some((arg) => arg.endsWith("next/dist/bin/next")))) {
+    if (
+      appGroup === null &&
+      ports.app !== null &&
+      (cmdline[0]?.startsWith("next-server") || cmdline.some((arg) => arg.endsWith("next/dist/bin/next")))
+    ) {
       if (readText(`/proc/${proc.pid}/environ`).split("\0").includes(`PORT=${ports.app}`)) appGroup = proc.pgrp;
     }
     if (bankGroup === null && ports.bank !== null && cmdline.includes("bank/main.ts")) {
@@ -106,14 +110,18 @@ export interface CpuSnapshot {
  */
 export function cpuSnapshot(targets: CpuTargets): CpuSnapshot {
   const procs = allProcs();
-  const sum = (filter: (proc: ProcInfo) => boolean) => procs.filter(filter).reduce((total, proc) => total + proc.cpuTicks, 0);
+  const sum = (filter: (proc: ProcInfo) => boolean) =>
+    procs.filter(filter).reduce((total, proc) => total + proc.cpuTicks, 0);
   const toMs = (ticks: number) => (ticks * 1000) / TICKS_PER_S;
   const own = process.cpuUsage();
   const self = readProc(process.pid);
   return {
     atMs: performance.now(),
     app: targets.appGroup === null ? 0 : toMs(sum((proc) => proc.pgrp === targets.appGroup)),
-    postgres: targets.postmaster === null ? 0 : toMs(sum((proc) => proc.pid === targets.postmaster || proc.ppid === targets.postmaster)),
+    postgres:
+      targets.postmaster === null
+        ? 0
+        : toMs(sum((proc) => proc.pid === targets.postmaster || proc.ppid === targets.postmaster)),
     bank: targets.bankGroup === null ? 0 : toMs(sum((proc) => proc.pgrp === targets.bankGroup)),
     self: (own.user + own.system) / 1000,
     // cutime + cstime of this process: children it started and reaped (pgbench runs), minus nothing else.

@@ -31,7 +31,13 @@ const REQUEST_TIMEOUT_MS = 15_000;
  * each, and waits for all of them. Returns status counts, how many distinct bodies the stored answers had, and the
  * latency percentiles (each request timed from its own send). Never rejects for HTTP failures (counted).
  */
-export async function duplicateStorm(options: { appUrl: string; path: string; token: string; body: string; count: number }): Promise<DuplicateStormFigures> {
+export async function duplicateStorm(options: {
+  appUrl: string;
+  path: string;
+  token: string;
+  body: string;
+  count: number;
+}): Promise<DuplicateStormFigures> {
   // No keep-alive and no socket limit: every request opens its own connection, as N separate clients would.
   const agent = new Agent({ keepAlive: false, maxSockets: Number.POSITIVE_INFINITY });
   const url = new URL(options.path, options.appUrl);
@@ -70,7 +76,8 @@ export async function duplicateStorm(options: { appUrl: string; path: string; to
               res.on("data", (chunk: Buffer) => chunks.push(chunk));
               res.on("end", () => {
                 const status = res.statusCode ?? 0;
-                if ((status >= 200 && status < 300) || status === 402) storedBodies.add(Buffer.concat(chunks).toString("utf8"));
+                if ((status >= 200 && status < 300) || status === 402)
+                  storedBodies.add(Buffer.concat(chunks).toString("utf8"));
                 if (res.headers["idempotent-replayed"] === "true") replayed += 1;
                 done(String(status));
               });

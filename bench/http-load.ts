@@ -32,7 +32,13 @@ const REQUEST_TIMEOUT_S = 10;
  * what a pool of clients does) for `durationS` seconds. Every request's body and token come from `next()`.
  * Resolves with the figures; rejects when autocannon cannot start.
  */
-export async function loadRoute(options: { appUrl: string; path: string; connections: number; durationS: number; next: RequestGenerator }): Promise<HttpFigures> {
+export async function loadRoute(options: {
+  appUrl: string;
+  path: string;
+  connections: number;
+  durationS: number;
+  next: RequestGenerator;
+}): Promise<HttpFigures> {
   const result = await autocannon({
     url: `${options.appUrl}${options.path}`,
     connections: options.connections,
@@ -52,7 +58,8 @@ export async function loadRoute(options: { appUrl: string; path: string; connect
     ],
   });
   const statuses: Record<string, number> = {};
-  for (const [code, stats] of Object.entries(result.statusCodeStats ?? {})) statuses[code] = (stats as { count: number }).count;
+  for (const [code, stats] of Object.entries(result.statusCodeStats ?? {}))
+    statuses[code] = (stats as { count: number }).count;
   return {
     requestsPerS: result.requests.average,
     p50Ms: result.latency.p50,

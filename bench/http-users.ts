@@ -39,9 +39,9 @@ export async function createHttpUsers(db: pg.Pool, count: number, tag: string): 
        FROM unnest($1::text[], $2::text[], $3::text[]) AS t (user_id, token, token_hash)`,
     [users.map((user) => user.id), users.map((user) => user.token), users.map((user) => hashApiToken(user.token))],
   );
-  await db.query(`INSERT INTO wallets (user_id, balance_minor, currency) SELECT id, $2, 'USD' FROM unnest($1::text[]) AS id`, [
-    users.map((user) => user.id),
-    FUNDING_MINOR,
-  ]);
+  await db.query(
+    `INSERT INTO wallets (user_id, balance_minor, currency) SELECT id, $2, 'USD' FROM unnest($1::text[]) AS id`,
+    [users.map((user) => user.id), FUNDING_MINOR],
+  );
   return users;
 }

@@ -12,7 +12,15 @@ import { join } from "node:path";
 import type { Pool, PoolClient, QueryResult, QueryResultRow, QueryConfig } from "pg";
 import { withTransaction } from "../lib/db";
 import { withTransactionRetry } from "../lib/ledger/retry";
-import { completeEntry, insertClaim, jsonStoredResponse, operationKey, statementEntryView, storeResponse, WORKER_ID } from "../lib/ledger";
+import {
+  completeEntry,
+  insertClaim,
+  jsonStoredResponse,
+  operationKey,
+  statementEntryView,
+  storeResponse,
+  WORKER_ID,
+} from "../lib/ledger";
 import type { Queryable } from "../lib/ledger/queryable";
 import { percentile } from "./stats";
 
@@ -52,8 +60,12 @@ class RecordingConnection implements Queryable {
   constructor(private readonly inner: PoolClient) {}
   query<R extends QueryResultRow = Record<string, unknown>>(config: QueryConfig): Promise<QueryResult<R>>;
   query<R extends QueryResultRow = Record<string, unknown>>(text: string, values?: unknown[]): Promise<QueryResult<R>>;
-  query<R extends QueryResultRow = Record<string, unknown>>(textOrConfig: string | QueryConfig, values?: unknown[]): Promise<QueryResult<R>> {
-    const config: QueryConfig = typeof textOrConfig === "string" ? { text: textOrConfig, values: values ?? [] } : textOrConfig;
+  query<R extends QueryResultRow = Record<string, unknown>>(
+    textOrConfig: string | QueryConfig,
+    values?: unknown[],
+  ): Promise<QueryResult<R>> {
+    const config: QueryConfig =
+      typeof textOrConfig === "string" ? { text: textOrConfig, values: values ?? [] } : textOrConfig;
     this.statements.push({ text: config.text, values: config.values ?? [] });
     return this.inner.query<R>(config);
   }
@@ -65,7 +77,11 @@ class RecordingConnection implements Queryable {
  * `succeeded` crediting the wallet in the same statement (`completeEntry`), store the first response
  * (`storeResponse`); retried on 40001/40P01. Returns the statements sent when `record` is set, and the row's id.
  */
-export async function creditOnce(userId: string, refId: string, record = false): Promise<{ statements: CapturedStatement[]; entryId: number }> {
+export async function creditOnce(
+  userId: string,
+  refId: string,
+  record = false,
+): Promise<{ statements: CapturedStatement[]; entryId: number }> {
   let statements: CapturedStatement[] = [];
   let entryId = 0;
   await withTransactionRetry(() =>
@@ -83,7 +99,11 @@ export async function creditOnce(userId: string, refId: string, record = false):
       });
       if (!entry) throw new Error(`bench: fresh key ${refId} was not claimed`);
       const ref = { userId, entryId: entry.id };
-      const moved = await completeEntry(ref, { actor: "request", guard: { kind: "lease", attempt: entry.attempt }, credit: true }, db);
+      const moved = await completeEntry(
+        ref,
+        { actor: "request", guard: { kind: "lease", attempt: entry.attempt }, credit: true },
+        db,
+      );
       if (moved.kind !== "moved") throw new Error("bench: fresh claim refused its transition");
       await storeResponse(ref, jsonStoredResponse(201, { entry: statementEntryView(moved.entry) }), db);
       statements = recorder.statements;
@@ -105,7 +125,11 @@ export interface PgbenchScript {
  * the claimed row's id comes back from the claim with `\gset`, NULL parameters are written as NULL, and every other
  * parameter is a constant passed with `-D`. Throws when a statement contains a character pgbench would misread.
  */
-export function pgbenchScript(recorded: { statements: readonly CapturedStatement[]; entryId: number }, sample: { userId: string; refId: string }, users: number | "hot"): PgbenchScript {
+export function pgbenchScript(
+  recorded: { statements: readonly CapturedStatement[]; entryId: number },
+  sample: { userId: string; refId: string },
+  users: number | "hot",
+): PgbenchScript {
   const defines: string[] = [];
   const lines: string[] = [
     users === "hot" ? `\\set uid 1` : `\\set uid random(1, ${users})`,
@@ -197,7 +221,13 @@ export async function runPgbench(options: {
     if (code !== 0 || !tps || !latency || !processed || (failed && Number(failed[1]) > 0)) {
       throw new Error(`pgbench failed (exit ${code}):\n${output.slice(-3000)}`);
     }
-    return { transactions: Number(processed[1]), txPerS: Number(tps[1]), latencyAvgMs: Number(latency[1]), latencyP50Ms: null, latencyP99Ms: null };
+    return {
+      transactions: Number(processed[1]),
+      txPerS: Number(tps[1]),
+      latencyAvgMs: Number(latency[1]),
+      latencyP50Ms: null,
+      latencyP99Ms: null,
+    };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -222,7 +252,11 @@ let refSequence = 0;
  * picks a random user of `users` (or user "1" for the hot-row variant) and a fresh ref id. Returns throughput and
  * latency (average, p50, p99 of whole transactions, measured around each call).
  */
-export async function runInProcess(options: { concurrency: number; durationS: number; users: number | "hot" }): Promise<TxFigures> {
+export async function runInProcess(options: {
+  concurrency: number;
+  durationS: number;
+  users: number | "hot";
+}): Promise<TxFigures> {
   const latencies: number[] = [];
   const startedMs = performance.now();
   const deadlineMs = startedMs + options.durationS * 1000;
@@ -276,7 +310,11 @@ const STATEMENT_NAMES = ["claim", "transition (credit)", "store response"];
 
 /** A JSON plan as indented text: node type, relation or index, actual time and rows (like EXPLAIN's text form). */
 function renderPlan(node: Record<string, unknown>, depth = 0): string {
-  const target = node["Index Name"] ? ` using ${String(node["Index Name"])}` : node["Relation Name"] ? ` on ${String(node["Relation Name"])}` : "";
+  const target = node["Index Name"]
+    ? ` using ${String(node["Index Name"])}`
+    : node["Relation Name"]
+      ? ` on ${String(node["Relation Name"])}`
+      : "";
   const cte = node["CTE Name"] ? ` ${String(node["CTE Name"])}` : "";
   const line = `${"  ".repeat(depth)}${String(node["Node Type"])}${cte}${target} (actual time=${String(node["Actual Startup Time"])}..${String(node["Actual Total Time"])} rows=${String(node["Actual Rows"])})`;
   const children = (node.Plans as Record<string, unknown>[] | undefined) ?? [];
@@ -288,7 +326,12 @@ function renderPlan(node: Record<string, unknown>, depth = 0): string {
  * `userId`, inside one transaction that is committed like the real one. Returns each statement's execution time,
  * WAL bytes and plan: where PostgreSQL's time per transaction goes. Run it while nothing else writes.
  */
-export async function explainCredit(db: Pool, recorded: { statements: readonly CapturedStatement[]; entryId: number }, sample: { userId: string; refId: string }, userId: string): Promise<StatementCost[]> {
+export async function explainCredit(
+  db: Pool,
+  recorded: { statements: readonly CapturedStatement[]; entryId: number },
+  sample: { userId: string; refId: string },
+  userId: string,
+): Promise<StatementCost[]> {
   const refId = `explain-${Date.now()}`;
   const client = await db.connect();
   const costs: StatementCost[] = [];
@@ -303,8 +346,14 @@ export async function explainCredit(db: Pool, recorded: { statements: readonly C
         return value;
       });
       const before = await client.query<{ lsn: string }>("SELECT pg_current_wal_insert_lsn()::text AS lsn");
-      const result = await client.query<{ "QUERY PLAN": unknown }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`, values);
-      const wal = await client.query<{ bytes: string }>("SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1::pg_lsn)::text AS bytes", [before.rows[0]!.lsn]);
+      const result = await client.query<{ "QUERY PLAN": unknown }>(
+        `EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`,
+        values,
+      );
+      const wal = await client.query<{ bytes: string }>(
+        "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), $1::pg_lsn)::text AS bytes",
+        [before.rows[0]!.lsn],
+      );
       const root = (result.rows[0]!["QUERY PLAN"] as Record<string, unknown>[])[0]!;
       costs.push({
         statement: STATEMENT_NAMES[index] ?? `statement ${index + 1}`,
@@ -314,7 +363,10 @@ export async function explainCredit(db: Pool, recorded: { statements: readonly C
         plan: renderPlan(root.Plan as Record<string, unknown>),
       });
       if (index === 0) {
-        const claimed = await client.query<{ id: number }>("SELECT id FROM ledger_entries WHERE user_id = $1 AND type = 'reward' AND ref_id = $2", [userId, refId]);
+        const claimed = await client.query<{ id: number }>(
+          "SELECT id FROM ledger_entries WHERE user_id = $1 AND type = 'reward' AND ref_id = $2",
+          [userId, refId],
+        );
         entryId = claimed.rows[0]!.id;
       }
     }

@@ -34,7 +34,9 @@ function processGroup(pid: number): number | null {
 }
 
 function numericDirs(): number[] {
-  return readdirSync("/proc").filter((name) => /^\d+$/.test(name)).map(Number);
+  return readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number);
 }
 
 /**

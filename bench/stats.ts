@@ -15,6 +15,13 @@ export function percentile(values: readonly number[], p: number): number | null 
 
 /** `numerator / denominator` rounded to 2 decimals, or null when either is missing or the denominator is 0. */
 export function ratio(numerator: number | null | undefined, denominator: number | null | undefined): number | null {
-  if (numerator === null || numerator === undefined || denominator === null || denominator === undefined || denominator === 0) return null;
+  if (
+    numerator === null ||
+    numerator === undefined ||
+    denominator === null ||
+    denominator === undefined ||
+    denominator === 0
+  )
+    return null;
   return Math.round((numerator / denominator) * 100) / 100;
 }

@@ -10,7 +10,8 @@ import { signUp } from "./helpers";
 
 function stackInfo(): { databaseUrl: string; bankUrl: string } {
   const info = JSON.parse(process.env.TEST_STACK ?? "{}") as { databaseUrl?: string; bankUrl?: string };
-  if (!info.databaseUrl || !info.bankUrl) throw new Error("TEST_STACK has no databaseUrl/bankUrl (run through playwright's global setup)");
+  if (!info.databaseUrl || !info.bankUrl)
+    throw new Error("TEST_STACK has no databaseUrl/bankUrl (run through playwright's global setup)");
   return { databaseUrl: info.databaseUrl, bankUrl: info.bankUrl };
 }
 
@@ -25,20 +26,29 @@ async function withDb<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
 }
 
 async function userIdOf(email: string): Promise<string> {
-  return withDb(async (db) => (await db.query<{ id: string }>('SELECT id FROM "user" WHERE email = $1', [email])).rows[0]!.id);
+  return withDb(
+    async (db) => (await db.query<{ id: string }>('SELECT id FROM "user" WHERE email = $1', [email])).rows[0]!.id,
+  );
 }
 
 /** Polls the sandbox bank (every 100 ms, at most 10 s) until the charge of `merchantRef` has succeeded. */
 async function waitForBankSuccess(page: Page, merchantRef: string): Promise<void> {
   await expect
-    .poll(async () => {
-      const response = await page.request.get(`${stackInfo().bankUrl}/charges?${new URLSearchParams({ merchantRef })}`);
-      return response.ok() ? ((await response.json()) as { status: string }).status : `HTTP ${response.status()}`;
-    }, { timeout: 10_000, intervals: [100] })
+    .poll(
+      async () => {
+        const response = await page.request.get(
+          `${stackInfo().bankUrl}/charges?${new URLSearchParams({ merchantRef })}`,
+        );
+        return response.ok() ? ((await response.json()) as { status: string }).status : `HTTP ${response.status()}`;
+      },
+      { timeout: 10_000, intervals: [100] },
+    )
     .toBe("succeeded");
 }
 
-test("a stuck top-up appears on the admin page, Reconcile now finishes it, and the user's page shows it succeeded", async ({ browser }, testInfo) => {
+test("a stuck top-up appears on the admin page, Reconcile now finishes it, and the user's page shows it succeeded", async ({
+  browser,
+}, testInfo) => {
   // The user: signs up and tops up 15.00 through the API with the page's session.
   const userContext = await browser.newContext();
   const userPage = await userContext.newPage();
@@ -51,10 +61,18 @@ test("a stuck top-up appears on the admin page, Reconcile now finishes it, and t
   // Its request's lease has expired (test setup only, instead of waiting LEASE_MS). A day ago rather than a second:
   // a pass takes over the oldest expired leases first (at most 200), and under `npm test` the shared stack may hold
   // rows other suites left behind; this row must be among the first.
-  await withDb((db) => db.query("UPDATE ledger_entries SET lease_expires_at = now() - interval '1 day' WHERE user_id = $1 AND ref_id = $2", [userId, refId]));
+  await withDb((db) =>
+    db.query(
+      "UPDATE ledger_entries SET lease_expires_at = now() - interval '1 day' WHERE user_id = $1 AND ref_id = $2",
+      [userId, refId],
+    ),
+  );
 
   await userPage.goto("/wallet");
-  await expect(userPage.getByTestId("topups").locator(`tr[data-ref="${refId}"]`)).toHaveAttribute("data-status", "processing");
+  await expect(userPage.getByTestId("topups").locator(`tr[data-ref="${refId}"]`)).toHaveAttribute(
+    "data-status",
+    "processing",
+  );
 
   // A user who is not an admin gets a real 403 and the message.
   const denied = await userPage.goto("/admin");
@@ -83,12 +101,17 @@ test("a stuck top-up appears on the admin page, Reconcile now finishes it, and t
   // The row's timeline shows the take-over and the reconciler's completion.
   await adminPage.goto(`/admin/topups/${encodeURIComponent(userId)}/${encodeURIComponent(refId)}`);
   await expect(adminPage.getByTestId("timeline-topup")).toHaveAttribute("data-status", "succeeded");
-  await expect(adminPage.getByTestId("transitions").locator('li[data-actor="reconciler"][data-to="succeeded"]')).toHaveCount(1);
+  await expect(
+    adminPage.getByTestId("transitions").locator('li[data-actor="reconciler"][data-to="succeeded"]'),
+  ).toHaveCount(1);
   await expect(adminPage.getByTestId("bank-charge")).toContainText("succeeded");
 
   // The user's page shows it succeeded, and the balance.
   await userPage.goto("/wallet");
-  await expect(userPage.getByTestId("topups").locator(`tr[data-ref="${refId}"]`)).toHaveAttribute("data-status", "succeeded");
+  await expect(userPage.getByTestId("topups").locator(`tr[data-ref="${refId}"]`)).toHaveAttribute(
+    "data-status",
+    "succeeded",
+  );
   await expect(userPage.getByTestId("balance")).toHaveText("15.00");
   await userPage.screenshot({ path: testInfo.outputPath("wallet-after-reconcile.png"), fullPage: true });
 

@@ -13,7 +13,9 @@ export async function signUp(page: Page): Promise<string> {
 }
 
 /** The signed-in user's balance (minor units) and top-ups, through the API with the page's session cookie. */
-export async function walletState(page: Page): Promise<{ balance: number; topups: { refId: string; status: string; amount: number }[] }> {
+export async function walletState(
+  page: Page,
+): Promise<{ balance: number; topups: { refId: string; status: string; amount: number }[] }> {
   const wallet = await (await page.request.get("/api/v1/wallet")).json();
   const topups = await (await page.request.get("/api/v1/topups")).json();
   return { balance: wallet.balance, topups: topups.topups };

@@ -12,7 +12,9 @@ test("sign up, top up 25.00, see the status reach succeeded and the balance show
   await form.getByRole("button", { name: "Top up" }).click();
   await expect(form.getByTestId("result")).toContainText("25.00 USD");
   // The list updates without a reload once the bank's webhook lands.
-  await expect(page.getByTestId("topups").locator("tbody tr").first()).toHaveAttribute("data-status", "succeeded", { timeout: 15_000 });
+  await expect(page.getByTestId("topups").locator("tbody tr").first()).toHaveAttribute("data-status", "succeeded", {
+    timeout: 15_000,
+  });
   await expect(page.getByTestId("balance")).toHaveText("25.00");
   await page.screenshot({ path: testInfo.outputPath("wallet-after-topup.png"), fullPage: true });
   const state = await walletState(page);
@@ -20,7 +22,9 @@ test("sign up, top up 25.00, see the status reach succeeded and the balance show
   expect(state.topups).toHaveLength(1);
 });
 
-test("C09: a double click within 30 ms gives one credit, and the button is disabled and pending while it runs", async ({ page }, testInfo) => {
+test("C09: a double click within 30 ms gives one credit, and the button is disabled and pending while it runs", async ({
+  page,
+}, testInfo) => {
   await signUp(page);
   // Hold the server action's request until the pending state has been checked (deterministic, no timing).
   let releaseAction!: () => void;
@@ -51,7 +55,9 @@ test("C09: a double click within 30 ms gives one credit, and the button is disab
   expect(actionPosts).toBeGreaterThanOrEqual(1);
 });
 
-test("C09: two submits of the same form in the same tick (bypassing the disabled button) still credit once", async ({ page }) => {
+test("C09: two submits of the same form in the same tick (bypassing the disabled button) still credit once", async ({
+  page,
+}) => {
   await signUp(page);
   await page.getByTestId("topup-form").getByLabel("50.00").check();
   await page.evaluate(() => {
@@ -63,7 +69,9 @@ test("C09: two submits of the same form in the same tick (bypassing the disabled
   expect((await walletState(page)).topups).toHaveLength(1);
 });
 
-test("the same top-up form submitted from two tabs at once gives one credit and both tabs end on the same result", async ({ context }, testInfo) => {
+test("the same top-up form submitted from two tabs at once gives one credit and both tabs end on the same result", async ({
+  context,
+}, testInfo) => {
   const first = await context.newPage();
   await signUp(first);
   const second = await context.newPage();
@@ -71,7 +79,9 @@ test("the same top-up form submitted from two tabs at once gives one credit and 
   const refOf = (page: typeof first) => page.getByTestId("topup-form").locator('input[name="refId"]').inputValue();
   expect(await refOf(second)).toBe(await refOf(first));
   for (const page of [first, second]) await page.getByTestId("topup-form").getByLabel("25.00").check();
-  await Promise.all([first, second].map((page) => page.getByTestId("topup-form").getByRole("button", { name: "Top up" }).click()));
+  await Promise.all(
+    [first, second].map((page) => page.getByTestId("topup-form").getByRole("button", { name: "Top up" }).click()),
+  );
   const results = await Promise.all(
     [first, second].map(async (page) => {
       const result = page.getByTestId("topup-form").getByTestId("result");

@@ -33,7 +33,10 @@ const schema = z
     /** Contract: 3000 ms, how long a loser waits for the winner's stored response before answering 409. */
     IDEMPOTENCY_WAIT_MS: intFrom(0, 60_000).default(3000),
     /** Contract: USD. ISO 4217 alphabetic code. */
-    WALLET_CURRENCY: z.string().regex(/^[A-Z]{3}$/).default("USD"),
+    WALLET_CURRENCY: z
+      .string()
+      .regex(/^[A-Z]{3}$/)
+      .default("USD"),
     /**
      * How long a worker owns a claimed row before the reconciler may take it over. 30 s: longer than the
      * slowest bank reply we wait for (BANK_TIMEOUT_MS) plus the completion, so a live request is never
@@ -77,7 +80,9 @@ const schema = z
       BANK_PORT: bankPort,
       BANK_URL: raw.BANK_URL ?? `http://127.0.0.1:${bankPort}`,
       APP_URL: raw.APP_URL ?? `http://127.0.0.1:${raw.PORT}`,
-      webhookSecrets: raw.BANK_WEBHOOK_SECRETS.split(",").map((s) => s.trim()).filter((s) => s.length > 0),
+      webhookSecrets: raw.BANK_WEBHOOK_SECRETS.split(",")
+        .map((s) => s.trim())
+        .filter((s) => s.length > 0),
     };
   });
 

@@ -65,7 +65,9 @@ export interface MigrationFile {
 /** Thrown when the applied record and the files on disk disagree; `problems` lists each file concerned. */
 export class MigrationMismatchError extends Error {
   constructor(readonly problems: string[]) {
-    super(`migrations on disk do not match the database, refusing to migrate:\n${problems.map((p) => `  - ${p}`).join("\n")}`);
+    super(
+      `migrations on disk do not match the database, refusing to migrate:\n${problems.map((p) => `  - ${p}`).join("\n")}`,
+    );
     this.name = "MigrationMismatchError";
   }
 }
@@ -84,7 +86,9 @@ export function readMigrationFiles(migrationsDir: string = DEFAULT_MIGRATIONS_DI
     // Prisma keeps migration_lock.toml beside the folders; plain files are not migrations.
     if (!entry.isDirectory()) continue;
     if (!MIGRATION_NAME_PATTERN.test(entry.name)) {
-      throw new Error(`migration folder ${join(migrationsDir, entry.name)} is not named <14-digit timestamp>_<lower_case_name>`);
+      throw new Error(
+        `migration folder ${join(migrationsDir, entry.name)} is not named <14-digit timestamp>_<lower_case_name>`,
+      );
     }
     const path = join(migrationsDir, entry.name, "migration.sql");
     if (!existsSync(path)) throw new Error(`migration folder ${entry.name} has no migration.sql (${path})`);
@@ -131,7 +135,9 @@ export async function migrate(databaseUrl: string, options: MigrateOptions = {})
       await client.query("SELECT pg_advisory_lock($1::bigint)", [MIGRATION_LOCK_KEY]);
     } catch (error) {
       if ((error as { code?: string }).code === "55P03") {
-        throw new Error(`another migration run held the lock for more than ${lockTimeoutMs} ms; is one stuck?`, { cause: error });
+        throw new Error(`another migration run held the lock for more than ${lockTimeoutMs} ms; is one stuck?`, {
+          cause: error,
+        });
       }
       throw error;
     }
@@ -146,7 +152,11 @@ export async function migrate(databaseUrl: string, options: MigrateOptions = {})
   }
 }
 
-async function applyPending(client: pg.Client, files: MigrationFile[], log: (line: string) => void): Promise<MigrateResult> {
+async function applyPending(
+  client: pg.Client,
+  files: MigrationFile[],
+  log: (line: string) => void,
+): Promise<MigrateResult> {
   // Created under the lock, so two first runs cannot race on the catalog.
   await client.query(`
     CREATE TABLE IF NOT EXISTS _schema_migrations (

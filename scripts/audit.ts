@@ -28,7 +28,12 @@ function say(message: string): void {
 async function main(): Promise<number> {
   let userIds: string[] | undefined;
   try {
-    const parsed = parseArgs({ args: process.argv.slice(2), strict: true, allowPositionals: false, options: { user: { type: "string", multiple: true } } });
+    const parsed = parseArgs({
+      args: process.argv.slice(2),
+      strict: true,
+      allowPositionals: false,
+      options: { user: { type: "string", multiple: true } },
+    });
     userIds = parsed.values.user;
   } catch (error) {
     say(`${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
@@ -50,7 +55,8 @@ main()
   .then(
     (code) => code,
     (error: unknown) => {
-      const cause = error instanceof Error && error.cause instanceof Error ? `\n  caused by: ${error.cause.message}` : "";
+      const cause =
+        error instanceof Error && error.cause instanceof Error ? `\n  caused by: ${error.cause.message}` : "";
       say(`audit cannot run: ${error instanceof Error ? error.message : String(error)}${cause}`);
       return EXIT_CANNOT_RUN;
     },

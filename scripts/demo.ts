@@ -139,7 +139,9 @@ async function main(): Promise<void> {
   const exit = await Promise.race(services.map((service) => service.exited.then((status) => ({ service, status }))));
   // On Ctrl-C the services stop because we stopped them; only an exit of their own is worth reporting.
   if (shutdownSignal()) return;
-  process.stderr.write(`${exit.service.name} exited on its own (code ${exit.status.code}, signal ${exit.status.signal}); stopping everything.\n`);
+  process.stderr.write(
+    `${exit.service.name} exited on its own (code ${exit.status.code}, signal ${exit.status.signal}); stopping everything.\n`,
+  );
   await runCleanups();
   process.exit(1);
 }

@@ -11,7 +11,10 @@ const stubDir = join(tmpdir(), "wallet-prisma-stub");
 const stub = join(stubDir, "schema-engine-stub.sh");
 if (!existsSync(stub)) {
   mkdirSync(stubDir, { recursive: true });
-  writeFileSync(stub, "#!/bin/sh\necho 'schema engine is not available: migrations are plain SQL (npm run db:migrate)' >&2\nexit 1\n");
+  writeFileSync(
+    stub,
+    "#!/bin/sh\necho 'schema engine is not available: migrations are plain SQL (npm run db:migrate)' >&2\nexit 1\n",
+  );
   chmodSync(stub, 0o755);
 }
 const result = spawnSync(process.execPath, ["node_modules/prisma/build/index.js", "generate"], {

@@ -63,7 +63,10 @@ async function main(): Promise<number> {
   resolveCliEnvironment();
   const settings = env();
   // Logs on stderr, so stdout carries only the JSON results.
-  const logger = pino({ level: settings.LOG_LEVEL, base: { pid: process.pid } }, pino.destination({ dest: 2, sync: true }));
+  const logger = pino(
+    { level: settings.LOG_LEVEL, base: { pid: process.pid } },
+    pino.destination({ dest: 2, sync: true }),
+  );
 
   if (!watch) {
     const result = await reconcileOnce({ logger, userIds });

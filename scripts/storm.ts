@@ -34,7 +34,13 @@ import {
 import { createAgent, postControl } from "./storm/http-client";
 import type { OperationRecord, TrafficCounters } from "./storm/observations";
 import { parseStormOptions, StormUsageError, USAGE, type StormOptions } from "./storm/options";
-import { givenServices, startOwnServices, STORM_FAULT_RATES, STORM_SETTINGS, type StormServices } from "./storm/services";
+import {
+  givenServices,
+  startOwnServices,
+  STORM_FAULT_RATES,
+  STORM_SETTINGS,
+  type StormServices,
+} from "./storm/services";
 import { renderChecks, renderTotals, totalsByKind } from "./storm/summary";
 import { runTraffic, type StormUser } from "./storm/traffic";
 
@@ -90,7 +96,11 @@ async function createUsers(db: pg.Pool, count: number): Promise<StormUser[]> {
       ...(await Promise.all(
         batch.map(async (index) => {
           const id = `storm_${runTag}_${index}`;
-          await db.query(`INSERT INTO "user" ("id", "name", "email", "role") VALUES ($1, $2, $3, 'user')`, [id, `Storm user ${index}`, `${id}@storm.test`]);
+          await db.query(`INSERT INTO "user" ("id", "name", "email", "role") VALUES ($1, $2, $3, 'user')`, [
+            id,
+            `Storm user ${index}`,
+            `${id}@storm.test`,
+          ]);
           const { token } = await createApiToken({ userId: id, name: "storm" });
           return { index, id, token };
         }),
@@ -101,7 +111,12 @@ async function createUsers(db: pg.Pool, count: number): Promise<StormUser[]> {
 }
 
 /** SIGKILLs and restarts the second app instance, then restarts Redis, at fixed fractions of the traffic phase. */
-async function stageCrashes(services: StormServices, trafficStartMs: number, durationMs: number, events: StormEvent[]): Promise<void> {
+async function stageCrashes(
+  services: StormServices,
+  trafficStartMs: number,
+  durationMs: number,
+  events: StormEvent[],
+): Promise<void> {
   const at = (ms: number) => ((ms - trafficStartMs) / 1000).toFixed(1);
   await sleep(trafficStartMs + durationMs * APP_CRASH_AT_FRACTION - Date.now());
   const killedMs = Date.now();
@@ -109,12 +124,18 @@ async function stageCrashes(services: StormServices, trafficStartMs: number, dur
   events.push({ atS: Number(at(killedMs)), what: `app2 SIGKILLed (whole process group) at ${at(killedMs)} s` });
   await sleep(APP_DOWN_MS);
   await services.restartApp(1);
-  events.push({ atS: Number(at(Date.now())), what: `app2 restarted, serving again at ${at(Date.now())} s (down ${((Date.now() - killedMs) / 1000).toFixed(1)} s)` });
+  events.push({
+    atS: Number(at(Date.now())),
+    what: `app2 restarted, serving again at ${at(Date.now())} s (down ${((Date.now() - killedMs) / 1000).toFixed(1)} s)`,
+  });
 
   await sleep(trafficStartMs + durationMs * REDIS_RESTART_AT_FRACTION - Date.now());
   const redisAtMs = Date.now();
   const { downMs } = await services.restartRedis();
-  events.push({ atS: Number(at(redisAtMs)), what: `redis SIGKILLed and restarted empty at ${at(redisAtMs)} s (down ${downMs} ms)` });
+  events.push({
+    atS: Number(at(redisAtMs)),
+    what: `redis SIGKILLed and restarted empty at ${at(redisAtMs)} s (down ${downMs} ms)`,
+  });
 }
 
 /** Sums the reconciler process's JSON result lines (`[reconciler] {...}` in its log). */
@@ -163,7 +184,9 @@ function finalReconcileSummary(final: FinalReconcile): string {
 
 async function run(options: StormOptions): Promise<number> {
   const startedMs = Date.now();
-  say(`storm: seed ${options.seed}, ${options.users} users, ${options.durationS} s of traffic, ${APP_INSTANCES} app instances`);
+  say(
+    `storm: seed ${options.seed}, ${options.users} users, ${options.durationS} s of traffic, ${APP_INSTANCES} app instances`,
+  );
 
   let services: StormServices;
   if (options.target.kind === "own") {
@@ -208,15 +231,18 @@ async function run(options: StormOptions): Promise<number> {
     const trafficStartMs = Date.now();
     const deadlineMs = trafficStartMs + durationMs;
 
-    const bar = new cliProgress.SingleBar({
-      format: "storm {bar} {value}/{total} s | ops {ops} | requests {requests} | lost {lost} | {phase}",
-      noTTYOutput: true,
-      notTTYSchedule: PROGRESS_NO_TTY_MS,
-      fps: 1000 / PROGRESS_REDRAW_MS,
-      stream: process.stderr,
-      gracefulExit: false,
-      hideCursor: null,
-    }, cliProgress.Presets.shades_classic);
+    const bar = new cliProgress.SingleBar(
+      {
+        format: "storm {bar} {value}/{total} s | ops {ops} | requests {requests} | lost {lost} | {phase}",
+        noTTYOutput: true,
+        notTTYSchedule: PROGRESS_NO_TTY_MS,
+        fps: 1000 / PROGRESS_REDRAW_MS,
+        stream: process.stderr,
+        gracefulExit: false,
+        hideCursor: null,
+      },
+      cliProgress.Presets.shades_classic,
+    );
     let phase = "traffic";
     const payload = () => ({ ops: counters.operations, requests: counters.requests, lost: counters.failures, phase });
     bar.start(options.durationS, 0, payload());
@@ -230,9 +256,20 @@ async function run(options: StormOptions): Promise<number> {
     let auditNotes: string[];
     let rowsForTotals;
     try {
-      const crashes = services.canCrash ? stageCrashes(services, trafficStartMs, durationMs, events) : Promise.resolve();
+      const crashes = services.canCrash
+        ? stageCrashes(services, trafficStartMs, durationMs, events)
+        : Promise.resolve();
       await Promise.all([
-        runTraffic({ users, appUrls: services.appUrls, agents, seed: options.seed, deadlineMs, hardStopMs: deadlineMs + RETRY_GRACE_MS, operations, counters }),
+        runTraffic({
+          users,
+          appUrls: services.appUrls,
+          agents,
+          seed: options.seed,
+          deadlineMs,
+          hardStopMs: deadlineMs + RETRY_GRACE_MS,
+          operations,
+          counters,
+        }),
         crashes,
       ]);
 
@@ -287,13 +324,21 @@ async function run(options: StormOptions): Promise<number> {
     );
     out.push("");
     out.push(renderTotals(totalsByKind(operations, rowsForTotals)));
-    out.push("  attempted = HTTP requests sent; distinct = ledger keys they addressed; lost = client timeouts and dropped");
-    out.push("  connections; succeeded/failed/moved = ledger rows at the end (credits for top-ups and rewards, debits for payments).");
+    out.push(
+      "  attempted = HTTP requests sent; distinct = ledger keys they addressed; lost = client timeouts and dropped",
+    );
+    out.push(
+      "  connections; succeeded/failed/moved = ledger rows at the end (credits for top-ups and rewards, debits for payments).",
+    );
     out.push("");
     out.push(`duplication: ${patternSummary(operations)}`);
-    out.push(`crashes:     ${events.length > 0 ? events.map((event) => event.what).join("; ") : "none staged (given services)"}`);
+    out.push(
+      `crashes:     ${events.length > 0 ? events.map((event) => event.what).join("; ") : "none staged (given services)"}`,
+    );
     out.push(`webhooks:    ${await webhookSummary(db, userIds, services)}`);
-    out.push(`drain:       ${drain.pendingLeft === 0 ? "no delivery pending" : `${drain.pendingLeft ?? "unknown"} deliveries still pending`} after ${(drain.waitedMs / 1000).toFixed(1)} s`);
+    out.push(
+      `drain:       ${drain.pendingLeft === 0 ? "no delivery pending" : `${drain.pendingLeft ?? "unknown"} deliveries still pending`} after ${(drain.waitedMs / 1000).toFixed(1)} s`,
+    );
     out.push(`reconciler:  ${reconcilerRunSummary(services.reconcilerLog)}`);
     out.push(`             ${finalReconcileSummary(final)}`);
     for (const note of auditNotes) out.push(`note:        ${note}`);
@@ -302,7 +347,11 @@ async function run(options: StormOptions): Promise<number> {
     out.push("invariants");
     out.push(renderChecks(checks));
     out.push("");
-    out.push(violated.length === 0 ? `result: all ${checks.length} invariant checks hold` : `result: ${violated.length} of ${checks.length} invariant checks violated`);
+    out.push(
+      violated.length === 0
+        ? `result: all ${checks.length} invariant checks hold`
+        : `result: ${violated.length} of ${checks.length} invariant checks violated`,
+    );
     process.stdout.write(`${out.join("\n")}\n`);
     return violated.length === 0 ? EXIT_OK : EXIT_VIOLATION;
   } finally {
@@ -332,7 +381,10 @@ async function corruptOnPurpose(db: pg.Pool, userIds: readonly string[]): Promis
 function patternSummary(operations: readonly OperationRecord[]): string {
   const counts = new Map<string, number>();
   for (const operation of operations) counts.set(operation.pattern, (counts.get(operation.pattern) ?? 0) + 1);
-  return [...counts.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([pattern, count]) => `${pattern} ${count}`).join(", ");
+  return [...counts.entries()]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([pattern, count]) => `${pattern} ${count}`)
+    .join(", ");
 }
 
 /** Closes lib/'s pool and Redis client if the in-process passes opened them. */

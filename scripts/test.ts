@@ -42,7 +42,11 @@ function parseArgs(argv: string[]): { suites: Suite[]; passThrough: string[] } {
       passThrough.push(arg);
       continue;
     }
-    const names = only.split(",").map((name) => name.trim()).filter(Boolean).map((name) => (name === "playwright" ? "e2e" : name));
+    const names = only
+      .split(",")
+      .map((name) => name.trim())
+      .filter(Boolean)
+      .map((name) => (name === "playwright" ? "e2e" : name));
     const unknown = names.filter((name) => !(SUITES as readonly string[]).includes(name));
     if (unknown.length > 0 || names.length === 0) {
       throw new UsageError(`--only takes a comma-separated list of ${SUITES.join(", ")}; got '${only}'`);
@@ -152,7 +156,9 @@ async function runPlaywright(stack: Stack | null, passThrough: string[]): Promis
 function settle(name: string, counts: Counts | null, exitCode: number | null): Counts {
   const result = counts ?? { passed: 0, failed: 0, skipped: 0 };
   if (exitCode !== 0 && result.failed === 0) {
-    process.stderr.write(`${name} exited with ${exitCode ?? "a signal"} without reporting a failed test: counted as 1 failed\n`);
+    process.stderr.write(
+      `${name} exited with ${exitCode ?? "a signal"} without reporting a failed test: counted as 1 failed\n`,
+    );
     result.failed = 1;
   }
   return result;

@@ -16,7 +16,10 @@ export type ReconcileActionState =
  * Returns the pass's result, or `forbidden` for a non-admin. A database failure throws (the page's error
  * boundary shows it): nothing is claimed here that could be left behind unseen.
  */
-export async function reconcileNowAction(_previous: ReconcileActionState, _form: FormData): Promise<ReconcileActionState> {
+export async function reconcileNowAction(
+  _previous: ReconcileActionState,
+  _form: FormData,
+): Promise<ReconcileActionState> {
   const admin = await currentAdmin();
   if (!admin) return { kind: "forbidden" };
   const result = await reconcileOnce();

@@ -20,7 +20,9 @@ export async function AuditReport() {
   }
   return (
     <div data-testid="audit" data-ok={report.ok}>
-      <p className={report.ok ? "ok" : "error"}>{report.ok ? "Every invariant holds." : "Some invariants are violated."}</p>
+      <p className={report.ok ? "ok" : "error"}>
+        {report.ok ? "Every invariant holds." : "Some invariants are violated."}
+      </p>
       <ul className="checks">
         {report.checks.map((check) => {
           const notes = (check as { notes?: string[] }).notes ?? [];

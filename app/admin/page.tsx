@@ -50,7 +50,8 @@ export default async function AdminPage({ searchParams }: { searchParams: Promis
     filters.stuck ? listStuckTopups(filters.limit) : listAdminTopups({ status: filters.status, limit: filters.limit }),
     listWebhookAnomalies(),
   ]);
-  const shown: AdminTopupView[] = filters.stuck && filters.status ? topups.filter((t) => t.status === filters.status) : topups;
+  const shown: AdminTopupView[] =
+    filters.stuck && filters.status ? topups.filter((t) => t.status === filters.status) : topups;
   const nowMs = Date.now();
 
   return (
@@ -120,9 +121,17 @@ export default async function AdminPage({ searchParams }: { searchParams: Promis
               {shown.map((t) => {
                 const stuck = isStuckTopup(t, nowMs);
                 return (
-                  <tr key={`${t.userId}:${t.refId}`} className={stuck ? "stuck" : undefined} data-ref={t.refId} data-status={t.status} data-stuck={stuck}>
+                  <tr
+                    key={`${t.userId}:${t.refId}`}
+                    className={stuck ? "stuck" : undefined}
+                    data-ref={t.refId}
+                    data-status={t.status}
+                    data-stuck={stuck}
+                  >
                     <td>
-                      <Link href={`/admin/topups/${encodeURIComponent(t.userId)}/${encodeURIComponent(t.refId)}`}>{t.refId}</Link>
+                      <Link href={`/admin/topups/${encodeURIComponent(t.userId)}/${encodeURIComponent(t.refId)}`}>
+                        {t.refId}
+                      </Link>
                     </td>
                     <td title={t.userId}>{t.userEmail}</td>
                     <td>

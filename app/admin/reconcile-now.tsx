@@ -11,8 +11,8 @@ export function ReconcileNow() {
     <section className="card" aria-labelledby="reconcile-heading" data-testid="reconcile">
       <h2 id="reconcile-heading">Reconciler</h2>
       <p className="muted">
-        One pass: take over top-ups whose lease expired and settle them from the bank; make sure every succeeded
-        bank charge has its credited top-up.
+        One pass: take over top-ups whose lease expired and settle them from the bank; make sure every succeeded bank
+        charge has its credited top-up.
       </p>
       <form action={action}>
         <button type="submit" disabled={pending} aria-busy={pending}>
@@ -23,7 +23,8 @@ export function ReconcileNow() {
       {state.kind === "done" && (
         <div className="reconcile-result" data-testid="reconcile-result" aria-live="polite">
           <p>
-            Pass finished at <time dateTime={state.finishedAt}>{state.finishedAt.replace("T", " ").slice(0, 19)} UTC</time>
+            Pass finished at{" "}
+            <time dateTime={state.finishedAt}>{state.finishedAt.replace("T", " ").slice(0, 19)} UTC</time>
           </p>
           <dl className="counters">
             {COUNTERS.map((name) => (
@@ -35,7 +36,8 @@ export function ReconcileNow() {
           </dl>
           {state.result.bankUnreachable && (
             <p role="alert">
-              Bank unreachable ({state.result.bankUnreachable.reason}): {state.result.bankUnreachable.rowsLeft} row(s) left for the next pass.
+              Bank unreachable ({state.result.bankUnreachable.reason}): {state.result.bankUnreachable.rowsLeft} row(s)
+              left for the next pass.
             </p>
           )}
           {state.result.anomalies && (

@@ -42,7 +42,11 @@ async function signInAction(formData: FormData): Promise<void> {
   }
 }
 
-export default async function SignInPage({ searchParams }: { searchParams: Promise<Record<string, string | string[] | undefined>> }) {
+export default async function SignInPage({
+  searchParams,
+}: {
+  searchParams: Promise<Record<string, string | string[] | undefined>>;
+}) {
   if (await getSessionUser()) redirect("/wallet");
   const error = errorParam.safeParse((await searchParams).error);
   return (

@@ -49,7 +49,11 @@ async function signUpAction(formData: FormData): Promise<void> {
   }
 }
 
-export default async function SignUpPage({ searchParams }: { searchParams: Promise<Record<string, string | string[] | undefined>> }) {
+export default async function SignUpPage({
+  searchParams,
+}: {
+  searchParams: Promise<Record<string, string | string[] | undefined>>;
+}) {
   if (await getSessionUser()) redirect("/wallet");
   const error = errorParam.safeParse((await searchParams).error);
   return (

@@ -41,7 +41,11 @@ function describe(state: FormState): { ok: boolean; text: string } | null {
   // A top-up's answer is the status when it was accepted (the stored first response); the list below follows
   // the bank's later answer live.
   const outcome =
-    item?.status === "succeeded" ? "succeeded" : item?.status === "failed" ? "failed" : "sent to the bank, status below";
+    item?.status === "succeeded"
+      ? "succeeded"
+      : item?.status === "failed"
+        ? "failed"
+        : "sent to the bank, status below";
   return { ok: true, text: `${what} of ${amount}: ${outcome}${state.replayed ? " (already submitted)" : ""}` };
 }
 

@@ -41,8 +41,22 @@ export default async function WalletPage() {
       </section>
 
       <div className="forms">
-        <OperationForm title="Top up" refId={topupRef} presets={["10.00", "25.00", "50.00"]} submitLabel="Top up" action={topupAction} testId="topup-form" />
-        <OperationForm title="Pay" refId={orderRef} presets={["1.00", "5.00", "10.00"]} submitLabel="Pay" action={paymentAction} testId="pay-form" />
+        <OperationForm
+          title="Top up"
+          refId={topupRef}
+          presets={["10.00", "25.00", "50.00"]}
+          submitLabel="Top up"
+          action={topupAction}
+          testId="topup-form"
+        />
+        <OperationForm
+          title="Pay"
+          refId={orderRef}
+          presets={["1.00", "5.00", "10.00"]}
+          submitLabel="Pay"
+          action={paymentAction}
+          testId="pay-form"
+        />
       </div>
 
       <RewardsSection userId={user.userId} />
@@ -54,18 +68,27 @@ export default async function WalletPage() {
         ) : (
           <table data-testid="topups">
             <thead>
-              <tr><th>Reference</th><th>Amount</th><th>Status</th><th>Time</th></tr>
+              <tr>
+                <th>Reference</th>
+                <th>Amount</th>
+                <th>Status</th>
+                <th>Time</th>
+              </tr>
             </thead>
             <tbody>
               {topups.map((t) => (
                 <tr key={t.refId} data-ref={t.refId} data-status={t.status}>
                   <td>{t.refId}</td>
-                  <td>{formatMinor(t.amount)} {t.currency}</td>
+                  <td>
+                    {formatMinor(t.amount)} {t.currency}
+                  </td>
                   <td className={`status ${t.status}`}>
                     {STATUS_LABEL[t.status]}
                     {t.failureReason ? ` — ${describeFailure(t.failureReason)}` : ""}
                   </td>
-                  <td><time dateTime={t.createdAt}>{t.createdAt.replace("T", " ").slice(0, 19)} UTC</time></td>
+                  <td>
+                    <time dateTime={t.createdAt}>{t.createdAt.replace("T", " ").slice(0, 19)} UTC</time>
+                  </td>
                 </tr>
               ))}
             </tbody>
@@ -80,19 +103,30 @@ export default async function WalletPage() {
         ) : (
           <table data-testid="statement">
             <thead>
-              <tr><th>Type</th><th>Reference</th><th>Amount</th><th>Status</th><th>Time</th></tr>
+              <tr>
+                <th>Type</th>
+                <th>Reference</th>
+                <th>Amount</th>
+                <th>Status</th>
+                <th>Time</th>
+              </tr>
             </thead>
             <tbody>
               {entries.map((e) => (
                 <tr key={`${e.type}:${e.refId}`} data-status={e.status}>
                   <td>{e.type}</td>
                   <td>{e.refId}</td>
-                  <td>{e.type === "payment" ? "−" : "+"}{formatMinor(e.amount)} {e.currency}</td>
+                  <td>
+                    {e.type === "payment" ? "−" : "+"}
+                    {formatMinor(e.amount)} {e.currency}
+                  </td>
                   <td className={`status ${e.status}`}>
                     {STATUS_LABEL[e.status]}
                     {e.failureReason ? ` — ${describeFailure(e.failureReason)}` : ""}
                   </td>
-                  <td><time dateTime={e.createdAt}>{e.createdAt.replace("T", " ").slice(0, 19)} UTC</time></td>
+                  <td>
+                    <time dateTime={e.createdAt}>{e.createdAt.replace("T", " ").slice(0, 19)} UTC</time>
+                  </td>
                 </tr>
               ))}
             </tbody>

@@ -32,7 +32,9 @@ export async function rewardAction(_previous: RewardFormState, formData: FormDat
   if (!fields.success) return invalid("The form is incomplete.");
   const input = validateRewardRequest({ adId: fields.data.adId });
   if (!input.ok) return invalid(input.detail);
-  const { headers: _headers, ...outcome } = operationOutcome(await claimReward({ userId: user.userId, adId: input.value.adId }));
+  const { headers: _headers, ...outcome } = operationOutcome(
+    await claimReward({ userId: user.userId, adId: input.value.adId }),
+  );
   revalidatePath("/wallet");
   return outcome;
 }

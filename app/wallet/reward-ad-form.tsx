@@ -40,10 +40,12 @@ function describe(state: RewardFormState): { ok: boolean; text: string } | null 
     return { ok: false, text: "Unexpected answer from the server." };
   }
   if (state.status === 429) return { ok: false, text: "Daily cap reached: no more rewards today." };
-  if (state.status === 503) return { ok: false, text: "Rewards are unavailable right now; nothing was credited. Try again shortly." };
+  if (state.status === 503)
+    return { ok: false, text: "Rewards are unavailable right now; nothing was credited. Try again shortly." };
   if (state.status >= 400) return { ok: false, text: String(body.detail ?? body.title ?? "Failed.") };
   const reward = body.reward as { amount?: number; currency?: string } | undefined;
-  const amount = typeof reward?.amount === "number" ? `${formatAmount(reward.amount)} ${reward.currency ?? ""}` : "Reward";
+  const amount =
+    typeof reward?.amount === "number" ? `${formatAmount(reward.amount)} ${reward.currency ?? ""}` : "Reward";
   return { ok: true, text: state.replayed ? `${amount} already credited for this ad today.` : `+${amount} credited.` };
 }
 

@@ -52,10 +52,15 @@ export async function RewardsSection({ userId }: RewardsSectionProps) {
           ({formatMinor(progress.amountMinor)} per ad; day {progress.day}, {progress.timeZone})
         </small>
       </p>
-      <progress max={progress.capMinor} value={Math.min(progress.earnedMinor, progress.capMinor)} aria-label="Rewards earned today" />
+      <progress
+        max={progress.capMinor}
+        value={Math.min(progress.earnedMinor, progress.capMinor)}
+        aria-label="Rewards earned today"
+      />
       {progress.capReached && (
         <p role="status" className="error" data-testid="reward-cap-reached">
-          Daily cap reached: you have earned today&apos;s {formatMinor(progress.capMinor)} {progress.currency}. Come back tomorrow.
+          Daily cap reached: you have earned today&apos;s {formatMinor(progress.capMinor)} {progress.currency}. Come
+          back tomorrow.
         </p>
       )}
       <div className="reward-ads">

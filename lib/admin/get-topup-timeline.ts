@@ -34,7 +34,13 @@ export type TimelineBankView =
   | { kind: "unreachable"; reason: string };
 
 export interface TopupTimeline {
-  topup: TopupView & { userId: string; chargeId: string | null; leaseOwner: string | null; leaseExpiresAt: string | null; attempt: number };
+  topup: TopupView & {
+    userId: string;
+    chargeId: string | null;
+    leaseOwner: string | null;
+    leaseExpiresAt: string | null;
+    attempt: number;
+  };
   merchantRef: string | null;
   /** The stored first response (status and exact body), or null when none was stored yet. */
   response: { status: number; body: string } | null;
@@ -82,7 +88,9 @@ export async function getTopupTimeline(userId: string, refId: string): Promise<T
   }
   const [transitions, webhooks, bank] = await Promise.all([
     pool().query(TRANSITIONS_SQL, [userId, entry.id, TIMELINE_LINES_MAX]),
-    merchantRef ? pool().query(WEBHOOKS_SQL, [merchantRef, TIMELINE_LINES_MAX]) : Promise.resolve({ rows: [] as Record<string, unknown>[] }),
+    merchantRef
+      ? pool().query(WEBHOOKS_SQL, [merchantRef, TIMELINE_LINES_MAX])
+      : Promise.resolve({ rows: [] as Record<string, unknown>[] }),
     bankView(merchantRef),
   ]);
   return {

@@ -16,7 +16,9 @@ export interface AdminTopupView extends TopupView {
  * first. `stuck` keeps unfinished rows whose lease has expired (what the reconciler will take over).
  * At most `limit` rows (1..100).
  */
-export async function listAdminTopups(options: { status?: EntryStatus; stuck?: boolean; limit?: number } = {}): Promise<AdminTopupView[]> {
+export async function listAdminTopups(
+  options: { status?: EntryStatus; stuck?: boolean; limit?: number } = {},
+): Promise<AdminTopupView[]> {
   const limit = Math.min(Math.max(options.limit ?? LIST_LIMIT_MAX, 1), LIST_LIMIT_MAX);
   const result = await pool().query(
     `SELECT ${entryColumns("e")}, u.email AS user_email

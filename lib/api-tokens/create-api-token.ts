@@ -43,7 +43,10 @@ export function hashApiToken(token: string): string {
  * @throws RangeError when the name is empty or too long (callers validate first); the pg driver's error on
  *   database failure, including a foreign-key violation (23503) when the user does not exist.
  */
-export async function createApiToken(input: { userId: string; name: string }): Promise<{ token: string; id: string; prefix: string }> {
+export async function createApiToken(input: {
+  userId: string;
+  name: string;
+}): Promise<{ token: string; id: string; prefix: string }> {
   const name = input.name.trim();
   if (name.length < 1 || name.length > API_TOKEN_NAME_MAX_LENGTH) {
     throw new RangeError(`API token name must be 1..${API_TOKEN_NAME_MAX_LENGTH} characters`);
@@ -51,9 +54,12 @@ export async function createApiToken(input: { userId: string; name: string }): P
   const token = API_TOKEN_PREFIX + randomBytes(API_TOKEN_SECRET_BYTES).toString("base64url");
   const prefix = token.slice(0, API_TOKEN_PREFIX.length + DISPLAY_PREFIX_CHARS);
   const id = randomUUID();
-  await pool().query(
-    `INSERT INTO api_tokens (id, user_id, name, prefix, token_hash) VALUES ($1, $2, $3, $4, $5)`,
-    [id, input.userId, name, prefix, hashApiToken(token)],
-  );
+  await pool().query(`INSERT INTO api_tokens (id, user_id, name, prefix, token_hash) VALUES ($1, $2, $3, $4, $5)`, [
+    id,
+    input.userId,
+    name,
+    prefix,
+    hashApiToken(token),
+  ]);
   return { token, id, prefix };
 }

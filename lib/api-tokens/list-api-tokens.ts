@@ -24,7 +24,13 @@ const LIST_LIMIT = 200;
  * @throws the pg driver's error on database failure.
  */
 export async function listApiTokens(userId: string): Promise<ApiTokenSummary[]> {
-  const { rows } = await pool().query<{ id: string; name: string; prefix: string; created_at: Date; revoked_at: Date | null }>(
+  const { rows } = await pool().query<{
+    id: string;
+    name: string;
+    prefix: string;
+    created_at: Date;
+    revoked_at: Date | null;
+  }>(
     `SELECT id, name, prefix, created_at, revoked_at
        FROM api_tokens
       WHERE user_id = $1
@@ -32,5 +38,11 @@ export async function listApiTokens(userId: string): Promise<ApiTokenSummary[]> 
       LIMIT $2`,
     [userId, LIST_LIMIT],
   );
-  return rows.map((r) => ({ id: r.id, name: r.name, prefix: r.prefix, createdAt: r.created_at, revokedAt: r.revoked_at }));
+  return rows.map((r) => ({
+    id: r.id,
+    name: r.name,
+    prefix: r.prefix,
+    createdAt: r.created_at,
+    revokedAt: r.revoked_at,
+  }));
 }

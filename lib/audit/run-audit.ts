@@ -39,7 +39,10 @@ export interface RunAuditOptions {
 export function defaultAuditChecks(options: Omit<RunAuditOptions, "checks"> = {}): AuditCheck[] {
   const settings = env();
   const scope: AuditScope = { userIds: options.userIds ? [...options.userIds] : null };
-  const bank = { bankUrl: options.bankUrl ?? settings.BANK_URL, timeoutMs: options.bankTimeoutMs ?? settings.BANK_TIMEOUT_MS };
+  const bank = {
+    bankUrl: options.bankUrl ?? settings.BANK_URL,
+    timeoutMs: options.bankTimeoutMs ?? settings.BANK_TIMEOUT_MS,
+  };
   const checks: AuditCheck[] = [
     createBalanceCheck(scope),
     createUniqueKeysCheck(scope),

@@ -43,7 +43,10 @@ export async function signInWithPassword(
     }
     if (error.statusCode === 429) {
       const retryAfterS = Number(new Headers(error.headers).get("retry-after"));
-      return { kind: "throttled", retryAfterS: Number.isInteger(retryAfterS) && retryAfterS > 0 ? retryAfterS : DEFAULT_RETRY_AFTER_S };
+      return {
+        kind: "throttled",
+        retryAfterS: Number.isInteger(retryAfterS) && retryAfterS > 0 ? retryAfterS : DEFAULT_RETRY_AFTER_S,
+      };
     }
     throw error;
   }

@@ -38,7 +38,8 @@ export async function signUpWithPassword(
   } catch (error) {
     if (!isAPIError(error)) throw error;
     const code = error.body?.code ?? "";
-    if (code === "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL" || code === "USER_ALREADY_EXISTS") return { kind: "duplicate_email" };
+    if (code === "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL" || code === "USER_ALREADY_EXISTS")
+      return { kind: "duplicate_email" };
     // better-auth's body schema reports a bad address as VALIDATION_ERROR naming the field `[body.email]`.
     const message = typeof error.body?.message === "string" ? error.body.message : "";
     if (code === "INVALID_EMAIL" || (code === "VALIDATION_ERROR" && message.startsWith("[body.email]"))) {

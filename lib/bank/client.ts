@@ -42,8 +42,15 @@ export type UnknownOutcome = { kind: "unknown"; reason: UnknownReason; detail?: 
 export type RejectedOutcome = { kind: "rejected"; status: number; code: string };
 
 export type ChargeResult = { kind: "charge"; charge: BankCharge; replayed: boolean } | UnknownOutcome | RejectedOutcome;
-export type GetChargeResult = { kind: "found"; charge: BankCharge } | { kind: "not_found" } | UnknownOutcome | RejectedOutcome;
-export type ListChargesResult = { kind: "page"; charges: BankCharge[]; hasMore: boolean } | UnknownOutcome | RejectedOutcome;
+export type GetChargeResult =
+  | { kind: "found"; charge: BankCharge }
+  | { kind: "not_found" }
+  | UnknownOutcome
+  | RejectedOutcome;
+export type ListChargesResult =
+  | { kind: "page"; charges: BankCharge[]; hasMore: boolean }
+  | UnknownOutcome
+  | RejectedOutcome;
 export type CancelChargeResult =
   | { kind: "cancelled" }
   | { kind: "charge_exists"; charge: BankCharge }
@@ -159,7 +166,11 @@ function classifyStatus(raw: { status: number; json: unknown }): UnknownOutcome 
   }
   if (raw.status >= 400) {
     const parsed = errorSchema.safeParse(raw.json);
-    return { kind: "rejected", status: raw.status, code: parsed.success ? parsed.data.error.code : `http_${raw.status}` };
+    return {
+      kind: "rejected",
+      status: raw.status,
+      code: parsed.success ? parsed.data.error.code : `http_${raw.status}`,
+    };
   }
   // 1xx/3xx: redirects are refused (redirect: "error"), so this is a protocol violation.
   return { kind: "unknown", reason: "bad_response", detail: `HTTP ${raw.status}` };

@@ -16,7 +16,11 @@ const querySchema = z.object({
   stuck: z.enum(["0", "1", "true", "false"]).optional(),
 });
 
-export type ListQuery = { status?: "initiated" | "processing" | "succeeded" | "failed"; limit?: number; stuck?: boolean };
+export type ListQuery = {
+  status?: "initiated" | "processing" | "succeeded" | "failed";
+  limit?: number;
+  stuck?: boolean;
+};
 
 /** Parses `status`, `limit` and `stuck` from `params`; returns the values or a 400 detail. */
 export function parseListQuery(params: URLSearchParams): Validated<ListQuery> {

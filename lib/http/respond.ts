@@ -66,7 +66,12 @@ export function operationOutcome(result: OperationResult): ActionOutcome & { hea
     }
     case "in_progress": {
       const body = problem("request_in_progress", "The first request with this key is still running; retry shortly.");
-      return { status: body.status, body: JSON.stringify(body), replayed: false, headers: { "Retry-After": String(result.retryAfterS) } };
+      return {
+        status: body.status,
+        body: JSON.stringify(body),
+        replayed: false,
+        headers: { "Retry-After": String(result.retryAfterS) },
+      };
     }
     case "refused": {
       const body = problem(result.code, result.detail);
@@ -90,7 +95,9 @@ export function operationResponse(result: OperationResult): Response {
 export function internalErrorResponse(error: unknown, context: Record<string, unknown> = {}): Response {
   const requestId = randomUUID();
   log().error({ err: error, requestId, ...context }, "unhandled error");
-  return problemResponse("internal_error", `Something went wrong on our side. Quote request id ${requestId}.`, { requestId });
+  return problemResponse("internal_error", `Something went wrong on our side. Quote request id ${requestId}.`, {
+    requestId,
+  });
 }
 
 /**

@@ -39,7 +39,12 @@ export function withPrincipal<P = Record<string, never>>(
   return withErrors(async (request, context) => {
     const principal = await getPrincipal(request.headers);
     if (!principal) {
-      return problemResponse("unauthenticated", "Sign in, or send Authorization: Bearer <token>.", {}, { "WWW-Authenticate": 'Bearer realm="wallet"' });
+      return problemResponse(
+        "unauthenticated",
+        "Sign in, or send Authorization: Bearer <token>.",
+        {},
+        { "WWW-Authenticate": 'Bearer realm="wallet"' },
+      );
     }
     if (options.admin && principal.role !== "admin") {
       return problemResponse("forbidden", "This endpoint is for administrators.");

@@ -61,18 +61,20 @@ const SELECT_BY_KEY_SQL = `SELECT ${ENTRY_COLUMNS} FROM ledger_entries WHERE use
  */
 export async function insertClaim(db: Queryable, request: ClaimRequest): Promise<LedgerEntry | null> {
   const { key } = request;
-  const result = await db.query(prepared("ledger_insert_claim", INSERT_CLAIM_SQL, [
-    key.userId,
-    key.type,
-    key.refId,
-    request.amountMinor,
-    request.currency,
-    fingerprint(key.type, request.params),
-    JSON.stringify(request.params),
-    request.leaseOwner,
-    request.leaseMs,
-    request.actor,
-  ]));
+  const result = await db.query(
+    prepared("ledger_insert_claim", INSERT_CLAIM_SQL, [
+      key.userId,
+      key.type,
+      key.refId,
+      request.amountMinor,
+      request.currency,
+      fingerprint(key.type, request.params),
+      JSON.stringify(request.params),
+      request.leaseOwner,
+      request.leaseMs,
+      request.actor,
+    ]),
+  );
   // The race is decided here: exactly one INSERT per key returns a row. An empty RETURNING means another
   // request owns the key; it is not a result and must be followed by a read of that row (case C02).
   const row = result.rows[0];

@@ -27,7 +27,9 @@ export function canonicalParams(params: OperationParams): string {
 
 /** SHA-256 (lowercase hex, 64 characters) of the canonical parameters, prefixed by the operation type. */
 export function fingerprint(type: string, params: OperationParams): string {
-  return createHash("sha256").update(`${type}\n${canonicalParams(params)}`).digest("hex");
+  return createHash("sha256")
+    .update(`${type}\n${canonicalParams(params)}`)
+    .digest("hex");
 }
 
 /**

@@ -54,14 +54,19 @@ function isRecord(value: unknown): value is CacheRecord {
  * `mismatch` (another fingerprint: the differing fields), or null when there is no usable copy or Redis is
  * unavailable. Never throws.
  */
-export async function readCachedReplay(key: OperationKey, params: OperationParams, client: Redis | null = redis()): Promise<CachedOutcome | null> {
+export async function readCachedReplay(
+  key: OperationKey,
+  params: OperationParams,
+  client: Redis | null = redis(),
+): Promise<CachedOutcome | null> {
   if (!client || client.status !== "ready") return null;
   try {
     const raw = await client.get(replayCacheKey(key));
     if (raw === null) return null;
     const record: unknown = JSON.parse(raw);
     if (!isRecord(record)) return null;
-    if (record.f !== fingerprint(key.type, params)) return { kind: "mismatch", fields: differingFields(record.p, params) };
+    if (record.f !== fingerprint(key.type, params))
+      return { kind: "mismatch", fields: differingFields(record.p, params) };
     return { kind: "replay", response: { status: record.s, body: record.b } };
   } catch {
     return null;

@@ -78,13 +78,12 @@ export function transactionRetryDelayMs(retry: number, random: () => number = Ma
  * retryable error; throws any other error from `fn` at once, unchanged, without retrying. Throws `RangeError`
  * when `attempts` is not an integer in 1..10. Source: contract section 8.
  */
-export async function withTransactionRetry<T>(
-  fn: () => Promise<T>,
-  options: TransactionRetryOptions = {},
-): Promise<T> {
+export async function withTransactionRetry<T>(fn: () => Promise<T>, options: TransactionRetryOptions = {}): Promise<T> {
   const attempts = options.attempts ?? TRANSACTION_RETRY_ATTEMPTS_DEFAULT;
   if (!Number.isInteger(attempts) || attempts < 1 || attempts > TRANSACTION_RETRY_ATTEMPTS_MAX) {
-    throw new RangeError(`attempts must be an integer in 1..${TRANSACTION_RETRY_ATTEMPTS_MAX}, got ${String(attempts)}`);
+    throw new RangeError(
+      `attempts must be an integer in 1..${TRANSACTION_RETRY_ATTEMPTS_MAX}, got ${String(attempts)}`,
+    );
   }
   for (let attempt = 1; ; attempt += 1) {
     try {

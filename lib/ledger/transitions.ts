@@ -6,7 +6,15 @@
  * statement (hence the same transaction) as the row's final state.
  */
 import { pool } from "../db";
-import { entryColumns, ENTRY_COLUMNS, toLedgerEntry, type EntryStatus, type LedgerEntry, type StoredResponse, type TransitionActor } from "./entry";
+import {
+  entryColumns,
+  ENTRY_COLUMNS,
+  toLedgerEntry,
+  type EntryStatus,
+  type LedgerEntry,
+  type StoredResponse,
+  type TransitionActor,
+} from "./entry";
 import { prepared, type Queryable } from "./queryable";
 
 /** Who may move the row: a lease holder (fenced by its attempt) or the bank's word (status-guarded only). */
@@ -21,7 +29,12 @@ export interface EntryRef {
 }
 
 export type TransitionOutcome =
-  | { readonly kind: "moved"; readonly entry: LedgerEntry; readonly fromStatus: EntryStatus; readonly balanceMinor: number | null }
+  | {
+      readonly kind: "moved";
+      readonly entry: LedgerEntry;
+      readonly fromStatus: EntryStatus;
+      readonly balanceMinor: number | null;
+    }
   /** The guard refused: the row is terminal already, or the caller's lease was taken over. */
   | { readonly kind: "refused"; readonly entry: LedgerEntry };
 
@@ -72,18 +85,20 @@ interface TransitionSpec {
 }
 
 async function transition(ref: EntryRef, spec: TransitionSpec, db: Queryable): Promise<TransitionOutcome> {
-  const result = await db.query(prepared("ledger_transition", TRANSITION_SQL, [
-    ref.userId,
-    ref.entryId,
-    spec.to,
-    spec.failureReason,
-    spec.bankChargeId,
-    spec.guard.kind === "lease" ? spec.guard.attempt : null,
-    spec.credit,
-    spec.actor,
-    spec.detail,
-    spec.from,
-  ]));
+  const result = await db.query(
+    prepared("ledger_transition", TRANSITION_SQL, [
+      ref.userId,
+      ref.entryId,
+      spec.to,
+      spec.failureReason,
+      spec.bankChargeId,
+      spec.guard.kind === "lease" ? spec.guard.attempt : null,
+      spec.credit,
+      spec.actor,
+      spec.detail,
+      spec.from,
+    ]),
+  );
   const row = result.rows[0];
   // A row back means this call, and no other, made the move (the guard in moved's WHERE).
   if (row) {
@@ -148,7 +163,11 @@ export interface CompleteOptions {
  * Returns `moved` (with the new balance for credits) or `refused` (already terminal, or fenced out).
  * Throws database errors (a 23505 on the bank-charge index is a bug, never a replay: contract section 8).
  */
-export function completeEntry(ref: EntryRef, options: CompleteOptions, db: Queryable = pool()): Promise<TransitionOutcome> {
+export function completeEntry(
+  ref: EntryRef,
+  options: CompleteOptions,
+  db: Queryable = pool(),
+): Promise<TransitionOutcome> {
   return transition(
     ref,
     {
@@ -201,8 +220,14 @@ RETURNING ${ENTRY_COLUMNS}`;
  * Records the bank's charge id on an unfinished row that has none yet (contract section 2: "the row records
  * the bank's charge id when known"). Returns the updated row, or null when the row is terminal or already has one.
  */
-export async function attachCharge(ref: EntryRef, bankChargeId: string, db: Queryable = pool()): Promise<LedgerEntry | null> {
-  const result = await db.query(prepared("ledger_attach_charge", ATTACH_CHARGE_SQL, [ref.userId, ref.entryId, bankChargeId]));
+export async function attachCharge(
+  ref: EntryRef,
+  bankChargeId: string,
+  db: Queryable = pool(),
+): Promise<LedgerEntry | null> {
+  const result = await db.query(
+    prepared("ledger_attach_charge", ATTACH_CHARGE_SQL, [ref.userId, ref.entryId, bankChargeId]),
+  );
   const row = result.rows[0];
   return row ? toLedgerEntry(row) : null;
 }
@@ -217,10 +242,17 @@ RETURNING response_status, response_body`;
  * contract section 3). Returns the response now stored for the row: `response` if this call stored it,
  * otherwise the one stored earlier, which the caller must send instead so every answer is identical.
  */
-export async function storeResponse(ref: EntryRef, response: StoredResponse, db: Queryable = pool()): Promise<{ stored: boolean; response: StoredResponse }> {
-  const result = await db.query(prepared("ledger_store_response", STORE_RESPONSE_SQL, [ref.userId, ref.entryId, response.status, response.body]));
+export async function storeResponse(
+  ref: EntryRef,
+  response: StoredResponse,
+  db: Queryable = pool(),
+): Promise<{ stored: boolean; response: StoredResponse }> {
+  const result = await db.query(
+    prepared("ledger_store_response", STORE_RESPONSE_SQL, [ref.userId, ref.entryId, response.status, response.body]),
+  );
   if (result.rows[0]) return { stored: true, response };
   const current = await getEntryById(ref, db);
-  if (!current?.response) throw new Error(`ledger entry ${ref.userId}/${ref.entryId}: response neither stored nor present`);
+  if (!current?.response)
+    throw new Error(`ledger entry ${ref.userId}/${ref.entryId}: response neither stored nor present`);
   return { stored: false, response: current.response };
 }

@@ -87,7 +87,10 @@ export async function createPayment(input: CreatePaymentInput): Promise<Operatio
       const first =
         moved.entry.status === "succeeded"
           ? jsonStoredResponse(201, { payment: paymentView(moved.entry) })
-          : problemStoredResponse("insufficient_funds", `The balance does not cover ${formatMinor(input.amountMinor)} ${input.currency}.`);
+          : problemStoredResponse(
+              "insufficient_funds",
+              `The balance does not cover ${formatMinor(input.amountMinor)} ${input.currency}.`,
+            );
       return (await storeResponse(ref, first, tx)).response;
     }),
   );

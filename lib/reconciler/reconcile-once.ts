@@ -21,7 +21,15 @@ import {
 } from "../bank/client";
 import { merchantRefFor, parseMerchantRef } from "../bank/merchant-ref";
 import { classifyDbError } from "../ledger/db-errors";
-import { findEntryByKey, insertClaimOrLose, isTerminal, markProcessing, operationKey, WORKER_ID, type LedgerEntry } from "../ledger";
+import {
+  findEntryByKey,
+  insertClaimOrLose,
+  isTerminal,
+  markProcessing,
+  operationKey,
+  WORKER_ID,
+  type LedgerEntry,
+} from "../ledger";
 import { CHARGE_LOOK_BACK_MS_DEFAULT, readChargeCursorMs, writeChargeCursorMs } from "./charge-cursor";
 import { ReconcileTally, type ReconcileAnomaly, type ReconcileResult } from "./reconcile-result";
 import {
@@ -125,7 +133,10 @@ interface PassContext {
 export async function reconcileOnce(options: ReconcileOptions = {}): Promise<ReconcileResult> {
   const settings = env();
   const ctx: PassContext = {
-    bank: { bankUrl: options.bankUrl ?? settings.BANK_URL, timeoutMs: options.bankTimeoutMs ?? settings.BANK_TIMEOUT_MS },
+    bank: {
+      bankUrl: options.bankUrl ?? settings.BANK_URL,
+      timeoutMs: options.bankTimeoutMs ?? settings.BANK_TIMEOUT_MS,
+    },
     leaseMs: options.leaseMs ?? settings.LEASE_MS,
     redriveWindowMs: (options.redriveWindowS ?? settings.REDRIVE_WINDOW_S) * 1000,
     walletCurrency: options.walletCurrency ?? settings.WALLET_CURRENCY,
@@ -152,7 +163,8 @@ export async function reconcileOnce(options: ReconcileOptions = {}): Promise<Rec
   }
   const result = ctx.tally.toResult();
   // A quiet pass (the demo runs one every 10 s) is not logged; one that did or found something is.
-  if (result.examined > 0 || result.anomalies || result.bankUnreachable) ctx.logger.info({ reconcile: result }, "reconciler pass finished");
+  if (result.examined > 0 || result.anomalies || result.bankUnreachable)
+    ctx.logger.info({ reconcile: result }, "reconciler pass finished");
   return result;
 }
 
@@ -193,13 +205,20 @@ type RowVerdict = "done" | "bank_down";
  * charge) into an anomaly so one bad row cannot block every pass after it. Anything else (connection lost,
  * unknown errors) is rethrown: the database is not usable and the pass must stop.
  */
-async function guardRow(ctx: PassContext, entry: LedgerEntry | null, work: () => Promise<RowVerdict>): Promise<RowVerdict> {
+async function guardRow(
+  ctx: PassContext,
+  entry: LedgerEntry | null,
+  work: () => Promise<RowVerdict>,
+): Promise<RowVerdict> {
   try {
     return await work();
   } catch (error) {
     const verdict = classifyDbError(error);
     if (verdict.kind === "unknown" || verdict.kind === "retryable") throw error;
-    ctx.logger.warn({ err: error, verdict, entryId: entry?.id, userId: entry?.userId }, "reconciler: row refused by a constraint");
+    ctx.logger.warn(
+      { err: error, verdict, entryId: entry?.id, userId: entry?.userId },
+      "reconciler: row refused by a constraint",
+    );
     ctx.tally.skipped += 1;
     recordAnomaly(ctx, {
       kind: "row_error",
@@ -234,17 +253,26 @@ async function reconcileTakenOverEntry(ctx: PassContext, row: TakenOverEntry): P
   const merchantRef = safeMerchantRef(entry);
   if (merchantRef === null) {
     ctx.tally.skipped += 1;
-    recordAnomaly(ctx, { kind: "invalid_merchant_ref", merchantRef: null, chargeId: null, detail: `top-up ${entry.refId} of user ${entry.userId} has no valid merchant reference` });
+    recordAnomaly(ctx, {
+      kind: "invalid_merchant_ref",
+      merchantRef: null,
+      chargeId: null,
+      detail: `top-up ${entry.refId} of user ${entry.userId} has no valid merchant reference`,
+    });
     return "done";
   }
 
   const looked = await getCharge(merchantRef, ctx.bank);
   switch (looked.kind) {
     case "found":
-      await applySettle(ctx, await settleEntryFromCharge(entry, looked.charge, "reconciler: from the bank's charge after the lease expired"), {
-        storeResponse: true,
-        pendingCounts: "skipped",
-      });
+      await applySettle(
+        ctx,
+        await settleEntryFromCharge(entry, looked.charge, "reconciler: from the bank's charge after the lease expired"),
+        {
+          storeResponse: true,
+          pendingCounts: "skipped",
+        },
+      );
       return "done";
     case "not_found":
       // The bank has no charge for this key: the request never reached it (or its call is lost for good).
@@ -257,7 +285,12 @@ async function reconcileTakenOverEntry(ctx: PassContext, row: TakenOverEntry): P
       return "bank_down";
     case "rejected":
       ctx.tally.skipped += 1;
-      recordAnomaly(ctx, { kind: "bank_refused", merchantRef, chargeId: null, detail: `GET /charges answered ${looked.status} ${looked.code}` });
+      recordAnomaly(ctx, {
+        kind: "bank_refused",
+        merchantRef,
+        chargeId: null,
+        detail: `GET /charges answered ${looked.status} ${looked.code}`,
+      });
       return "done";
   }
 }
@@ -266,7 +299,10 @@ async function reconcileTakenOverEntry(ctx: PassContext, row: TakenOverEntry): P
 async function redrive(ctx: PassContext, entry: LedgerEntry, merchantRef: string): Promise<RowVerdict> {
   // Record that the bank may be called from here on (no-op when the row is already `processing`).
   await markProcessing({ userId: entry.userId, entryId: entry.id }, entry.attempt, { actor: "reconciler" });
-  const created = await createCharge({ merchantRef, amountMinor: entry.amountMinor, currency: entry.currency }, ctx.bank);
+  const created = await createCharge(
+    { merchantRef, amountMinor: entry.amountMinor, currency: entry.currency },
+    ctx.bank,
+  );
   switch (created.kind) {
     case "charge":
       ctx.tally.redriven += 1;
@@ -278,11 +314,20 @@ async function redrive(ctx: PassContext, entry: LedgerEntry, merchantRef: string
     case "rejected":
       if (created.status === 409 && created.code === "idempotency_key_cancelled") {
         // An earlier pass cancelled the key and stopped before failing the row: no charge exists or ever will.
-        await applySettle(ctx, await failEntryAsExpired(entry, "reconciler: the key was already cancelled at the bank"), { storeResponse: true, pendingCounts: "skipped" });
+        await applySettle(
+          ctx,
+          await failEntryAsExpired(entry, "reconciler: the key was already cancelled at the bank"),
+          { storeResponse: true, pendingCounts: "skipped" },
+        );
         return "done";
       }
       ctx.tally.skipped += 1;
-      recordAnomaly(ctx, { kind: "bank_refused", merchantRef, chargeId: null, detail: `re-drive answered ${created.status} ${created.code}` });
+      recordAnomaly(ctx, {
+        kind: "bank_refused",
+        merchantRef,
+        chargeId: null,
+        detail: `re-drive answered ${created.status} ${created.code}`,
+      });
       return "done";
     case "unknown":
       // The charge may or may not exist now; the row stays as it is and the next pass asks the bank again.
@@ -301,16 +346,27 @@ async function cancelThenExpire(ctx: PassContext, entry: LedgerEntry, merchantRe
   const cancelled = await cancelCharge(merchantRef, ctx.bank);
   switch (cancelled.kind) {
     case "cancelled":
-      await applySettle(ctx, await failEntryAsExpired(entry, "reconciler: never reached the bank; key cancelled there after the re-drive window"), {
-        storeResponse: true,
-        pendingCounts: "skipped",
-      });
+      await applySettle(
+        ctx,
+        await failEntryAsExpired(
+          entry,
+          "reconciler: never reached the bank; key cancelled there after the re-drive window",
+        ),
+        {
+          storeResponse: true,
+          pendingCounts: "skipped",
+        },
+      );
       return "done";
     case "charge_exists":
-      await applySettle(ctx, await settleEntryFromCharge(entry, cancelled.charge, "reconciler: charge found while cancelling"), {
-        storeResponse: true,
-        pendingCounts: "skipped",
-      });
+      await applySettle(
+        ctx,
+        await settleEntryFromCharge(entry, cancelled.charge, "reconciler: charge found while cancelling"),
+        {
+          storeResponse: true,
+          pendingCounts: "skipped",
+        },
+      );
       return "done";
     case "unknown":
       ctx.tally.skipped += 1;
@@ -318,7 +374,12 @@ async function cancelThenExpire(ctx: PassContext, entry: LedgerEntry, merchantRe
       return "done";
     case "rejected":
       ctx.tally.skipped += 1;
-      recordAnomaly(ctx, { kind: "bank_refused", merchantRef, chargeId: null, detail: `cancel answered ${cancelled.status} ${cancelled.code}` });
+      recordAnomaly(ctx, {
+        kind: "bank_refused",
+        merchantRef,
+        chargeId: null,
+        detail: `cancel answered ${cancelled.status} ${cancelled.code}`,
+      });
       return "done";
   }
 }
@@ -376,7 +437,12 @@ async function reconcileBankCharges(ctx: PassContext): Promise<boolean> {
       break;
     }
     if (listed.kind === "rejected") {
-      recordAnomaly(ctx, { kind: "bank_refused", merchantRef: null, chargeId: null, detail: `GET /charges?since answered ${listed.status} ${listed.code}` });
+      recordAnomaly(ctx, {
+        kind: "bank_refused",
+        merchantRef: null,
+        chargeId: null,
+        detail: `GET /charges?since answered ${listed.status} ${listed.code}`,
+      });
       break;
     }
     readAnyPage = true;
@@ -411,7 +477,12 @@ async function reconcileCharge(ctx: PassContext, charge: BankCharge): Promise<bo
     if (charge.status === "succeeded") {
       ctx.tally.examined += 1;
       ctx.tally.skipped += 1;
-      recordAnomaly(ctx, { kind: "unknown_merchant_ref", merchantRef: charge.merchantRef, chargeId: charge.id, detail: "a succeeded charge whose merchant reference is not one of our top-ups" });
+      recordAnomaly(ctx, {
+        kind: "unknown_merchant_ref",
+        merchantRef: charge.merchantRef,
+        chargeId: charge.id,
+        detail: "a succeeded charge whose merchant reference is not one of our top-ups",
+      });
     }
     return false;
   }
@@ -431,10 +502,14 @@ async function reconcileCharge(ctx: PassContext, charge: BankCharge): Promise<bo
       const claimed = await claimMissingRow(ctx, charge, key);
       if (claimed.kind === "claimed") {
         // Ours from the claim on: no request is waiting for this row, so its response is stored at once.
-        await applySettle(ctx, await settleEntryFromCharge(claimed.entry, charge, "reconciler: claimed from a succeeded bank charge"), {
-          storeResponse: true,
-          pendingCounts: "skipped",
-        });
+        await applySettle(
+          ctx,
+          await settleEntryFromCharge(claimed.entry, charge, "reconciler: claimed from a succeeded bank charge"),
+          {
+            storeResponse: true,
+            pendingCounts: "skipped",
+          },
+        );
         return "done";
       }
       if (claimed.kind === "refused") return "done";
@@ -458,7 +533,11 @@ type MissingRowClaim =
  * NOTHING at READ COMMITTED): if a request holds an uncommitted claim on the key, this waits for it; its commit
  * makes this a loser that reads the request's row, its rollback lets this claim (contract section 1).
  */
-async function claimMissingRow(ctx: PassContext, charge: BankCharge, key: ReturnType<typeof operationKey>): Promise<MissingRowClaim> {
+async function claimMissingRow(
+  ctx: PassContext,
+  charge: BankCharge,
+  key: ReturnType<typeof operationKey>,
+): Promise<MissingRowClaim> {
   if (charge.currency !== ctx.walletCurrency) {
     ctx.tally.skipped += 1;
     recordAnomaly(ctx, {
@@ -491,7 +570,12 @@ async function claimMissingRow(ctx: PassContext, charge: BankCharge, key: Return
  * Settles an existing row from a final (succeeded or declined) charge; returns true to hold the cursor.
  * `how` is `lost_claim` when this pass already counted the charge as examined (its claim lost to another).
  */
-async function reconcileExistingRow(ctx: PassContext, entry: LedgerEntry, charge: BankCharge, how: "found" | "lost_claim"): Promise<boolean> {
+async function reconcileExistingRow(
+  ctx: PassContext,
+  entry: LedgerEntry,
+  charge: BankCharge,
+  how: "found" | "lost_claim",
+): Promise<boolean> {
   const nowMs = Date.now();
   const examine = () => {
     if (how === "found") ctx.tally.examined += 1;
@@ -504,7 +588,8 @@ async function reconcileExistingRow(ctx: PassContext, entry: LedgerEntry, charge
 
   if (isTerminal(entry.status)) {
     const agrees =
-      (charge.status === "succeeded" && entry.status === "succeeded") || (charge.status === "declined" && entry.status === "failed");
+      (charge.status === "succeeded" && entry.status === "succeeded") ||
+      (charge.status === "declined" && entry.status === "failed");
     if (agrees && entry.amountMinor === charge.amount && entry.currency === charge.currency) {
       if (entry.response !== null) return false;
       if (!requestGone) {
@@ -518,15 +603,22 @@ async function reconcileExistingRow(ctx: PassContext, entry: LedgerEntry, charge
     }
     // Disagreement with a terminal row: report it (settle refuses to move a terminal row and says why).
     examine();
-    await applySettle(ctx, await settleEntryFromCharge(entry, charge, "reconciler: from the bank's charge list"), { storeResponse: false, pendingCounts: "skipped" });
+    await applySettle(ctx, await settleEntryFromCharge(entry, charge, "reconciler: from the bank's charge list"), {
+      storeResponse: false,
+      pendingCounts: "skipped",
+    });
     return false;
   }
 
   examine();
-  const settled = await applySettle(ctx, await settleEntryFromCharge(entry, charge, "reconciler: from the bank's charge list"), {
-    storeResponse: requestGone,
-    pendingCounts: "skipped",
-  });
+  const settled = await applySettle(
+    ctx,
+    await settleEntryFromCharge(entry, charge, "reconciler: from the bank's charge list"),
+    {
+      storeResponse: requestGone,
+      pendingCounts: "skipped",
+    },
+  );
   // An anomaly is reported, not retried: it does not hold the cursor (the audit keeps reporting it).
   if (settled.kind === "anomaly") return false;
   // Hold while the row is unfinished, or finished without a response that its live request has yet to store.

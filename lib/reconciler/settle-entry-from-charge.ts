@@ -47,8 +47,17 @@ function merchantRefOf(entry: LedgerEntry): string | null {
   }
 }
 
-function anomaly(entry: LedgerEntry, charge: BankCharge | null, kind: ReconcileAnomaly["kind"], detail: string): SettleOutcome {
-  return { kind: "anomaly", entry, anomaly: { kind, merchantRef: merchantRefOf(entry), chargeId: charge?.id ?? null, detail } };
+function anomaly(
+  entry: LedgerEntry,
+  charge: BankCharge | null,
+  kind: ReconcileAnomaly["kind"],
+  detail: string,
+): SettleOutcome {
+  return {
+    kind: "anomaly",
+    entry,
+    anomaly: { kind, merchantRef: merchantRefOf(entry), chargeId: charge?.id ?? null, detail },
+  };
 }
 
 /**
@@ -58,13 +67,28 @@ function anomaly(entry: LedgerEntry, charge: BankCharge | null, kind: ReconcileA
  */
 export function chargeMismatch(entry: LedgerEntry, charge: BankCharge): SettleOutcome | null {
   if (charge.amount !== entry.amountMinor) {
-    return anomaly(entry, charge, "amount_mismatch", `the bank charged ${charge.amount} but the row is for ${entry.amountMinor}`);
+    return anomaly(
+      entry,
+      charge,
+      "amount_mismatch",
+      `the bank charged ${charge.amount} but the row is for ${entry.amountMinor}`,
+    );
   }
   if (charge.currency !== entry.currency) {
-    return anomaly(entry, charge, "currency_mismatch", `the bank charged in ${charge.currency} but the row is in ${entry.currency}`);
+    return anomaly(
+      entry,
+      charge,
+      "currency_mismatch",
+      `the bank charged in ${charge.currency} but the row is in ${entry.currency}`,
+    );
   }
   if (entry.bankChargeId !== null && entry.bankChargeId !== charge.id) {
-    return anomaly(entry, charge, "charge_mismatch", `the row records charge ${entry.bankChargeId}, the bank reports ${charge.id}`);
+    return anomaly(
+      entry,
+      charge,
+      "charge_mismatch",
+      `the row records charge ${entry.bankChargeId}, the bank reports ${charge.id}`,
+    );
   }
   return null;
 }
@@ -78,7 +102,11 @@ export function chargeMismatch(entry: LedgerEntry, charge: BankCharge): SettleOu
  * gives `already_terminal`, the opposite one an anomaly. Throws database errors (a 23505 on the bank-charge index
  * would be a bug: two rows claiming one charge).
  */
-export async function settleEntryFromCharge(entry: LedgerEntry, charge: BankCharge, detail: string): Promise<SettleOutcome> {
+export async function settleEntryFromCharge(
+  entry: LedgerEntry,
+  charge: BankCharge,
+  detail: string,
+): Promise<SettleOutcome> {
   const mismatch = chargeMismatch(entry, charge);
   if (mismatch) return mismatch;
   const ref = { userId: entry.userId, entryId: entry.id };
@@ -90,12 +118,24 @@ export async function settleEntryFromCharge(entry: LedgerEntry, charge: BankChar
     return { kind: "pending", entry: attached ?? entry };
   }
   if (charge.status === "succeeded") {
-    const moved = await completeEntry(ref, { actor: "reconciler", guard, credit: true, bankChargeId: charge.id, detail });
+    const moved = await completeEntry(ref, {
+      actor: "reconciler",
+      guard,
+      credit: true,
+      bankChargeId: charge.id,
+      detail,
+    });
     // `moved` means this statement, and no other, made the row succeed and credited the wallet.
     if (moved.kind === "moved") return { kind: "completed", entry: moved.entry };
     return terminalAgainst(moved.entry, charge);
   }
-  const moved = await failEntry(ref, { actor: "reconciler", guard, reason: DECLINED_REASON, bankChargeId: charge.id, detail });
+  const moved = await failEntry(ref, {
+    actor: "reconciler",
+    guard,
+    reason: DECLINED_REASON,
+    bankChargeId: charge.id,
+    detail,
+  });
   if (moved.kind === "moved") return { kind: "failed", entry: moved.entry };
   return terminalAgainst(moved.entry, charge);
 }
@@ -106,7 +146,12 @@ function terminalAgainst(entry: LedgerEntry, charge: BankCharge): SettleOutcome 
     return anomaly(entry, charge, "success_for_failed_row", "the bank charged the user but the row has already failed");
   }
   if (charge.status === "declined" && entry.status === "succeeded") {
-    return anomaly(entry, charge, "decline_for_succeeded_row", "the row was credited but the bank reports the charge as declined");
+    return anomaly(
+      entry,
+      charge,
+      "decline_for_succeeded_row",
+      "the row was credited but the bank reports the charge as declined",
+    );
   }
   // A pending charge for a terminal row: the row was finished from an earlier, final answer (or will be judged
   // again once the charge settles); nothing to do now.
@@ -125,7 +170,12 @@ export async function failEntryAsExpired(entry: LedgerEntry, detail: string): Pr
   );
   if (moved.kind === "moved") return { kind: "failed", entry: moved.entry };
   if (moved.entry.status === "succeeded") {
-    return anomaly(moved.entry, null, "decline_for_succeeded_row", "the row was credited but the bank has no charge for its key");
+    return anomaly(
+      moved.entry,
+      null,
+      "decline_for_succeeded_row",
+      "the row was credited but the bank has no charge for its key",
+    );
   }
   return { kind: "already_terminal", entry: moved.entry };
 }
@@ -141,6 +191,9 @@ export async function failEntryAsExpired(entry: LedgerEntry, detail: string): Pr
  */
 export async function storeFinishedTopupResponse(entry: LedgerEntry): Promise<boolean> {
   if (!isTerminal(entry.status) || entry.response !== null) return false;
-  const stored = await storeResponse({ userId: entry.userId, entryId: entry.id }, jsonStoredResponse(201, { topup: topupView(entry) }));
+  const stored = await storeResponse(
+    { userId: entry.userId, entryId: entry.id },
+    jsonStoredResponse(201, { topup: topupView(entry) }),
+  );
   return stored.stored;
 }

@@ -72,7 +72,10 @@ SELECT taken.*, (EXTRACT(EPOCH FROM (now() - taken.created_at)) * 1000)::float8 
  * or null when no such row is left (or every remaining one is being taken over by another reconciler right now).
  * Two reconcilers calling this at once never get the same row. Throws database errors as they come.
  */
-export async function takeOverExpiredEntry(request: TakeOverRequest, db: Queryable = pool()): Promise<TakenOverEntry | null> {
+export async function takeOverExpiredEntry(
+  request: TakeOverRequest,
+  db: Queryable = pool(),
+): Promise<TakenOverEntry | null> {
   const result = await db.query(TAKE_OVER_SQL, [request.workerId, request.leaseMs, request.userIds]);
   const row = result.rows[0];
   if (!row) return null;
@@ -93,7 +96,10 @@ SELECT count(*)::int AS n FROM ledger_entries
  * Counts unfinished rows whose lease has expired (what a pass leaves behind when the bank is unreachable;
  * contract section 7.5). `userIds` null = every user. Throws database errors.
  */
-export async function countExpiredUnfinishedEntries(userIds: readonly string[] | null, db: Queryable = pool()): Promise<number> {
+export async function countExpiredUnfinishedEntries(
+  userIds: readonly string[] | null,
+  db: Queryable = pool(),
+): Promise<number> {
   const result = await db.query<{ n: number }>(COUNT_EXPIRED_SQL, [userIds]);
   return result.rows[0]?.n ?? 0;
 }

@@ -316,7 +316,8 @@ export class RedisRewardCapStore implements RewardCapStore {
     private readonly client: Redis | null,
     options: RedisRewardCapStoreOptions = {},
   ) {
-    this.seedMinor = options.seedMinor ?? (async (userId, day) => (await sumCreditedRewards(userId, day)).creditedMinor);
+    this.seedMinor =
+      options.seedMinor ?? (async (userId, day) => (await sumCreditedRewards(userId, day)).creditedMinor);
   }
 
   /** Runs `command` on a connected client, turning every failure into {@link CapStoreUnavailableError}. */
@@ -328,19 +329,23 @@ export class RedisRewardCapStore implements RewardCapStore {
       return await command(withScripts(client));
     } catch (error) {
       if (error instanceof CapStoreUnavailableError) throw error;
-      throw new CapStoreUnavailableError(failureReason(error), error instanceof Error ? error.message : String(error), { cause: error });
+      throw new CapStoreUnavailableError(failureReason(error), error instanceof Error ? error.message : String(error), {
+        cause: error,
+      });
     }
   }
 
-  private async script(
-    name: keyof CapScripts,
-    op: CapOperation,
-    args: (string | number)[],
-  ): Promise<ScriptReply> {
+  private async script(name: keyof CapScripts, op: CapOperation, args: (string | number)[]): Promise<ScriptReply> {
     const reply = await this.run((client) =>
-      client[name](capCounterKey(op.userId, op.day), capOperationKey(op.userId, op.day, op.adId), op.attemptId, ...args),
+      client[name](
+        capCounterKey(op.userId, op.day),
+        capOperationKey(op.userId, op.day, op.adId),
+        op.attemptId,
+        ...args,
+      ),
     );
-    if (!isScriptReply(reply)) throw new CapStoreUnavailableError("malformed", `${name} replied ${JSON.stringify(reply)}`);
+    if (!isScriptReply(reply))
+      throw new CapStoreUnavailableError("malformed", `${name} replied ${JSON.stringify(reply)}`);
     return reply;
   }
 
@@ -355,7 +360,12 @@ export class RedisRewardCapStore implements RewardCapStore {
    */
   async reserve(op: CapOperation, amountMinor: number, capMinor: number): Promise<ReserveOutcome> {
     for (let round = 0; round < RESERVE_ROUNDS_MAX; round++) {
-      const [status, counterMinor] = await this.script("rewardCapReserve", op, [amountMinor, capMinor, op.keysExpireAtS, Date.now()]);
+      const [status, counterMinor] = await this.script("rewardCapReserve", op, [
+        amountMinor,
+        capMinor,
+        op.keysExpireAtS,
+        Date.now(),
+      ]);
       switch (status) {
         case "reserved":
           return { kind: "reserved", counterMinor };
@@ -373,14 +383,19 @@ export class RedisRewardCapStore implements RewardCapStore {
           if (!Number.isSafeInteger(seedMinor) || seedMinor < 0) {
             throw new CapStoreUnavailableError("malformed", `seed ${seedMinor} is not a non-negative integer`);
           }
-          await this.run((client) => client.set(capCounterKey(op.userId, op.day), seedMinor, "EXAT", op.keysExpireAtS, "NX"));
+          await this.run((client) =>
+            client.set(capCounterKey(op.userId, op.day), seedMinor, "EXAT", op.keysExpireAtS, "NX"),
+          );
           continue;
         }
         default:
           throw new CapStoreUnavailableError("malformed", `reserve replied ${status}`);
       }
     }
-    throw new CapStoreUnavailableError("malformed", `counter ${capCounterKey(op.userId, op.day)} vanished ${RESERVE_ROUNDS_MAX} times after seeding`);
+    throw new CapStoreUnavailableError(
+      "malformed",
+      `counter ${capCounterKey(op.userId, op.day)} vanished ${RESERVE_ROUNDS_MAX} times after seeding`,
+    );
   }
 
   /**
@@ -450,7 +465,8 @@ export class RedisRewardCapStore implements RewardCapStore {
     }
     const operations = operationKeys.map((key, index): CapOperationState => {
       const hash = (values[index + 1] ?? {}) as Record<string, string>;
-      const state = hash.state === "reserved" || hash.state === "settled" || hash.state === "released" ? hash.state : null;
+      const state =
+        hash.state === "reserved" || hash.state === "settled" || hash.state === "released" ? hash.state : null;
       return {
         adId: parseCapKey(key)?.adId ?? key,
         state,

@@ -25,7 +25,13 @@ import {
   type OperationResult,
   type StoredResponse,
 } from "../ledger";
-import { capKeysExpireAtS, CapStoreUnavailableError, rewardCapStore, type CapOperation, type RewardCapStore } from "./cap-store";
+import {
+  capKeysExpireAtS,
+  CapStoreUnavailableError,
+  rewardCapStore,
+  type CapOperation,
+  type RewardCapStore,
+} from "./cap-store";
 import { rewardDay } from "./reward-day";
 import { rewardRulesFromEnv, type RewardRules } from "./rules";
 
@@ -70,7 +76,10 @@ function creditedResponse(entry: LedgerEntry): StoredResponse {
  * Throws database errors (500; the reservation is released first) and bugs.
  * Params fingerprinted: `{ adId, day, amount, currency }`.
  */
-export async function claimReward(input: ClaimRewardInput, dependencies: ClaimRewardDependencies = {}): Promise<OperationResult> {
+export async function claimReward(
+  input: ClaimRewardInput,
+  dependencies: ClaimRewardDependencies = {},
+): Promise<OperationResult> {
   const rules = dependencies.rules ?? rewardRulesFromEnv();
   const now = input.now ?? new Date();
   const day = rewardDay(now, rules.timeZone);
@@ -99,7 +108,11 @@ export async function claimReward(input: ClaimRewardInput, dependencies: ClaimRe
     await releaseQuietly(capStore, operation, "reserve failed");
     if (error instanceof CapStoreUnavailableError) {
       log().warn({ err: error, userId: input.userId, day, reason: error.reason }, "reward cap store unavailable");
-      return { kind: "refused", code: "cap_store_unavailable", detail: "Rewards are unavailable right now; nothing was credited. Try again shortly." };
+      return {
+        kind: "refused",
+        code: "cap_store_unavailable",
+        detail: "Rewards are unavailable right now; nothing was credited. Try again shortly.",
+      };
     }
     throw error;
   }
@@ -165,7 +178,11 @@ async function creditInOneTransaction(
         // No row back: another request holds the key and has committed (stack-notes 15). Not a result.
         if (!entry) return null;
         const ref = { userId: key.userId, entryId: entry.id };
-        const moved = await completeEntry(ref, { actor: "request", guard: { kind: "lease", attempt: entry.attempt }, credit: true }, tx);
+        const moved = await completeEntry(
+          ref,
+          { actor: "request", guard: { kind: "lease", attempt: entry.attempt }, credit: true },
+          tx,
+        );
         // The row was inserted by this transaction and nobody else can see it yet: the guard cannot refuse.
         if (moved.kind !== "moved") throw new Error(`reward ${key.refId}: fresh claim refused its transition`);
         const stored = (await storeResponse(ref, creditedResponse(moved.entry), tx)).response;
@@ -215,7 +232,10 @@ async function releaseQuietly(capStore: RewardCapStore, operation: CapOperation,
   } catch (error) {
     // The release may still run later (it was sent); if it never does, the reservation stays counted until
     // the day's keys expire and the audit lists it as stale. Refusing a reward is the safe failure.
-    log().warn({ err: error, userId: operation.userId, day: operation.day, adId: operation.adId, why }, "reward reservation not released");
+    log().warn(
+      { err: error, userId: operation.userId, day: operation.day, adId: operation.adId, why },
+      "reward reservation not released",
+    );
   }
 }
 
@@ -224,6 +244,9 @@ async function settleQuietly(capStore: RewardCapStore, operation: CapOperation, 
     await capStore.settle(operation, amountMinor);
   } catch (error) {
     // Unsettled, the reservation still counts the credit: the counter is right; only its state says "in flight".
-    log().warn({ err: error, userId: operation.userId, day: operation.day, adId: operation.adId }, "reward reservation not settled");
+    log().warn(
+      { err: error, userId: operation.userId, day: operation.day, adId: operation.adId },
+      "reward reservation not settled",
+    );
   }
 }

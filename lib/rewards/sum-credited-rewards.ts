@@ -25,7 +25,11 @@ SELECT params->>'adId' AS ad_id, amount_minor::text AS amount_minor
  * Reads the succeeded rewards of `userId` on `day` (`YYYY-MM-DD` in REWARD_TZ) in one statement.
  * Returns `{ creditedMinor, adIds }`. Throws database errors as they come.
  */
-export async function sumCreditedRewards(userId: string, day: string, db: Queryable = pool()): Promise<CreditedRewards> {
+export async function sumCreditedRewards(
+  userId: string,
+  day: string,
+  db: Queryable = pool(),
+): Promise<CreditedRewards> {
   const result = await db.query<{ ad_id: string; amount_minor: string }>(CREDITED_REWARDS_SQL, [userId, day]);
   let creditedMinor = 0;
   for (const row of result.rows) creditedMinor += Number(row.amount_minor);

@@ -75,7 +75,11 @@ export async function createTopup(input: CreateTopupInput): Promise<OperationRes
   }
 
   const charged = await createCharge(
-    { merchantRef: merchantRefFor(input.userId, input.refId), amountMinor: input.amountMinor, currency: input.currency },
+    {
+      merchantRef: merchantRefFor(input.userId, input.refId),
+      amountMinor: input.amountMinor,
+      currency: input.currency,
+    },
     { bankUrl: settings.BANK_URL, timeoutMs: settings.BANK_TIMEOUT_MS },
   );
 
@@ -85,7 +89,8 @@ export async function createTopup(input: CreateTopupInput): Promise<OperationRes
     if (charge.status === "succeeded") {
       current = (await completeEntry(ref, { actor: "request", guard, credit: true, bankChargeId: charge.id })).entry;
     } else if (charge.status === "declined") {
-      current = (await failEntry(ref, { actor: "request", guard, reason: "declined_by_bank", bankChargeId: charge.id })).entry;
+      current = (await failEntry(ref, { actor: "request", guard, reason: "declined_by_bank", bankChargeId: charge.id }))
+        .entry;
     } else {
       current = await attachCharge(ref, charge.id);
     }

@@ -9,7 +9,10 @@ export const LIST_LIMIT_MAX = 100;
  * The caller's top-ups, newest first, optionally only those in `status`; at most `limit` (1..100).
  * Served by the (user_id, created_at DESC, id DESC) index.
  */
-export async function listTopups(userId: string, options: { status?: EntryStatus; limit?: number } = {}): Promise<TopupView[]> {
+export async function listTopups(
+  userId: string,
+  options: { status?: EntryStatus; limit?: number } = {},
+): Promise<TopupView[]> {
   const limit = Math.min(Math.max(options.limit ?? LIST_LIMIT_DEFAULT, 1), LIST_LIMIT_MAX);
   const result = await pool().query(
     `SELECT ${ENTRY_COLUMNS} FROM ledger_entries

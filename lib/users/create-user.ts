@@ -28,7 +28,10 @@ export async function createUser(input: {
   name?: string | undefined;
   role: "user" | "admin";
 }): Promise<CreateUserResult> {
-  const signUp = await signUpWithPassword({ email: input.email, password: input.password, name: input.name }, new Headers());
+  const signUp = await signUpWithPassword(
+    { email: input.email, password: input.password, name: input.name },
+    new Headers(),
+  );
   switch (signUp.kind) {
     case "duplicate_email":
       return { kind: "duplicate_email" };

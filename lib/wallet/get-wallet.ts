@@ -12,7 +12,10 @@ export interface WalletView {
  * no wallet row yet: the balance is 0 in the wallet currency.
  */
 export async function getWallet(userId: string): Promise<WalletView> {
-  const wallet = await prisma().wallet.findUnique({ where: { userId }, select: { balanceMinor: true, currency: true } });
+  const wallet = await prisma().wallet.findUnique({
+    where: { userId },
+    select: { balanceMinor: true, currency: true },
+  });
   if (!wallet) return { balance: 0, currency: env().WALLET_CURRENCY };
   // balance_minor is CHECKed below 2^53, so the conversion from BigInt is exact.
   return { balance: Number(wallet.balanceMinor), currency: wallet.currency };

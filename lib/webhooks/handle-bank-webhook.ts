@@ -55,7 +55,12 @@ export async function handleBankWebhook(
   signatureHeader: string | null,
   nowSeconds: number = Math.floor(Date.now() / 1000),
 ): Promise<WebhookResult> {
-  const verified = verifyWebhookSignature({ rawBody, header: signatureHeader, secrets: env().webhookSecrets, nowSeconds });
+  const verified = verifyWebhookSignature({
+    rawBody,
+    header: signatureHeader,
+    secrets: env().webhookSecrets,
+    nowSeconds,
+  });
   if (!verified.ok) return { kind: "invalid_signature", reason: verified.reason };
 
   const text = rawBody.toString("utf8");
@@ -70,7 +75,8 @@ export async function handleBankWebhook(
 
   const outcome = await applyEvent(event);
   await recordEvent(event.id, event, text, outcome);
-  if (outcome.startsWith("anomaly_")) log().warn({ eventId: event.id, outcome, data: event.data }, "bank webhook anomaly");
+  if (outcome.startsWith("anomaly_"))
+    log().warn({ eventId: event.id, outcome, data: event.data }, "bank webhook anomaly");
   return { kind: "received", outcome };
 }
 
@@ -87,11 +93,23 @@ async function applyEvent(event: BankEvent): Promise<WebhookOutcome> {
   const detail = `event ${event.id}`;
   if (event.type === "charge.succeeded") {
     // Status-only guard: the bank is the source of truth, whoever holds the lease (contract section 2).
-    const moved = await completeEntry(ref, { actor: "webhook", guard: { kind: "status_only" }, credit: true, bankChargeId: event.data.chargeId, detail });
+    const moved = await completeEntry(ref, {
+      actor: "webhook",
+      guard: { kind: "status_only" },
+      credit: true,
+      bankChargeId: event.data.chargeId,
+      detail,
+    });
     if (moved.kind === "moved") return "credited";
     return terminalOutcome(moved.entry, "succeeded");
   }
-  const moved = await failEntry(ref, { actor: "webhook", guard: { kind: "status_only" }, reason: "declined_by_bank", bankChargeId: event.data.chargeId, detail });
+  const moved = await failEntry(ref, {
+    actor: "webhook",
+    guard: { kind: "status_only" },
+    reason: "declined_by_bank",
+    bankChargeId: event.data.chargeId,
+    detail,
+  });
   if (moved.kind === "moved") return "failed";
   return terminalOutcome(moved.entry, "failed");
 }
@@ -110,7 +128,12 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 ON CONFLICT (event_id) DO UPDATE
    SET deliveries = bank_webhook_events.deliveries + 1, last_seen_at = now()`;
 
-async function recordEvent(eventId: string, event: BankEvent | null, payload: string, outcome: WebhookOutcome): Promise<void> {
+async function recordEvent(
+  eventId: string,
+  event: BankEvent | null,
+  payload: string,
+  outcome: WebhookOutcome,
+): Promise<void> {
   await pool().query(RECORD_EVENT_SQL, [
     eventId,
     event?.type ?? "unusable",

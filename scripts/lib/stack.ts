@@ -30,7 +30,14 @@ import {
   type EmbeddedPostgres,
 } from "./embedded-postgres";
 import { freePort, waitForHttp } from "./ports";
-import { killRecordedGroup, recordGroup, registerCleanup, spawnService, type GroupRecord, type Service } from "./processes";
+import {
+  killRecordedGroup,
+  recordGroup,
+  registerCleanup,
+  spawnService,
+  type GroupRecord,
+  type Service,
+} from "./processes";
 import { startRedisServer, type RedisServer } from "./redis-server";
 
 /** The project root (two levels above scripts/lib). */
@@ -103,11 +110,25 @@ export function spawnBank(options: { name?: string; env: ServiceEnv; log?: strin
  * BANK_URL, APP_URL...); NODE_ENV=production and NEXT_TELEMETRY_DISABLED=1 are added. `nodeArgs` go before the
  * script (e.g. `--cpu-prof`). Readiness is the caller's business (`GET /api/v1/health`).
  */
-export function spawnApp(options: { name?: string; port: number; env: ServiceEnv; log?: string; nodeArgs?: string[] }): Service {
+export function spawnApp(options: {
+  name?: string;
+  port: number;
+  env: ServiceEnv;
+  log?: string;
+  nodeArgs?: string[];
+}): Service {
   return spawnService({
     name: options.name ?? "app",
     command: process.execPath,
-    args: [...(options.nodeArgs ?? []), "node_modules/next/dist/bin/next", "start", "-H", "127.0.0.1", "-p", String(options.port)],
+    args: [
+      ...(options.nodeArgs ?? []),
+      "node_modules/next/dist/bin/next",
+      "start",
+      "-H",
+      "127.0.0.1",
+      "-p",
+      String(options.port),
+    ],
     cwd: projectRoot,
     env: { ...options.env, NODE_ENV: "production", NEXT_TELEMETRY_DISABLED: "1" },
     log: options.log,
@@ -195,10 +216,7 @@ export async function startStack(options: StartStackOptions): Promise<Stack> {
     };
     if (!options.withApp) return { ...base, appUrl: null, bankUrl: null };
 
-    const [appPort, bankPort] = await Promise.all([
-      options.appPort ?? freePort(),
-      options.bankPort ?? freePort(),
-    ]);
+    const [appPort, bankPort] = await Promise.all([options.appPort ?? freePort(), options.bankPort ?? freePort()]);
     const appUrl = `http://127.0.0.1:${appPort}`;
     const bankUrl = `http://127.0.0.1:${bankPort}`;
     const inherited = childEnvironment();
@@ -295,14 +313,18 @@ async function sweepAbandonedStacks(pgRoot: string): Promise<void> {
       await stopOrphanedPostgres(join(dir, "pgdata"));
       rmSync(dir, { recursive: true, force: true });
     } catch (error) {
-      process.stderr.write(`could not clean up abandoned stack ${dir}: ${error instanceof Error ? error.message : String(error)}\n`);
+      process.stderr.write(
+        `could not clean up abandoned stack ${dir}: ${error instanceof Error ? error.message : String(error)}\n`,
+      );
     }
   }
 }
 
 function readLines(file: string): string[] {
   try {
-    return readFileSync(file, "utf8").split("\n").filter((line) => line.trim() !== "");
+    return readFileSync(file, "utf8")
+      .split("\n")
+      .filter((line) => line.trim() !== "");
   } catch {
     return [];
   }
@@ -330,11 +352,14 @@ async function waitForService(service: Service, url: string, options: { anyStatu
     });
     // A server already on that port would have answered too; ours must still be running to count as ready.
     const exit = service.exitStatus();
-    if (exit) throw new Error(`${service.name} exited (code ${exit.code}, signal ${exit.signal}) although ${url} answered`);
+    if (exit)
+      throw new Error(`${service.name} exited (code ${exit.code}, signal ${exit.signal}) although ${url} answered`);
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     const tail = service.recentOutput().split("\n").slice(-40).join("\n");
-    throw new Error(`${service.name} did not become ready: ${message}\n--- last output of ${service.name} ---\n${tail}`);
+    throw new Error(
+      `${service.name} did not become ready: ${message}\n--- last output of ${service.name} ---\n${tail}`,
+    );
   }
 }
 
@@ -412,7 +437,9 @@ export function assertLocalDatabase(databaseUrl: string): void {
     throw new Error("refusing to run tests: the database URL is not a valid URL");
   }
   if (!LOOPBACK_HOSTS.has(host)) {
-    throw new Error(`refusing to run tests against database host '${host}': only 127.0.0.1, localhost or ::1 are allowed`);
+    throw new Error(
+      `refusing to run tests against database host '${host}': only 127.0.0.1, localhost or ::1 are allowed`,
+    );
   }
 }
 

@@ -3,13 +3,7 @@
  * (issue 6 item 1: "every 2xx body for the same key identical; no credit without a 2xx seen or a succeeded row").
  * Each check returns its violations (bounded); the storm fails when any check has one.
  */
-import {
-  attemptKey,
-  isStoredStatus,
-  parseJson,
-  type AttemptRecord,
-  type OperationRecord,
-} from "./observations";
+import { attemptKey, isStoredStatus, parseJson, type AttemptRecord, type OperationRecord } from "./observations";
 
 /** A ledger row as the checks need it (read by the storm with one query per run). */
 export interface LedgerRow {
@@ -67,7 +61,11 @@ const NON_STORED_REFUSALS = new Set([400, 401, 403, 413, 415, 422, 429, 503]);
  * Runs every client-side check. `rows` are the ledger rows of the storm's users; `charges` the bank's charges
  * (any user; filtered by merchant reference here). Returns one result per check, in a stable order.
  */
-export function runClientChecks(operations: readonly OperationRecord[], rows: readonly LedgerRow[], charges: readonly BankCharge[]): CheckResult[] {
+export function runClientChecks(
+  operations: readonly OperationRecord[],
+  rows: readonly LedgerRow[],
+  charges: readonly BankCharge[],
+): CheckResult[] {
   const byKey = new Map<string, KeyedAttempt[]>();
   const probes: KeyedAttempt[] = [];
   for (const operation of operations) {
@@ -165,7 +163,8 @@ function answersMatchLedger(byKey: Map<string, KeyedAttempt[]>, rowByKey: Map<st
     const body = parseJson(answer.body);
     const view = body?.topup ?? body?.payment ?? body?.reward;
     if (answer.status === 402) {
-      if (row.status !== "failed" || row.failureReason !== "insufficient_funds") findings.add(`${key}: 402 but the row is ${row.status}/${row.failureReason}`);
+      if (row.status !== "failed" || row.failureReason !== "insufficient_funds")
+        findings.add(`${key}: 402 but the row is ${row.status}/${row.failureReason}`);
       continue;
     }
     if (!view || view.amount !== row.amountMinor) {
@@ -196,7 +195,9 @@ function noPhantomRows(operations: readonly OperationRecord[], rows: readonly Le
       continue;
     }
     if (operation.amountMinor !== null && operation.amountMinor !== row.amountMinor) {
-      findings.add(`${row.userId}|${row.type}|${row.refId}: row amount ${row.amountMinor}, client sent ${operation.amountMinor}`);
+      findings.add(
+        `${row.userId}|${row.type}|${row.refId}: row amount ${row.amountMinor}, client sent ${operation.amountMinor}`,
+      );
     }
   }
   return findings.result("client: no row without a request, amounts as sent", `${rows.length} rows`);
@@ -210,7 +211,9 @@ function refusalsLeftNothing(byKey: Map<string, KeyedAttempt[]>, rowByKey: Map<s
   const findings = new Findings();
   let keys = 0;
   for (const [key, attempts] of byKey) {
-    const allRefused = attempts.every(({ attempt }) => attempt.outcome.kind === "response" && NON_STORED_REFUSALS.has(attempt.outcome.status));
+    const allRefused = attempts.every(
+      ({ attempt }) => attempt.outcome.kind === "response" && NON_STORED_REFUSALS.has(attempt.outcome.status),
+    );
     if (!allRefused) continue;
     keys += 1;
     const row = rowByKey.get(key);
@@ -248,7 +251,11 @@ function mismatchesRefused(probes: readonly KeyedAttempt[], rowByKey: Map<string
  * own evidence: for a top-up a succeeded bank charge of the same amount, for a reward or payment the 201 the
  * server stored on the row. Keys credited without a 2xx seen are counted in the scope.
  */
-function creditsExplained(byKey: Map<string, KeyedAttempt[]>, rows: readonly LedgerRow[], chargeByRef: Map<string, BankCharge>): CheckResult {
+function creditsExplained(
+  byKey: Map<string, KeyedAttempt[]>,
+  rows: readonly LedgerRow[],
+  chargeByRef: Map<string, BankCharge>,
+): CheckResult {
   const findings = new Findings();
   let withoutSeen2xx = 0;
   let succeeded = 0;
@@ -256,7 +263,10 @@ function creditsExplained(byKey: Map<string, KeyedAttempt[]>, rows: readonly Led
     if (row.status !== "succeeded") continue;
     succeeded += 1;
     const key = `${row.userId}|${row.type}|${row.refId}`;
-    const seen = (byKey.get(key) ?? []).some(({ attempt }) => attempt.outcome.kind === "response" && attempt.outcome.status >= 200 && attempt.outcome.status < 300);
+    const seen = (byKey.get(key) ?? []).some(
+      ({ attempt }) =>
+        attempt.outcome.kind === "response" && attempt.outcome.status >= 200 && attempt.outcome.status < 300,
+    );
     if (seen) continue;
     withoutSeen2xx += 1;
     if (row.type === "topup") {
@@ -268,5 +278,8 @@ function creditsExplained(byKey: Map<string, KeyedAttempt[]>, rows: readonly Led
       findings.add(`${key}: ${row.type} succeeded without a 2xx seen or stored`);
     }
   }
-  return findings.result("client: no money moved without a 2xx seen or a succeeded row", `${succeeded} succeeded rows, ${withoutSeen2xx} without a 2xx seen`);
+  return findings.result(
+    "client: no money moved without a 2xx seen or a succeeded row",
+    `${succeeded} succeeded rows, ${withoutSeen2xx} without a 2xx seen`,
+  );
 }

@@ -75,7 +75,10 @@ export async function drainWebhooks(bankUrl: string): Promise<DrainResult> {
 }
 
 /** Unfinished rows of `userIds` and how long until the last of their leases expires (ms, 0 when none is live). */
-export async function unfinishedRows(db: Pool, userIds: readonly string[]): Promise<{ count: number; leaseLeftMs: number }> {
+export async function unfinishedRows(
+  db: Pool,
+  userIds: readonly string[],
+): Promise<{ count: number; leaseLeftMs: number }> {
   const result = await db.query<{ count: string; lease_left_ms: string | null }>(
     `SELECT count(*)::text AS count,
             ceil(extract(epoch FROM max(lease_expires_at) - now()) * 1000)::text AS lease_left_ms
@@ -117,7 +120,11 @@ const quietLogger = { info: () => {}, warn: () => {} };
  * Runs reconciler passes (scoped to the storm's users) until one examines nothing and no unfinished row is left,
  * at most {@link FINAL_PASSES_MAX}; waits for expired leases between passes. Returns the summed counts.
  */
-export async function reconcileUntilQuiet(db: Pool, userIds: readonly string[], bankUrl: string): Promise<FinalReconcile> {
+export async function reconcileUntilQuiet(
+  db: Pool,
+  userIds: readonly string[],
+  bankUrl: string,
+): Promise<FinalReconcile> {
   const { reconcileOnce } = await import("../../lib/reconciler/reconcile-once");
   const totals = { passes: 0, examined: 0, completed: 0, failed: 0, redriven: 0 };
   const anomalies: string[] = [];
@@ -130,8 +137,11 @@ export async function reconcileUntilQuiet(db: Pool, userIds: readonly string[], 
     totals.completed += result.completed;
     totals.failed += result.failed;
     totals.redriven += result.redriven;
-    for (const anomaly of result.anomalies ?? []) anomalies.push(`${anomaly.kind} ${anomaly.merchantRef ?? ""}: ${anomaly.detail}`);
-    bankUnreachable = result.bankUnreachable ? `${result.bankUnreachable.reason} (${result.bankUnreachable.rowsLeft} rows left)` : null;
+    for (const anomaly of result.anomalies ?? [])
+      anomalies.push(`${anomaly.kind} ${anomaly.merchantRef ?? ""}: ${anomaly.detail}`);
+    bankUnreachable = result.bankUnreachable
+      ? `${result.bankUnreachable.reason} (${result.bankUnreachable.rowsLeft} rows left)`
+      : null;
     const left = await unfinishedRows(db, userIds);
     if (result.examined === 0 && left.count === 0) break;
   }
@@ -149,7 +159,10 @@ export interface AuditOutcome {
  * Runs the audit of contract section 7 through lib/audit/run-audit.ts. When the storm owns the database the whole
  * ledger is audited; against given services, only the storm's users.
  */
-export async function runContractAudit(options: { bankUrl: string; userIds: readonly string[] | null }): Promise<AuditOutcome> {
+export async function runContractAudit(options: {
+  bankUrl: string;
+  userIds: readonly string[] | null;
+}): Promise<AuditOutcome> {
   const { defaultAuditChecks, runAudit } = await import("../../lib/audit/run-audit");
   const scope = { bankUrl: options.bankUrl, ...(options.userIds ? { userIds: options.userIds } : {}) };
   const checks = defaultAuditChecks(scope);
@@ -199,9 +212,20 @@ export async function readBankCharges(bankUrl: string): Promise<BankCharge[]> {
   const charges: BankCharge[] = [];
   let startingAfter: string | undefined;
   for (let page = 0; page < CHARGE_PAGES_MAX; page++) {
-    const listed = await listChargesSince("1970-01-01T00:00:00.000Z", { bankUrl, timeoutMs: CHARGE_PAGE_TIMEOUT_MS, limit: CHARGE_PAGE_LIMIT, startingAfter });
+    const listed = await listChargesSince("1970-01-01T00:00:00.000Z", {
+      bankUrl,
+      timeoutMs: CHARGE_PAGE_TIMEOUT_MS,
+      limit: CHARGE_PAGE_LIMIT,
+      startingAfter,
+    });
     if (listed.kind !== "page") throw new Error(`could not list the bank's charges: ${JSON.stringify(listed)}`);
-    charges.push(...listed.charges.map((charge) => ({ merchantRef: charge.merchantRef, amount: charge.amount, status: charge.status })));
+    charges.push(
+      ...listed.charges.map((charge) => ({
+        merchantRef: charge.merchantRef,
+        amount: charge.amount,
+        status: charge.status,
+      })),
+    );
     const last = listed.charges.at(-1);
     if (!listed.hasMore || !last) return charges;
     startingAfter = last.id;

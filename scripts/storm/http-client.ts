@@ -92,7 +92,9 @@ export function postJson(
             retryAfterS: typeof retryAfter === "string" && /^\d+$/.test(retryAfter) ? Number(retryAfter) : null,
           });
         });
-        res.on("error", (error: NodeJS.ErrnoException) => finish({ kind: "network", code: error.code ?? error.message }));
+        res.on("error", (error: NodeJS.ErrnoException) =>
+          finish({ kind: "network", code: error.code ?? error.message }),
+        );
       },
     );
     const timer = setTimeout(() => {

@@ -19,7 +19,13 @@ export type OperationKind = "topup" | "reward" | "payment";
  * - `mismatch_probe`: after the answer, the same key with another amount (a client bug): must be refused (422)
  *   and must change nothing.
  */
-export type DuplicationPattern = "single" | "double_submit" | "two_tabs" | "timeout_retry" | "late_replay" | "mismatch_probe";
+export type DuplicationPattern =
+  | "single"
+  | "double_submit"
+  | "two_tabs"
+  | "timeout_retry"
+  | "late_replay"
+  | "mismatch_probe";
 
 /** One HTTP request of an operation. */
 export interface AttemptRecord {

@@ -95,7 +95,9 @@ export function assertLoopbackUrl(flag: string, url: string): string {
     throw new StormUsageError(`${flag}: not a URL: ${url}`);
   }
   if (!LOOPBACK_HOSTS.has(parsed.hostname)) {
-    throw new StormUsageError(`${flag}: ${parsed.hostname} is not this machine; only 127.0.0.1, localhost or ::1 are allowed`);
+    throw new StormUsageError(
+      `${flag}: ${parsed.hostname} is not this machine; only 127.0.0.1, localhost or ::1 are allowed`,
+    );
   }
   return url.replace(/\/+$/, "");
 }
@@ -139,7 +141,13 @@ export function parseStormOptions(argv: readonly string[], randomSeed: () => num
   if (values.help) throw new StormUsageError("help requested");
   const short = values.short ?? false;
   const users = integerFlag("--users", values.users, short ? SHORT_USERS : DEFAULT_USERS, 2, USERS_MAX);
-  const durationS = integerFlag("--duration", values.duration, short ? SHORT_DURATION_S : DEFAULT_DURATION_S, DURATION_S_MIN, DURATION_S_MAX);
+  const durationS = integerFlag(
+    "--duration",
+    values.duration,
+    short ? SHORT_DURATION_S : DEFAULT_DURATION_S,
+    DURATION_S_MIN,
+    DURATION_S_MAX,
+  );
   const seed = integerFlag("--seed", values.seed, randomSeed(), 0, 2 ** 32 - 1);
   const negativeControl = values["negative-control"] ?? false;
 
@@ -149,7 +157,8 @@ export function parseStormOptions(argv: readonly string[], randomSeed: () => num
   // Never corrupt a database the storm did not create.
   if (negativeControl) throw new StormUsageError("--negative-control only works on services the storm starts itself");
 
-  if (appUrls.length < 2) throw new StormUsageError("--app-url must be given twice (two instances sharing one database)");
+  if (appUrls.length < 2)
+    throw new StormUsageError("--app-url must be given twice (two instances sharing one database)");
   if (!values["database-url"] || !values["bank-url"]) {
     throw new StormUsageError("targeting running services needs --database-url and --bank-url as well as --app-url");
   }

@@ -50,7 +50,14 @@ export const STORM_SETTINGS = {
  * for 15%, lost replies (charge made, connection dropped) and charges without any webhook (only the reconciler
  * can learn those) for 5% each, slow replies for 3%, declines for 5%.
  */
-export const STORM_FAULT_RATES = { decline: 0.05, slow: 0.03, lost: 0.05, dup: 0.25, reorder: 0.15, nohook: 0.05 } as const;
+export const STORM_FAULT_RATES = {
+  decline: 0.05,
+  slow: 0.03,
+  lost: 0.05,
+  dup: 0.25,
+  reorder: 0.15,
+  nohook: 0.05,
+} as const;
 
 /**
  * The bank's webhook schedule during a storm: settle 100 ms after the charge (like a provider's "shortly after"),
@@ -182,7 +189,10 @@ export async function startOwnServices(options: { seed: number; appInstances: nu
     })());
 
   try {
-    const [bankPort, ...appPorts] = await Promise.all([freePort(), ...Array.from({ length: options.appInstances }, () => freePort())]);
+    const [bankPort, ...appPorts] = await Promise.all([
+      freePort(),
+      ...Array.from({ length: options.appInstances }, () => freePort()),
+    ]);
     const appUrls = appPorts.map((port) => `http://127.0.0.1:${port}`);
     const bankUrl = `http://127.0.0.1:${bankPort}`;
     router = await startWebhookRouter({ appUrls, seed: options.seed });
@@ -323,7 +333,9 @@ async function waitReady(service: Service, url: string): Promise<void> {
     });
   } catch (error) {
     const tail = service.recentOutput().split("\n").slice(-30).join("\n");
-    throw new Error(`${service.name} did not become ready: ${error instanceof Error ? error.message : String(error)}\n${tail}`);
+    throw new Error(
+      `${service.name} did not become ready: ${error instanceof Error ? error.message : String(error)}\n${tail}`,
+    );
   }
 }
 
@@ -345,7 +357,10 @@ async function waitServing(service: Service, url: string): Promise<void> {
   let last = "no attempt made";
   while (Date.now() < deadline) {
     const exit = service.exitStatus();
-    if (exit) throw new Error(`${service.name} exited (code ${exit.code}, signal ${exit.signal}):\n${service.recentOutput().split("\n").slice(-30).join("\n")}`);
+    if (exit)
+      throw new Error(
+        `${service.name} exited (code ${exit.code}, signal ${exit.signal}):\n${service.recentOutput().split("\n").slice(-30).join("\n")}`,
+      );
     try {
       const response = await fetch(url, { signal: AbortSignal.timeout(SERVING_PROBE_TIMEOUT_MS) });
       await response.arrayBuffer().catch(() => undefined);

@@ -100,16 +100,49 @@ export function totalsByKind(operations: readonly OperationRecord[], rows: reado
 export function renderTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
   const widths = header.map((cell, column) => Math.max(cell.length, ...rows.map((row) => (row[column] ?? "").length)));
   const line = (cells: readonly string[]) =>
-    cells.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join("  ");
+    cells
+      .map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!)))
+      .join("  ");
   return [line(header), line(widths.map((width) => "-".repeat(width))), ...rows.map(line)].join("\n");
 }
 
 /** The operations table of the summary. */
 export function renderTotals(totals: readonly KindTotals[]): string {
-  const header = ["operation", "attempted", "distinct", "2xx", "replays", "402", "409", "422", "429", "503", "5xx", "lost", "succeeded", "failed", "moved"];
+  const header = [
+    "operation",
+    "attempted",
+    "distinct",
+    "2xx",
+    "replays",
+    "402",
+    "409",
+    "422",
+    "429",
+    "503",
+    "5xx",
+    "lost",
+    "succeeded",
+    "failed",
+    "moved",
+  ];
   const rows = totals.map((line) => [
     line.kind,
-    ...[line.attempted, line.distinct, line.ok2xx, line.replays, line.s402, line.s409, line.s422, line.s429, line.s503, line.s5xx, line.lost, line.succeeded, line.failed, line.movedMinor].map(String),
+    ...[
+      line.attempted,
+      line.distinct,
+      line.ok2xx,
+      line.replays,
+      line.s402,
+      line.s409,
+      line.s422,
+      line.s429,
+      line.s503,
+      line.s5xx,
+      line.lost,
+      line.succeeded,
+      line.failed,
+      line.movedMinor,
+    ].map(String),
   ]);
   return renderTable(header, rows);
 }

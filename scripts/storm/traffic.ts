@@ -118,7 +118,11 @@ function between(random: () => number, min: number, max: number): number {
   return min + Math.floor(random() * (max - min + 1));
 }
 
-const PATHS: Record<OperationKind, string> = { topup: "/api/v1/topups", reward: "/api/v1/rewards", payment: "/api/v1/payments" };
+const PATHS: Record<OperationKind, string> = {
+  topup: "/api/v1/topups",
+  reward: "/api/v1/rewards",
+  payment: "/api/v1/payments",
+};
 
 function requestBody(operation: OperationRecord, amountMinor: number | null): string {
   switch (operation.kind) {
@@ -164,7 +168,8 @@ async function runUser(options: TrafficOptions, user: StormUser): Promise<void> 
             : `ad-${between(random, 1, ADS_PER_USER)}`,
       // Top-ups of 5-50 units and payments of 1-30 units (minor units, 100 per unit): payments outpace top-ups at
       // times, so some are refused for insufficient funds (a stored 402).
-      amountMinor: kind === "topup" ? between(random, 5, 50) * 100 : kind === "payment" ? between(random, 1, 30) * 100 : null,
+      amountMinor:
+        kind === "topup" ? between(random, 5, 50) * 100 : kind === "payment" ? between(random, 1, 30) * 100 : null,
       pattern,
       attempts: [],
     };
@@ -242,7 +247,13 @@ async function sendWithRetries(
       body,
       attempt === 0 ? plan.firstTimeoutMs : REQUEST_TIMEOUT_MS,
     );
-    const record: AttemptRecord = { instance, outcome: last, sentAtMs, durationMs: Date.now() - sentAtMs, probe: plan.probe };
+    const record: AttemptRecord = {
+      instance,
+      outcome: last,
+      sentAtMs,
+      durationMs: Date.now() - sentAtMs,
+      probe: plan.probe,
+    };
     operation.attempts.push(record);
     if (last.kind === "response") {
       options.counters.responses += 1;

@@ -50,10 +50,19 @@ export function startWebhookRouter(options: { appUrls: readonly string[]; seed: 
       if (typeof value === "string") headers[name] = value;
     }
     const upstream = request(
-      { method: req.method, hostname: target.hostname, port: target.port, path: target.pathname + target.search, headers, timeout: FORWARD_TIMEOUT_MS },
+      {
+        method: req.method,
+        hostname: target.hostname,
+        port: target.port,
+        path: target.pathname + target.search,
+        headers,
+        timeout: FORWARD_TIMEOUT_MS,
+      },
       (answer) => {
         perInstance[index]! += 1;
-        res.writeHead(answer.statusCode ?? 502, { "content-type": answer.headers["content-type"] ?? "application/json" });
+        res.writeHead(answer.statusCode ?? 502, {
+          "content-type": answer.headers["content-type"] ?? "application/json",
+        });
         answer.pipe(res);
       },
     );

@@ -32,13 +32,24 @@ export interface ApiResult {
  */
 export async function api(
   path: string,
-  options: { method?: string; token?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+  options: {
+    method?: string;
+    token?: string | null;
+    body?: unknown;
+    rawBody?: string;
+    headers?: Record<string, string>;
+  } = {},
 ): Promise<ApiResult> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.token) headers.authorization = `Bearer ${options.token}`;
   const text = options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
-  if (text !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === "content-type")) headers["content-type"] = "application/json";
-  const response = await fetch(`${appUrl()}${path}`, { method: options.method ?? (text === undefined ? "GET" : "POST"), headers, body: text });
+  if (text !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === "content-type"))
+    headers["content-type"] = "application/json";
+  const response = await fetch(`${appUrl()}${path}`, {
+    method: options.method ?? (text === undefined ? "GET" : "POST"),
+    headers,
+    body: text,
+  });
   const received = await response.text();
   let json: unknown;
   try {

@@ -16,7 +16,10 @@ export function freshRefId(prefix = "t"): string {
 }
 
 /** A claim request for `userId` with sensible defaults (amount 1000 USD minor units, lease 30 s). */
-export function claimRequest(userId: string, overrides: Partial<Omit<ClaimRequest, "key">> & { type?: LedgerType; refId?: string } = {}): ClaimRequest {
+export function claimRequest(
+  userId: string,
+  overrides: Partial<Omit<ClaimRequest, "key">> & { type?: LedgerType; refId?: string } = {},
+): ClaimRequest {
   const amountMinor = overrides.amountMinor ?? 1000;
   const currency = overrides.currency ?? "USD";
   return {
@@ -65,7 +68,10 @@ export async function countRows(userId: string, type: LedgerType, refId: string)
 
 /** The user's wallet balance in minor units (0 without a wallet row). */
 export async function balanceOf(userId: string): Promise<number> {
-  const result = await testPool().query<{ b: string }>("SELECT balance_minor::text AS b FROM wallets WHERE user_id = $1", [userId]);
+  const result = await testPool().query<{ b: string }>(
+    "SELECT balance_minor::text AS b FROM wallets WHERE user_id = $1",
+    [userId],
+  );
   return Number(result.rows[0]?.b ?? 0);
 }
 
@@ -79,7 +85,10 @@ export async function seedBalance(userId: string, amountMinor: number): Promise<
 }
 
 /** The audit transitions of an entry, oldest first. */
-export async function transitionsOf(userId: string, entryId: number): Promise<{ from: string | null; to: string; actor: string; attempt: number }[]> {
+export async function transitionsOf(
+  userId: string,
+  entryId: number,
+): Promise<{ from: string | null; to: string; actor: string; attempt: number }[]> {
   const result = await testPool().query(
     "SELECT from_status, to_status, actor, attempt FROM ledger_transitions WHERE user_id = $1 AND entry_id = $2 ORDER BY id",
     [userId, entryId],

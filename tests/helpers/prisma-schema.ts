@@ -26,7 +26,10 @@ export function readPrismaModels(path = "prisma/schema.prisma"): PrismaModel[] {
   const blocks = [...text.matchAll(/^model\s+(\w+)\s*\{([\s\S]*?)^\}/gm)];
   const modelNames = new Set(blocks.map((b) => b[1]!));
   return blocks.map(([, name, body]) => {
-    const lines = body!.split("\n").map((l) => l.replace(/\/\/.*$/, "").trim()).filter(Boolean);
+    const lines = body!
+      .split("\n")
+      .map((l) => l.replace(/\/\/.*$/, "").trim())
+      .filter(Boolean);
     const table = /@@map\("([^"]+)"\)/.exec(body!)?.[1] ?? name!;
     const fields: PrismaField[] = [];
     const uniques: string[][] = [];
@@ -44,7 +47,8 @@ export function readPrismaModels(path = "prisma/schema.prisma"): PrismaModel[] {
     }
     for (const line of lines) {
       const compound = /^@@(?:id|unique)\(\[([^\]]+)\]/.exec(line);
-      if (compound) uniques.push(compound[1]!.split(",").map((f) => columnOf.get(f.trim().replace(/\(.*\)$/, "")) ?? f.trim()));
+      if (compound)
+        uniques.push(compound[1]!.split(",").map((f) => columnOf.get(f.trim().replace(/\(.*\)$/, "")) ?? f.trim()));
     }
     return { name: name!, table, fields, uniques };
   });

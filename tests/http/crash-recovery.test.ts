@@ -73,7 +73,10 @@ async function killApp(): Promise<void> {
 function post(path: string, token: string, body?: unknown) {
   return fetch(`${appUrl}${path}`, {
     method: "POST",
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
 }
@@ -83,11 +86,24 @@ async function rowOf(userId: string, refId: string) {
     "SELECT id, status, lease_owner, response_status, response_body, bank_charge_id FROM ledger_entries WHERE user_id = $1 AND type = 'topup' AND ref_id = $2",
     [userId, refId],
   );
-  return result.rows[0] as { id: number; status: string; lease_owner: string | null; response_status: number | null; response_body: string | null; bank_charge_id: string | null } | undefined;
+  return result.rows[0] as
+    | {
+        id: number;
+        status: string;
+        lease_owner: string | null;
+        response_status: number | null;
+        response_body: string | null;
+        bank_charge_id: string | null;
+      }
+    | undefined;
 }
 
 /** Polls the database (every 20 ms, at most 20 s) until the row of the key satisfies `accept`. */
-async function waitForRow(userId: string, refId: string, accept: (row: NonNullable<Awaited<ReturnType<typeof rowOf>>>) => boolean) {
+async function waitForRow(
+  userId: string,
+  refId: string,
+  accept: (row: NonNullable<Awaited<ReturnType<typeof rowOf>>>) => boolean,
+) {
   const deadline = Date.now() + 20_000;
   for (;;) {
     const row = await rowOf(userId, refId);
@@ -106,7 +122,10 @@ async function bankCharges(merchantRef: string): Promise<Array<{ id: string; sta
 
 /** "LEASE_MS later": the dead worker's lease is made to have expired (test setup only; avoids a 30 s sleep). */
 async function expireLeases(userId: string): Promise<void> {
-  await testPool().query("UPDATE ledger_entries SET lease_expires_at = now() - interval '1 second' WHERE user_id = $1 AND status IN ('initiated', 'processing')", [userId]);
+  await testPool().query(
+    "UPDATE ledger_entries SET lease_expires_at = now() - interval '1 second' WHERE user_id = $1 AND status IN ('initiated', 'processing')",
+    [userId],
+  );
 }
 
 async function reconcileUser(userId: string) {
@@ -147,9 +166,14 @@ describe("admin routes", () => {
   });
 
   it("an admin's audit answers { ok, checks: [{ name, ok, violations }] }", async () => {
-    const response = await fetch(`${appUrl}/api/v1/admin/audit`, { headers: { authorization: `Bearer ${admin.token}` } });
+    const response = await fetch(`${appUrl}/api/v1/admin/audit`, {
+      headers: { authorization: `Bearer ${admin.token}` },
+    });
     expect(response.status).toBe(200);
-    const report = (await response.json()) as { ok: boolean; checks: Array<{ name: string; ok: boolean; violations: string[] }> };
+    const report = (await response.json()) as {
+      ok: boolean;
+      checks: Array<{ name: string; ok: boolean; violations: string[] }>;
+    };
     // The shared test database holds other files' deliberate corruptions, so only the shape is asserted here;
     // the checks' verdicts are proven in tests/integration/reconciler-audit.test.ts.
     expect(typeof report.ok).toBe("boolean");
@@ -243,7 +267,9 @@ describe("kill -9 in the middle of a top-up", () => {
     const replay = await post("/api/v1/topups", user.token, { refId, amount: 450 });
     expect(replay.status).toBe(201);
     expect(await replay.text()).toBe(firstText);
-    const current = await fetch(`${appUrl}/api/v1/topups/${refId}`, { headers: { authorization: `Bearer ${user.token}` } });
+    const current = await fetch(`${appUrl}/api/v1/topups/${refId}`, {
+      headers: { authorization: `Bearer ${user.token}` },
+    });
     expect(((await current.json()) as { topup: { status: string } }).topup.status).toBe("succeeded");
   });
 });

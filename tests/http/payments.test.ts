@@ -26,7 +26,13 @@ describe("POST /api/v1/payments", () => {
     const first = await api("/api/v1/payments", { token: user.token, body: { orderId, amount: 50 } });
     expect(first.status).toBe(402);
     expect(first.headers.get("content-type")).toBe("application/problem+json");
-    expect(first.json).toMatchObject({ code: "insufficient_funds", status: 402, type: expect.any(String), title: expect.any(String), detail: expect.any(String) });
+    expect(first.json).toMatchObject({
+      code: "insufficient_funds",
+      status: 402,
+      type: expect.any(String),
+      title: expect.any(String),
+      detail: expect.any(String),
+    });
     await seedBalance(user.id, 100);
     const again = await api("/api/v1/payments", { token: user.token, body: { orderId, amount: 50 } });
     expect(again.status).toBe(402);
@@ -49,8 +55,12 @@ describe("POST /api/v1/payments", () => {
   it("validation (C07) runs before any database work: no row for a bad amount or order id", async () => {
     const user = await createApiUser();
     const orderId = freshRefId("order");
-    expect((await api("/api/v1/payments", { token: user.token, rawBody: `{"orderId":"${orderId}","amount":1e3}` })).status).toBe(400);
-    expect((await api("/api/v1/payments", { token: user.token, body: { orderId: "bad id", amount: 5 } })).status).toBe(400);
+    expect(
+      (await api("/api/v1/payments", { token: user.token, rawBody: `{"orderId":"${orderId}","amount":1e3}` })).status,
+    ).toBe(400);
+    expect((await api("/api/v1/payments", { token: user.token, body: { orderId: "bad id", amount: 5 } })).status).toBe(
+      400,
+    );
     expect(await countRows(user.id, "payment", orderId)).toBe(0);
   });
 });
@@ -65,7 +75,9 @@ describe("GET /api/v1/entries", () => {
     await api("/api/v1/payments", { token: user.token, body: { orderId: refused, amount: 60 } });
     const listed = await api("/api/v1/entries?limit=10", { token: user.token });
     expect(listed.status).toBe(200);
-    expect(listed.json.entries.map((e: { refId: string; status: string; type: string }) => [e.type, e.refId, e.status])).toEqual([
+    expect(
+      listed.json.entries.map((e: { refId: string; status: string; type: string }) => [e.type, e.refId, e.status]),
+    ).toEqual([
       ["payment", refused, "failed"],
       ["payment", paid, "succeeded"],
     ]);

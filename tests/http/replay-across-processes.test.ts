@@ -35,7 +35,11 @@ describe("replay across processes", () => {
 
     const otherUrl = await startSecondApp();
     const send = (path: string, body: unknown) =>
-      fetch(`${otherUrl}${path}`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${user.token}` }, body: JSON.stringify(body) });
+      fetch(`${otherUrl}${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${user.token}` },
+        body: JSON.stringify(body),
+      });
     const paidAgain = await send("/api/v1/payments", { orderId, amount: 120 });
     const toppedAgain = await send("/api/v1/topups", { refId, amount: 80 });
     expect(paidAgain.status).toBe(201);

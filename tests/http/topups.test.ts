@@ -10,7 +10,9 @@ describe("POST /api/v1/topups", () => {
   it("C02/C10: 20 concurrent identical top-ups: one row, one bank charge, one credit, 20 byte-identical responses", async () => {
     const user = await createApiUser();
     const refId = freshRefId("c10");
-    const results = await Promise.all(Array.from({ length: 20 }, () => api("/api/v1/topups", { token: user.token, body: { refId, amount: 2500 } })));
+    const results = await Promise.all(
+      Array.from({ length: 20 }, () => api("/api/v1/topups", { token: user.token, body: { refId, amount: 2500 } })),
+    );
     const statuses = new Set(results.map((r) => r.status));
     const bodies = new Set(results.map((r) => r.text));
     expect([...statuses]).toEqual([201]);
@@ -81,7 +83,10 @@ describe("POST /api/v1/topups", () => {
     it(`C07: amount ${name} (${token.slice(0, 20)}) is 400 invalid_request and creates nothing`, async () => {
       const user = await createApiUser();
       const refId = freshRefId("c07");
-      const result = await api("/api/v1/topups", { token: user.token, rawBody: `{"refId":"${refId}","amount":${token}}` });
+      const result = await api("/api/v1/topups", {
+        token: user.token,
+        rawBody: `{"refId":"${refId}","amount":${token}}`,
+      });
       expect(result.status).toBe(400);
       expect(result.json).toMatchObject({ code: "invalid_request", status: 400 });
       expect(await countRows(user.id, "topup", refId)).toBe(0);
@@ -105,12 +110,14 @@ describe("POST /api/v1/topups", () => {
       expect(result.status).toBe(400);
       expect(result.json).toMatchObject({ code: "invalid_request" });
       const { testPool } = await import("../helpers/db");
-      const rows = await testPool().query("SELECT count(*)::int AS n FROM ledger_entries WHERE user_id = $1", [user.id]);
+      const rows = await testPool().query("SELECT count(*)::int AS n FROM ledger_entries WHERE user_id = $1", [
+        user.id,
+      ]);
       expect(rows.rows[0].n).toBe(0);
     });
   }
 
-  it("C08: \"k1\" and \"k1 \" are not the same key: the second is refused, not folded into the first", async () => {
+  it('C08: "k1" and "k1 " are not the same key: the second is refused, not folded into the first', async () => {
     const user = await createApiUser();
     expect((await api("/api/v1/topups", { token: user.token, body: { refId: "k1", amount: 100 } })).status).toBe(201);
     expect((await api("/api/v1/topups", { token: user.token, body: { refId: "k1 ", amount: 100 } })).status).toBe(400);
@@ -120,12 +127,23 @@ describe("POST /api/v1/topups", () => {
     const user = await createApiUser();
     expect((await api("/api/v1/topups", { token: user.token, rawBody: '{"refId":"a",' })).status).toBe(400);
     expect((await api("/api/v1/topups", { token: user.token, rawBody: "[1,2]" })).status).toBe(400);
-    expect((await api("/api/v1/topups", { token: user.token, body: { refId: "a1", amount: 1, extra: true } })).status).toBe(400);
-    expect((await api("/api/v1/topups", { token: user.token, rawBody: '{"refId":"a2","amount":1,"amount":2}' })).status).toBe(400);
-    const media = await api("/api/v1/topups", { token: user.token, rawBody: '{"refId":"a3","amount":1}', headers: { "content-type": "text/plain" } });
+    expect(
+      (await api("/api/v1/topups", { token: user.token, body: { refId: "a1", amount: 1, extra: true } })).status,
+    ).toBe(400);
+    expect(
+      (await api("/api/v1/topups", { token: user.token, rawBody: '{"refId":"a2","amount":1,"amount":2}' })).status,
+    ).toBe(400);
+    const media = await api("/api/v1/topups", {
+      token: user.token,
+      rawBody: '{"refId":"a3","amount":1}',
+      headers: { "content-type": "text/plain" },
+    });
     expect(media.status).toBe(415);
     expect(media.json).toMatchObject({ code: "unsupported_media_type" });
-    const big = await api("/api/v1/topups", { token: user.token, rawBody: JSON.stringify({ refId: "a4", amount: 1, pad: "x".repeat(20_000) }) });
+    const big = await api("/api/v1/topups", {
+      token: user.token,
+      rawBody: JSON.stringify({ refId: "a4", amount: 1, pad: "x".repeat(20_000) }),
+    });
     expect(big.status).toBe(413);
     expect(big.json).toMatchObject({ code: "payload_too_large" });
   });
@@ -158,8 +176,12 @@ describe("authorization", () => {
   it("lists only the caller's own top-ups, newest first, with limit", async () => {
     const user = await createApiUser();
     const stranger = await createApiUser();
-    for (const n of [1, 2, 3]) await api("/api/v1/topups", { token: user.token, body: { refId: `list-${n}-${user.id.slice(-6)}`, amount: n } });
-    await api("/api/v1/topups", { token: stranger.token, body: { refId: `list-x-${stranger.id.slice(-6)}`, amount: 9 } });
+    for (const n of [1, 2, 3])
+      await api("/api/v1/topups", { token: user.token, body: { refId: `list-${n}-${user.id.slice(-6)}`, amount: n } });
+    await api("/api/v1/topups", {
+      token: stranger.token,
+      body: { refId: `list-x-${stranger.id.slice(-6)}`, amount: 9 },
+    });
     const listed = await api("/api/v1/topups?limit=2", { token: user.token });
     expect(listed.status).toBe(200);
     expect(listed.json.topups.map((t: { amount: number }) => t.amount)).toEqual([3, 2]);
@@ -198,17 +220,29 @@ describe("POST /api/v1/bank/webhook", () => {
       data: { chargeId: charges[0].id, merchantRef: `topup:${user.id}:${refId}`, amount: 1234, currency: "USD" },
     });
 
-    const forged = await api("/api/v1/bank/webhook", { rawBody: event, headers: { "bank-signature": signWebhookBody(event, undefined, "wrong-secret") } });
+    const forged = await api("/api/v1/bank/webhook", {
+      rawBody: event,
+      headers: { "bank-signature": signWebhookBody(event, undefined, "wrong-secret") },
+    });
     expect(forged.status).toBe(400);
     expect(forged.json).toMatchObject({ code: "invalid_signature" });
-    const stale = await api("/api/v1/bank/webhook", { rawBody: event, headers: { "bank-signature": signWebhookBody(event, Math.floor(Date.now() / 1000) - 301) } });
+    const stale = await api("/api/v1/bank/webhook", {
+      rawBody: event,
+      headers: { "bank-signature": signWebhookBody(event, Math.floor(Date.now() / 1000) - 301) },
+    });
     expect(stale.status).toBe(400);
-    const tampered = await api("/api/v1/bank/webhook", { rawBody: event.replace("1234", "9999"), headers: { "bank-signature": signWebhookBody(event) } });
+    const tampered = await api("/api/v1/bank/webhook", {
+      rawBody: event.replace("1234", "9999"),
+      headers: { "bank-signature": signWebhookBody(event) },
+    });
     expect(tampered.status).toBe(400);
     expect(await balanceOf(user.id)).toBe(0);
 
     for (let i = 0; i < 3; i++) {
-      const delivered = await api("/api/v1/bank/webhook", { rawBody: event, headers: { "bank-signature": signWebhookBody(event) } });
+      const delivered = await api("/api/v1/bank/webhook", {
+        rawBody: event,
+        headers: { "bank-signature": signWebhookBody(event) },
+      });
       expect(delivered.status).toBe(200);
       expect(delivered.json).toEqual({ received: true });
     }
@@ -222,7 +256,10 @@ describe("POST /api/v1/bank/webhook", () => {
       type: "charge.succeeded",
       data: { chargeId: "ch_nope", merchantRef: "topup:no_such_user:nothing", amount: 5, currency: "USD" },
     });
-    const delivered = await api("/api/v1/bank/webhook", { rawBody: event, headers: { "bank-signature": signWebhookBody(event) } });
+    const delivered = await api("/api/v1/bank/webhook", {
+      rawBody: event,
+      headers: { "bank-signature": signWebhookBody(event) },
+    });
     expect(delivered.status).toBe(200);
   });
 });

@@ -72,7 +72,10 @@ describe("C05: webhook and the request's own completion in the same tick", () =>
           method: "POST",
           headers: { "content-type": "application/json", authorization: `Bearer ${user.token}` },
           body: JSON.stringify({ refId, amount: 100 + i }),
-        }).then(async (response) => ({ status: response.status, body: (await response.json()) as { topup: { status: string } } })),
+        }).then(async (response) => ({
+          status: response.status,
+          body: (await response.json()) as { topup: { status: string } },
+        })),
       ),
     );
     for (const answer of answers) {

@@ -11,7 +11,9 @@ import { api, bankChargesFor, createApiUser, signWebhookBody, waitForTopupStatus
 import { balanceOf, freshRefId } from "../helpers/ledger";
 
 /** Polls the stack's bank (every 50 ms, at most 10 s) until the charge of `merchantRef` is no longer pending. */
-async function settledCharge(merchantRef: string): Promise<{ id: string; status: string; amount: number; currency: string }> {
+async function settledCharge(
+  merchantRef: string,
+): Promise<{ id: string; status: string; amount: number; currency: string }> {
   const deadline = Date.now() + 10_000;
   for (;;) {
     const [charge] = await bankChargesFor(merchantRef);
@@ -31,7 +33,11 @@ async function toppedUpWithoutWebhook(user: ApiUser, amount: number, prefix = "s
   return { refId, merchantRef, charge };
 }
 
-function eventBody(id: string, type: "charge.succeeded" | "charge.failed", data: { chargeId: string; merchantRef: string; amount: number; currency: string }): string {
+function eventBody(
+  id: string,
+  type: "charge.succeeded" | "charge.failed",
+  data: { chargeId: string; merchantRef: string; amount: number; currency: string },
+): string {
   return JSON.stringify({ id, type, created: new Date().toISOString(), data });
 }
 
@@ -40,7 +46,9 @@ function deliver(rawBody: string, signature = signWebhookBody(rawBody)) {
 }
 
 async function recordedEvent(eventId: string): Promise<{ outcome: string; deliveries: number } | undefined> {
-  const result = await testPool().query("SELECT outcome, deliveries FROM bank_webhook_events WHERE event_id = $1", [eventId]);
+  const result = await testPool().query("SELECT outcome, deliveries FROM bank_webhook_events WHERE event_id = $1", [
+    eventId,
+  ]);
   return result.rows[0];
 }
 
@@ -50,7 +58,12 @@ describe("bank webhook deliveries", () => {
     const { refId, merchantRef, charge } = await toppedUpWithoutWebhook(user, 1875);
     expect(charge.status).toBe("succeeded");
     const eventId = `evt_c04_${refId}`;
-    const body = eventBody(eventId, "charge.succeeded", { chargeId: charge.id, merchantRef, amount: 1875, currency: "USD" });
+    const body = eventBody(eventId, "charge.succeeded", {
+      chargeId: charge.id,
+      merchantRef,
+      amount: 1875,
+      currency: "USD",
+    });
 
     // First delivery: the handler commits the credit. Whether the bank then saw the answer or not (a lost
     // response), it redelivers the same bytes.
@@ -65,7 +78,10 @@ describe("bank webhook deliveries", () => {
       "UPDATE ledger_entries SET created_at = created_at - interval '25 hours', updated_at = updated_at - interval '25 hours' WHERE user_id = $1",
       [user.id],
     );
-    await testPool().query("UPDATE bank_webhook_events SET first_seen_at = first_seen_at - interval '25 hours', last_seen_at = last_seen_at - interval '25 hours' WHERE event_id = $1", [eventId]);
+    await testPool().query(
+      "UPDATE bank_webhook_events SET first_seen_at = first_seen_at - interval '25 hours', last_seen_at = last_seen_at - interval '25 hours' WHERE event_id = $1",
+      [eventId],
+    );
     const late = await deliver(body);
     expect(late.status).toBe(200);
     expect(late.json).toEqual({ received: true });
@@ -96,7 +112,12 @@ describe("bank webhook deliveries", () => {
     const user = await createApiUser();
     const { refId, merchantRef, charge } = await toppedUpWithoutWebhook(user, 320);
     const eventId = `evt_badsig_${refId}`;
-    const body = eventBody(eventId, "charge.succeeded", { chargeId: charge.id, merchantRef, amount: 320, currency: "USD" });
+    const body = eventBody(eventId, "charge.succeeded", {
+      chargeId: charge.id,
+      merchantRef,
+      amount: 320,
+      currency: "USD",
+    });
     const nowS = Math.floor(Date.now() / 1000);
     const refusals = [
       await deliver(body, signWebhookBody(body, nowS, "whsec_not_the_secret")),
@@ -122,15 +143,50 @@ describe("bank webhook deliveries", () => {
     expect((await waitForTopupStatus(user.token, declined.refId)).status).toBe("failed");
 
     const cases: Array<{ id: string; body: string; outcome: string }> = [];
-    const add = (suffix: string, type: "charge.succeeded" | "charge.failed", data: { chargeId: string; merchantRef: string; amount: number; currency: string }, outcome: string) => {
+    const add = (
+      suffix: string,
+      type: "charge.succeeded" | "charge.failed",
+      data: { chargeId: string; merchantRef: string; amount: number; currency: string },
+      outcome: string,
+    ) => {
       const id = `evt_${suffix}_${ok.refId}`;
       cases.push({ id, body: eventBody(id, type, data), outcome });
     };
-    add("amount", "charge.succeeded", { chargeId: ok.charge.id, merchantRef: ok.merchantRef, amount: 5000, currency: "USD" }, "anomaly_amount_mismatch");
-    add("currency", "charge.succeeded", { chargeId: ok.charge.id, merchantRef: ok.merchantRef, amount: 500, currency: "EUR" }, "anomaly_currency_mismatch");
-    add("unknown", "charge.succeeded", { chargeId: "ch_unknown", merchantRef: `topup:${user.id}:never-claimed-${ok.refId}`, amount: 500, currency: "USD" }, "anomaly_unknown_merchant_ref");
-    add("foreign", "charge.succeeded", { chargeId: "ch_foreign", merchantRef: "order:somewhere-else", amount: 500, currency: "USD" }, "anomaly_unknown_merchant_ref");
-    add("failedrow", "charge.succeeded", { chargeId: declined.charge.id, merchantRef: declined.merchantRef, amount: 700, currency: "USD" }, "anomaly_success_for_failed_row");
+    add(
+      "amount",
+      "charge.succeeded",
+      { chargeId: ok.charge.id, merchantRef: ok.merchantRef, amount: 5000, currency: "USD" },
+      "anomaly_amount_mismatch",
+    );
+    add(
+      "currency",
+      "charge.succeeded",
+      { chargeId: ok.charge.id, merchantRef: ok.merchantRef, amount: 500, currency: "EUR" },
+      "anomaly_currency_mismatch",
+    );
+    add(
+      "unknown",
+      "charge.succeeded",
+      {
+        chargeId: "ch_unknown",
+        merchantRef: `topup:${user.id}:never-claimed-${ok.refId}`,
+        amount: 500,
+        currency: "USD",
+      },
+      "anomaly_unknown_merchant_ref",
+    );
+    add(
+      "foreign",
+      "charge.succeeded",
+      { chargeId: "ch_foreign", merchantRef: "order:somewhere-else", amount: 500, currency: "USD" },
+      "anomaly_unknown_merchant_ref",
+    );
+    add(
+      "failedrow",
+      "charge.succeeded",
+      { chargeId: declined.charge.id, merchantRef: declined.merchantRef, amount: 700, currency: "USD" },
+      "anomaly_success_for_failed_row",
+    );
 
     for (const { body } of cases) {
       const answered = await deliver(body);
@@ -144,11 +200,20 @@ describe("bank webhook deliveries", () => {
     expect(await balanceOf(user.id)).toBe(0);
     for (const { id, outcome } of cases) expect(await recordedEvent(id), id).toMatchObject({ outcome, deliveries: 1 });
     const listed = await listWebhookAnomalies();
-    for (const { id } of cases) expect(listed.some((a) => a.eventId === id), id).toBe(true);
+    for (const { id } of cases)
+      expect(
+        listed.some((a) => a.eventId === id),
+        id,
+      ).toBe(true);
     expect(listed.some((a) => a.outcome === "unusable_event")).toBe(true);
 
     // The genuine event for the first top-up still applies afterwards, once.
-    const genuine = eventBody(`evt_genuine_${ok.refId}`, "charge.succeeded", { chargeId: ok.charge.id, merchantRef: ok.merchantRef, amount: 500, currency: "USD" });
+    const genuine = eventBody(`evt_genuine_${ok.refId}`, "charge.succeeded", {
+      chargeId: ok.charge.id,
+      merchantRef: ok.merchantRef,
+      amount: 500,
+      currency: "USD",
+    });
     expect((await deliver(genuine)).status).toBe(200);
     expect(await balanceOf(user.id)).toBe(500);
   });

@@ -86,9 +86,11 @@ describe("createUser", () => {
     expect(result.kind).toBe("created");
     if (result.kind !== "created") return;
 
-    const users = await queryOnce<{ email: string; role: string }>(privateDatabaseUrl, `SELECT email, role FROM "user" WHERE id = $1`, [
-      result.userId,
-    ]);
+    const users = await queryOnce<{ email: string; role: string }>(
+      privateDatabaseUrl,
+      `SELECT email, role FROM "user" WHERE id = $1`,
+      [result.userId],
+    );
     expect(users).toEqual([{ email: email.toLowerCase(), role: "user" }]);
     const accounts = await queryOnce<{ password: string; providerId: string }>(
       privateDatabaseUrl,
@@ -101,7 +103,9 @@ describe("createUser", () => {
     // OWASP's parameters (lib/auth/auth.ts): 19 MiB, 2 passes, 1 lane.
     expect(accounts[0]?.password).toContain("$m=19456,t=2,p=1$");
     // The session that sign-up opens is deleted: nobody holds its token.
-    const sessions = await queryOnce(privateDatabaseUrl, `SELECT 1 FROM "session" WHERE "userId" = $1`, [result.userId]);
+    const sessions = await queryOnce(privateDatabaseUrl, `SELECT 1 FROM "session" WHERE "userId" = $1`, [
+      result.userId,
+    ]);
     expect(sessions).toHaveLength(0);
   });
 
@@ -111,14 +115,18 @@ describe("createUser", () => {
     expect(first.kind).toBe("created");
     const second = await createUser({ email: email.toUpperCase(), password: "another password 123", role: "admin" });
     expect(second).toEqual({ kind: "duplicate_email" });
-    const users = await queryOnce<{ role: string }>(privateDatabaseUrl, `SELECT role FROM "user" WHERE email = $1`, [email.toLowerCase()]);
+    const users = await queryOnce<{ role: string }>(privateDatabaseUrl, `SELECT role FROM "user" WHERE email = $1`, [
+      email.toLowerCase(),
+    ]);
     expect(users).toEqual([{ role: "user" }]);
   });
 
   it("makes an admin when asked", async () => {
     const result = await createUser({ email: uniqueEmail("admin"), password: PASSWORD, role: "admin" });
     if (result.kind !== "created") throw new Error("expected created");
-    const users = await queryOnce<{ role: string }>(privateDatabaseUrl, `SELECT role FROM "user" WHERE id = $1`, [result.userId]);
+    const users = await queryOnce<{ role: string }>(privateDatabaseUrl, `SELECT role FROM "user" WHERE id = $1`, [
+      result.userId,
+    ]);
     expect(users).toEqual([{ role: "admin" }]);
   });
 
@@ -128,7 +136,9 @@ describe("createUser", () => {
     const consoleError = vi.spyOn(console, "error").mockImplementation(() => {});
     try {
       // 5 at once: enough for several to pass better-auth's "email free?" check before any insert commits.
-      const results = await Promise.all(Array.from({ length: 5 }, () => createUser({ email, password: PASSWORD, role: "user" })));
+      const results = await Promise.all(
+        Array.from({ length: 5 }, () => createUser({ email, password: PASSWORD, role: "user" })),
+      );
       expect(results.filter((r) => r.kind === "created")).toHaveLength(1);
       expect(results.filter((r) => r.kind === "duplicate_email")).toHaveLength(4);
     } finally {
@@ -147,7 +157,10 @@ describe("createUser", () => {
       // An uncommitted row with the email: invisible to better-auth's "email free?" SELECT, but its INSERT must
       // wait on the unique index user_email_key until this transaction ends.
       await holder.query("BEGIN");
-      await holder.query(`INSERT INTO "user" (id, name, email) VALUES ($1, 'holder', $2)`, [`holder_${randomUUID()}`, email]);
+      await holder.query(`INSERT INTO "user" (id, name, email) VALUES ($1, 'holder', $2)`, [
+        `holder_${randomUUID()}`,
+        email,
+      ]);
       const pending = createUser({ email, password: PASSWORD, role: "user" });
       // Wait (up to 10 s, 20 ms apart) until the app's INSERT is blocked on our transaction, instead of sleeping.
       let waiting = false;
@@ -163,7 +176,9 @@ describe("createUser", () => {
       await holder.query("COMMIT");
       expect(await pending).toEqual({ kind: "duplicate_email" });
       // The path under test: better-auth reported its own failure (unique violation), not "already exists".
-      expect(consoleError.mock.calls.some((call) => call.some((arg) => String(arg).includes("Failed to create user")))).toBe(true);
+      expect(
+        consoleError.mock.calls.some((call) => call.some((arg) => String(arg).includes("Failed to create user"))),
+      ).toBe(true);
     } finally {
       consoleError.mockRestore();
       await holder.query("ROLLBACK").catch(() => {});
@@ -185,7 +200,9 @@ describe("sign-up cannot choose a role", () => {
     expect(response.status).toBe(200);
     const body = (await response.json()) as { user: { id: string; role: string } };
     expect(body.user.role).toBe("user");
-    const users = await queryOnce<{ role: string }>(privateDatabaseUrl, `SELECT role FROM "user" WHERE id = $1`, [body.user.id]);
+    const users = await queryOnce<{ role: string }>(privateDatabaseUrl, `SELECT role FROM "user" WHERE id = $1`, [
+      body.user.id,
+    ]);
     expect(users).toEqual([{ role: "user" }]);
   });
 
@@ -193,7 +210,9 @@ describe("sign-up cannot choose a role", () => {
     const email = uniqueEmail("api-role");
     const body = { email, password: PASSWORD, name: "Mallory", role: "admin" };
     const result = await auth().api.signUpEmail({ body });
-    const users = await queryOnce<{ role: string }>(privateDatabaseUrl, `SELECT role FROM "user" WHERE id = $1`, [result.user.id]);
+    const users = await queryOnce<{ role: string }>(privateDatabaseUrl, `SELECT role FROM "user" WHERE id = $1`, [
+      result.user.id,
+    ]);
     expect(users).toEqual([{ role: "user" }]);
   });
 });
@@ -203,7 +222,9 @@ describe("sign-in", () => {
     const email = uniqueEmail("signin");
     await createUser({ email, password: PASSWORD, role: "user" });
     const headers = new Headers();
-    expect(await signInWithPassword({ email, password: "wrong password 123" }, headers)).toEqual({ kind: "wrong_credentials" });
+    expect(await signInWithPassword({ email, password: "wrong password 123" }, headers)).toEqual({
+      kind: "wrong_credentials",
+    });
     expect(await signInWithPassword({ email: uniqueEmail("nobody"), password: PASSWORD }, headers)).toEqual({
       kind: "wrong_credentials",
     });
@@ -216,7 +237,9 @@ describe("sign-in", () => {
     await createUser({ email, password: PASSWORD, role: "user" });
     const headers = new Headers();
     for (let i = 0; i < SIGN_IN_MAX_ATTEMPTS; i++) {
-      expect(await signInWithPassword({ email, password: `wrong password ${i}` }, headers)).toEqual({ kind: "wrong_credentials" });
+      expect(await signInWithPassword({ email, password: `wrong password ${i}` }, headers)).toEqual({
+        kind: "wrong_credentials",
+      });
     }
     const throttled = await signInWithPassword({ email, password: PASSWORD }, headers);
     expect(throttled.kind).toBe("throttled");
@@ -225,7 +248,9 @@ describe("sign-in", () => {
       expect(throttled.retryAfterS).toBeLessThanOrEqual(SIGN_IN_WINDOW_MS / 1000);
     }
     // Another casing of the same address shares the counter.
-    expect((await signInWithPassword({ email: email.toUpperCase(), password: PASSWORD }, headers)).kind).toBe("throttled");
+    expect((await signInWithPassword({ email: email.toUpperCase(), password: PASSWORD }, headers)).kind).toBe(
+      "throttled",
+    );
     // The counter is per email: another account is not affected.
     const other = uniqueEmail("throttle-other");
     await createUser({ email: other, password: PASSWORD, role: "user" });
@@ -236,10 +261,13 @@ describe("sign-in", () => {
     const email = uniqueEmail("throttle-reset");
     await createUser({ email, password: PASSWORD, role: "user" });
     const headers = new Headers();
-    for (let i = 0; i < SIGN_IN_MAX_ATTEMPTS - 1; i++) await signInWithPassword({ email, password: `wrong password ${i}` }, headers);
+    for (let i = 0; i < SIGN_IN_MAX_ATTEMPTS - 1; i++)
+      await signInWithPassword({ email, password: `wrong password ${i}` }, headers);
     expect((await signInWithPassword({ email, password: PASSWORD }, headers)).kind).toBe("signed_in");
     for (let i = 0; i < SIGN_IN_MAX_ATTEMPTS - 1; i++) {
-      expect(await signInWithPassword({ email, password: `wrong password ${i}` }, headers)).toEqual({ kind: "wrong_credentials" });
+      expect(await signInWithPassword({ email, password: `wrong password ${i}` }, headers)).toEqual({
+        kind: "wrong_credentials",
+      });
     }
     expect((await signInWithPassword({ email, password: PASSWORD }, headers)).kind).toBe("signed_in");
   });
@@ -247,9 +275,16 @@ describe("sign-in", () => {
   it("opens a new window once the previous one has ended", async () => {
     const email = uniqueEmail("window");
     const start = Date.now();
-    for (let i = 0; i < SIGN_IN_MAX_ATTEMPTS; i++) expect(await consumeSignInAttempt(email, start + i)).toEqual({ allowed: true });
-    expect(await consumeSignInAttempt(email, start + 10)).toEqual({ allowed: false, retryAfterS: SIGN_IN_WINDOW_MS / 1000 });
-    expect(await consumeSignInAttempt(email, start + SIGN_IN_WINDOW_MS - 1)).toEqual({ allowed: false, retryAfterS: 1 });
+    for (let i = 0; i < SIGN_IN_MAX_ATTEMPTS; i++)
+      expect(await consumeSignInAttempt(email, start + i)).toEqual({ allowed: true });
+    expect(await consumeSignInAttempt(email, start + 10)).toEqual({
+      allowed: false,
+      retryAfterS: SIGN_IN_WINDOW_MS / 1000,
+    });
+    expect(await consumeSignInAttempt(email, start + SIGN_IN_WINDOW_MS - 1)).toEqual({
+      allowed: false,
+      retryAfterS: 1,
+    });
     expect(await consumeSignInAttempt(email, start + SIGN_IN_WINDOW_MS)).toEqual({ allowed: true });
     await clearSignInAttempts(email);
   });
@@ -258,9 +293,15 @@ describe("sign-in", () => {
     const email = uniqueEmail("hashed");
     await consumeSignInAttempt(email);
     const key = `sign-in-email:${createHash("sha256").update(email.toLowerCase()).digest("hex")}`;
-    const rows = await queryOnce<{ key: string }>(privateDatabaseUrl, `SELECT "key" FROM "rateLimit" WHERE "key" = $1`, [key]);
+    const rows = await queryOnce<{ key: string }>(
+      privateDatabaseUrl,
+      `SELECT "key" FROM "rateLimit" WHERE "key" = $1`,
+      [key],
+    );
     expect(rows).toHaveLength(1);
-    const leaks = await queryOnce(privateDatabaseUrl, `SELECT 1 FROM "rateLimit" WHERE "key" LIKE '%' || $1 || '%'`, [email]);
+    const leaks = await queryOnce(privateDatabaseUrl, `SELECT 1 FROM "rateLimit" WHERE "key" LIKE '%' || $1 || '%'`, [
+      email,
+    ]);
     expect(leaks).toHaveLength(0);
   });
 });
@@ -280,7 +321,11 @@ describe("personal API tokens", () => {
     expect(created.token).toMatch(/^wlt_[A-Za-z0-9_-]{43}$/);
     expect(created.prefix).toBe(created.token.slice(0, 12));
 
-    const rows = await queryOnce<Record<string, unknown>>(privateDatabaseUrl, `SELECT * FROM api_tokens WHERE id = $1`, [created.id]);
+    const rows = await queryOnce<Record<string, unknown>>(
+      privateDatabaseUrl,
+      `SELECT * FROM api_tokens WHERE id = $1`,
+      [created.id],
+    );
     expect(rows).toHaveLength(1);
     const row = rows[0]!;
     expect(row.token_hash).toBe(createHash("sha256").update(created.token).digest("hex"));
@@ -289,7 +334,12 @@ describe("personal API tokens", () => {
     // The secret appears in no column.
     expect(JSON.stringify(row)).not.toContain(created.token.slice(12));
 
-    expect(await findPrincipalByToken(created.token)).toEqual({ userId: user.userId, email: user.email, role: "admin", via: "token" });
+    expect(await findPrincipalByToken(created.token)).toEqual({
+      userId: user.userId,
+      email: user.email,
+      role: "admin",
+      via: "token",
+    });
     expect(await getPrincipal(new Headers({ authorization: `Bearer ${created.token}` }))).toEqual({
       userId: user.userId,
       email: user.email,
@@ -327,13 +377,17 @@ describe("personal API tokens", () => {
     expect(await findPrincipalByToken(created.token)).toBeNull();
     expect(await getPrincipal(new Headers({ authorization: `Bearer ${created.token}` }))).toBeNull();
 
-    const firstRevokedAt = await queryOnce<{ revoked_at: Date }>(privateDatabaseUrl, `SELECT revoked_at FROM api_tokens WHERE id = $1`, [
-      created.id,
-    ]);
+    const firstRevokedAt = await queryOnce<{ revoked_at: Date }>(
+      privateDatabaseUrl,
+      `SELECT revoked_at FROM api_tokens WHERE id = $1`,
+      [created.id],
+    );
     expect(await revokeApiToken({ userId: owner.userId, tokenId: created.id })).toEqual({ kind: "not_found" });
-    const secondRevokedAt = await queryOnce<{ revoked_at: Date }>(privateDatabaseUrl, `SELECT revoked_at FROM api_tokens WHERE id = $1`, [
-      created.id,
-    ]);
+    const secondRevokedAt = await queryOnce<{ revoked_at: Date }>(
+      privateDatabaseUrl,
+      `SELECT revoked_at FROM api_tokens WHERE id = $1`,
+      [created.id],
+    );
     expect(secondRevokedAt).toEqual(firstRevokedAt);
   });
 
@@ -412,9 +466,11 @@ describe("checking credentials writes nothing", () => {
     await closeDb();
     // Wait (up to 10 s, 50 ms apart) for the closed pool's backends to finish exiting.
     for (let i = 0; i < 200; i++) {
-      const live = await queryOnce(privateDatabaseUrl, `SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND application_name = 'wallet-app'`, [
-        databaseName,
-      ]);
+      const live = await queryOnce(
+        privateDatabaseUrl,
+        `SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND application_name = 'wallet-app'`,
+        [databaseName],
+      );
       if (live.length === 0) break;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
@@ -433,9 +489,11 @@ describe("checking credentials writes nothing", () => {
     const revoked = await createApiToken({ userId: created.userId, name: "revoked" });
     await revokeApiToken({ userId: created.userId, tokenId: revoked.id });
     const cookie = await sessionCookieFor(email);
-    const xminBefore = await queryOnce<{ xmin: string }>(privateDatabaseUrl, `SELECT xmin::text FROM api_tokens WHERE token_hash = $1`, [
-      createHash("sha256").update(token).digest("hex"),
-    ]);
+    const xminBefore = await queryOnce<{ xmin: string }>(
+      privateDatabaseUrl,
+      `SELECT xmin::text FROM api_tokens WHERE token_hash = $1`,
+      [createHash("sha256").update(token).digest("hex")],
+    );
 
     const before = await rowsWritten();
     const querySpy = vi.spyOn(pool(), "query");
@@ -452,13 +510,18 @@ describe("checking credentials writes nothing", () => {
     }
     expect(await rowsWritten()).toBe(before);
 
-    const xminAfter = await queryOnce<{ xmin: string }>(privateDatabaseUrl, `SELECT xmin::text FROM api_tokens WHERE token_hash = $1`, [
-      createHash("sha256").update(token).digest("hex"),
-    ]);
+    const xminAfter = await queryOnce<{ xmin: string }>(
+      privateDatabaseUrl,
+      `SELECT xmin::text FROM api_tokens WHERE token_hash = $1`,
+      [createHash("sha256").update(token).digest("hex")],
+    );
     expect(xminAfter).toEqual(xminBefore);
 
     // Control: the measurement does see a write (one revocation = one updated row).
-    await revokeApiToken({ userId: created.userId, tokenId: (await createApiToken({ userId: created.userId, name: "control" })).id });
+    await revokeApiToken({
+      userId: created.userId,
+      tokenId: (await createApiToken({ userId: created.userId, name: "control" })).id,
+    });
     expect(await rowsWritten()).toBe(before + 2);
   });
 });

@@ -38,7 +38,12 @@ interface ReceivedWebhook {
   rawBody: Buffer;
   signature: string | null;
   attemptHeader: string | null;
-  event: { id: string; type: string; created: string; data: { chargeId: string; merchantRef: string; amount: number; currency: string } };
+  event: {
+    id: string;
+    type: string;
+    created: string;
+    data: { chargeId: string; merchantRef: string; amount: number; currency: string };
+  };
 }
 
 /**
@@ -68,7 +73,10 @@ class WebhookReceiver {
 
   /** Planned answers for one merchant reference, in order; after the list runs out, 200. */
   plan(merchantRef: string, answers: Array<number | { status: number; holdMs?: number }>): void {
-    this.plans.set(merchantRef, answers.map((a) => (typeof a === "number" ? { status: a } : a)));
+    this.plans.set(
+      merchantRef,
+      answers.map((a) => (typeof a === "number" ? { status: a } : a)),
+    );
   }
 
   for(merchantRef: string): ReceivedWebhook[] {
@@ -149,7 +157,11 @@ async function deliveriesFor(bankUrl: string, merchantRef: string): Promise<Deli
 }
 
 async function postJson(url: string, body: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(url, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, headers: res.headers, json: (await res.json()) as Record<string, unknown> };
 }
 
@@ -233,9 +245,15 @@ describe("sandbox bank: charges", () => {
     const merchantRef = ref();
     const first = await createCharge({ merchantRef, amountMinor: 500, currency: "USD" }, options);
     expect(first).toMatchObject({ kind: "charge", replayed: false });
-    const other = await postJson(`${bank.url}/charges`, { merchantRef, amount: 501, currency: "EUR" }, { "idempotency-key": merchantRef });
+    const other = await postJson(
+      `${bank.url}/charges`,
+      { merchantRef, amount: 501, currency: "EUR" },
+      { "idempotency-key": merchantRef },
+    );
     expect(other.status).toBe(422);
-    expect(other.json).toEqual({ error: expect.objectContaining({ code: "idempotency_key_reused", fields: ["amount", "currency"] }) });
+    expect(other.json).toEqual({
+      error: expect.objectContaining({ code: "idempotency_key_reused", fields: ["amount", "currency"] }),
+    });
     expect(await createCharge({ merchantRef, amountMinor: 501, currency: "USD" }, options)).toEqual({
       kind: "rejected",
       status: 422,
@@ -276,7 +294,11 @@ describe("sandbox bank: charges", () => {
   it("normal charge: pending at once, then a signed charge.succeeded webhook over the exact bytes", async () => {
     const merchantRef = ref();
     const result = await createCharge({ merchantRef, amountMinor: 2500, currency: "USD" }, options);
-    expect(result).toMatchObject({ kind: "charge", replayed: false, charge: { status: "pending", merchantRef, amount: 2500, currency: "USD" } });
+    expect(result).toMatchObject({
+      kind: "charge",
+      replayed: false,
+      charge: { status: "pending", merchantRef, amount: 2500, currency: "USD" },
+    });
     if (result.kind !== "charge") return;
 
     await receiver.waitFor(() => receiver.for(merchantRef).length >= 1);
@@ -289,15 +311,27 @@ describe("sandbox bank: charges", () => {
     });
     const nowSeconds = Math.floor(Date.now() / 1000);
     for (const secrets of [[NEW_SECRET], [OLD_SECRET], ["whsec_unrelated", OLD_SECRET]]) {
-      expect(verifyWebhookSignature({ rawBody: hook!.rawBody, header: hook!.signature, secrets, nowSeconds })).toEqual({ ok: true });
+      expect(verifyWebhookSignature({ rawBody: hook!.rawBody, header: hook!.signature, secrets, nowSeconds })).toEqual({
+        ok: true,
+      });
     }
-    expect(verifyWebhookSignature({ rawBody: hook!.rawBody, header: hook!.signature, secrets: ["whsec_unrelated"], nowSeconds })).toEqual({
+    expect(
+      verifyWebhookSignature({
+        rawBody: hook!.rawBody,
+        header: hook!.signature,
+        secrets: ["whsec_unrelated"],
+        nowSeconds,
+      }),
+    ).toEqual({
       ok: false,
       reason: "mismatch",
     });
     expect(hook!.signature!.match(/v1=/g)).toHaveLength(2);
 
-    expect(await getCharge(merchantRef, options)).toMatchObject({ kind: "found", charge: { id: result.charge.id, status: "succeeded" } });
+    expect(await getCharge(merchantRef, options)).toMatchObject({
+      kind: "found",
+      charge: { id: result.charge.id, status: "succeeded" },
+    });
   });
 
   it("sbx-decline-: declined at once, then a charge.failed webhook", async () => {
@@ -312,7 +346,10 @@ describe("sandbox bank: charges", () => {
   it("sbx-slow-: a short client timeout is an unknown outcome, yet the charge exists; a patient client gets 201 after BANK_SLOW_MS", async () => {
     const merchantRef = ref("sbx-slow-");
     const started = performance.now();
-    const result = await createCharge({ merchantRef, amountMinor: 100, currency: "USD" }, { ...options, timeoutMs: SHORT_TIMEOUT_MS });
+    const result = await createCharge(
+      { merchantRef, amountMinor: 100, currency: "USD" },
+      { ...options, timeoutMs: SHORT_TIMEOUT_MS },
+    );
     expect(result).toEqual({ kind: "unknown", reason: "timeout" });
     expect(performance.now() - started).toBeLessThan(SLOW_MS);
     // The caller must not guess: the charge was made.
@@ -409,7 +446,10 @@ describe("sandbox bank: webhook delivery", () => {
 
   it("gives up after BANK_WEBHOOK_MAX_ATTEMPTS non-2xx answers", async () => {
     const merchantRef = ref();
-    receiver.plan(merchantRef, Array.from({ length: MAX_ATTEMPTS + 5 }, () => 500));
+    receiver.plan(
+      merchantRef,
+      Array.from({ length: MAX_ATTEMPTS + 5 }, () => 500),
+    );
     await createCharge({ merchantRef, amountMinor: 100, currency: "USD" }, options);
     const [delivery] = await eventually(
       () => deliveriesFor(bank.url, merchantRef),
@@ -470,8 +510,16 @@ describe("sandbox bank: listing and cancelling", () => {
 
     const future = await listChargesSince(new Date(Date.now() + 3_600_000).toISOString(), options);
     expect(future).toEqual({ kind: "page", charges: [], hasMore: false });
-    expect(await listChargesSince("yesterday", options)).toEqual({ kind: "rejected", status: 400, code: "invalid_request" });
-    expect(await listChargesSince(since, { ...options, limit: 1001 })).toEqual({ kind: "rejected", status: 400, code: "invalid_request" });
+    expect(await listChargesSince("yesterday", options)).toEqual({
+      kind: "rejected",
+      status: 400,
+      code: "invalid_request",
+    });
+    expect(await listChargesSince(since, { ...options, limit: 1001 })).toEqual({
+      kind: "rejected",
+      status: 400,
+      code: "invalid_request",
+    });
   });
 
   it("cancel before any charge makes the key unusable for good (409), and repeats say the same", async () => {
@@ -491,8 +539,12 @@ describe("sandbox bank: listing and cancelling", () => {
     const created = await createCharge({ merchantRef, amountMinor: 100, currency: "USD" }, options);
     const cancelled = await cancelCharge(merchantRef, options);
     expect(cancelled).toMatchObject({ kind: "charge_exists", charge: { merchantRef } });
-    if (created.kind === "charge" && cancelled.kind === "charge_exists") expect(cancelled.charge.id).toBe(created.charge.id);
-    expect(await createCharge({ merchantRef, amountMinor: 100, currency: "USD" }, options)).toMatchObject({ kind: "charge", replayed: true });
+    if (created.kind === "charge" && cancelled.kind === "charge_exists")
+      expect(cancelled.charge.id).toBe(created.charge.id);
+    expect(await createCharge({ merchantRef, amountMinor: 100, currency: "USD" }, options)).toMatchObject({
+      kind: "charge",
+      replayed: true,
+    });
   });
 });
 
@@ -517,8 +569,12 @@ describe("sandbox bank: restarts and outages", () => {
   it("acknowledges a charge or a cancellation only once it is in the state file", async () => {
     // Read right after the reply, before the bank's own timers (settlement after WEBHOOK_DELAY_MS) save anything.
     const merchantRef = ref();
-    expect(await createCharge({ merchantRef, amountMinor: 100, currency: "USD" }, options)).toMatchObject({ kind: "charge" });
-    const afterCharge = JSON.parse(await readFile(mainStateFile, "utf8")) as { charges: Array<{ merchantRef: string }> };
+    expect(await createCharge({ merchantRef, amountMinor: 100, currency: "USD" }, options)).toMatchObject({
+      kind: "charge",
+    });
+    const afterCharge = JSON.parse(await readFile(mainStateFile, "utf8")) as {
+      charges: Array<{ merchantRef: string }>;
+    };
     expect(afterCharge.charges.some((c) => c.merchantRef === merchantRef)).toBe(true);
 
     const cancelledRef = ref();
@@ -556,8 +612,13 @@ describe("sandbox bank: restarts and outages", () => {
       const found = await getCharge(merchantRef, secondOptions);
       expect(found).toMatchObject({ kind: "found", charge: { amount: 4200, status: "succeeded" } });
       if (created.kind === "charge" && found.kind === "found") expect(found.charge.id).toBe(created.charge.id);
-      expect(await createCharge({ merchantRef, amountMinor: 4200, currency: "USD" }, secondOptions)).toMatchObject({ kind: "charge", replayed: true });
-      expect(await createCharge({ merchantRef: cancelledRef, amountMinor: 1, currency: "USD" }, secondOptions)).toMatchObject({
+      expect(await createCharge({ merchantRef, amountMinor: 4200, currency: "USD" }, secondOptions)).toMatchObject({
+        kind: "charge",
+        replayed: true,
+      });
+      expect(
+        await createCharge({ merchantRef: cancelledRef, amountMinor: 1, currency: "USD" }, secondOptions),
+      ).toMatchObject({
         kind: "rejected",
         status: 409,
       });
@@ -572,7 +633,10 @@ describe("sandbox bank: restarts and outages", () => {
       });
       expect(await getCharge(merchantRef, down)).toMatchObject({ kind: "unknown", reason: "network" });
       expect(await cancelCharge(merchantRef, down)).toMatchObject({ kind: "unknown", reason: "network" });
-      expect(await listChargesSince(new Date().toISOString(), down)).toMatchObject({ kind: "unknown", reason: "network" });
+      expect(await listChargesSince(new Date().toISOString(), down)).toMatchObject({
+        kind: "unknown",
+        reason: "network",
+      });
     } finally {
       await first.kill();
       await second?.kill();
@@ -602,26 +666,52 @@ describe("bank client: answers it cannot trust", () => {
 
   it("5xx is server_error (the bank may have charged)", async () => {
     answer = (res) => res.writeHead(500).end("oops");
-    expect(await createCharge(input, { bankUrl: fakeUrl, timeoutMs: 2000 })).toMatchObject({ kind: "unknown", reason: "server_error" });
+    expect(await createCharge(input, { bankUrl: fakeUrl, timeoutMs: 2000 })).toMatchObject({
+      kind: "unknown",
+      reason: "server_error",
+    });
   });
 
   it("an unreadable 2xx is bad_response, never success", async () => {
     answer = (res) => res.writeHead(201, { "content-type": "application/json" }).end("{not json");
-    expect(await createCharge(input, { bankUrl: fakeUrl, timeoutMs: 2000 })).toMatchObject({ kind: "unknown", reason: "bad_response" });
-    answer = (res) => res.writeHead(201, { "content-type": "application/json" }).end(JSON.stringify({ id: "ch_1", status: "weird" }));
-    expect(await createCharge(input, { bankUrl: fakeUrl, timeoutMs: 2000 })).toMatchObject({ kind: "unknown", reason: "bad_response" });
+    expect(await createCharge(input, { bankUrl: fakeUrl, timeoutMs: 2000 })).toMatchObject({
+      kind: "unknown",
+      reason: "bad_response",
+    });
+    answer = (res) =>
+      res.writeHead(201, { "content-type": "application/json" }).end(JSON.stringify({ id: "ch_1", status: "weird" }));
+    expect(await createCharge(input, { bankUrl: fakeUrl, timeoutMs: 2000 })).toMatchObject({
+      kind: "unknown",
+      reason: "bad_response",
+    });
   });
 
   it("a charge for another merchant reference is bad_response", async () => {
     answer = (res) =>
-      res.writeHead(201, { "content-type": "application/json" }).end(
-        JSON.stringify({ id: "ch_1", status: "succeeded", merchantRef: "topup:u2:r1", amount: 100, currency: "USD", createdAt: new Date().toISOString() }),
-      );
-    expect(await createCharge(input, { bankUrl: fakeUrl, timeoutMs: 2000 })).toMatchObject({ kind: "unknown", reason: "bad_response" });
+      res
+        .writeHead(201, { "content-type": "application/json" })
+        .end(
+          JSON.stringify({
+            id: "ch_1",
+            status: "succeeded",
+            merchantRef: "topup:u2:r1",
+            amount: 100,
+            currency: "USD",
+            createdAt: new Date().toISOString(),
+          }),
+        );
+    expect(await createCharge(input, { bankUrl: fakeUrl, timeoutMs: 2000 })).toMatchObject({
+      kind: "unknown",
+      reason: "bad_response",
+    });
   });
 
   it("a 4xx without the error shape is rejected with a generic code", async () => {
     answer = (res) => res.writeHead(429).end("slow down");
-    expect(await createCharge(input, { bankUrl: fakeUrl, timeoutMs: 2000 })).toEqual({ kind: "rejected", status: 429, code: "http_429" });
+    expect(await createCharge(input, { bankUrl: fakeUrl, timeoutMs: 2000 })).toEqual({
+      kind: "rejected",
+      status: 429,
+      code: "http_429",
+    });
   });
 });

@@ -42,8 +42,15 @@ afterAll(async () => {
 /** Creates a user with a random id and email, and a USD wallet holding `balanceMinor`. Returns the user id. */
 async function createUser(balanceMinor = 0): Promise<string> {
   const id = `dberr-${randomUUID()}`;
-  await pool().query(`INSERT INTO "user" (id, name, email) VALUES ($1, $2, $3)`, [id, "db-errors test", `${id}@test.invalid`]);
-  await pool().query(`INSERT INTO wallets (user_id, currency, balance_minor) VALUES ($1, 'USD', $2)`, [id, balanceMinor]);
+  await pool().query(`INSERT INTO "user" (id, name, email) VALUES ($1, $2, $3)`, [
+    id,
+    "db-errors test",
+    `${id}@test.invalid`,
+  ]);
+  await pool().query(`INSERT INTO wallets (user_id, currency, balance_minor) VALUES ($1, 'USD', $2)`, [
+    id,
+    balanceMinor,
+  ]);
   return id;
 }
 
@@ -65,7 +72,14 @@ interface Row {
 }
 
 function row(userId: string, overrides: Partial<Row> = {}): Row {
-  return { userId, refId: randomRefId("ref"), amountMinor: 500, fingerprint: fingerprint(), bankChargeId: null, ...overrides };
+  return {
+    userId,
+    refId: randomRefId("ref"),
+    amountMinor: 500,
+    fingerprint: fingerprint(),
+    bankChargeId: null,
+    ...overrides,
+  };
 }
 
 const INSERT_ROW_SQL = `
@@ -120,7 +134,10 @@ function expectPgShape(error: unknown, sqlstate: string): void {
 }
 
 /** Classifies the three errors and asserts that all three verdicts equal `expected`. */
-function expectSameVerdict(errors: { pg: unknown; prismaRaw: unknown; prismaModel: unknown }, expected: DbErrorVerdict) {
+function expectSameVerdict(
+  errors: { pg: unknown; prismaRaw: unknown; prismaModel: unknown },
+  expected: DbErrorVerdict,
+) {
   expect({
     pg: classifyDbError(errors.pg),
     prismaRaw: classifyDbError(errors.prismaRaw),

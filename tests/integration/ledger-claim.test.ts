@@ -22,7 +22,12 @@ describe("insertClaim", () => {
       const results = await Promise.all(clients.map((client) => insertClaim(client, request)));
       const winners = results.filter((r) => r !== null);
       expect(winners).toHaveLength(1);
-      expect(winners[0]).toMatchObject({ status: "initiated", attempt: 1, leaseOwner: "test-worker", amountMinor: 1000 });
+      expect(winners[0]).toMatchObject({
+        status: "initiated",
+        attempt: 1,
+        leaseOwner: "test-worker",
+        amountMinor: 1000,
+      });
       // Each loser reads the row in its own statement and sees the winner's committed row.
       for (const [i, result] of results.entries()) {
         if (result !== null) continue;
@@ -30,7 +35,9 @@ describe("insertClaim", () => {
         expect(seen?.id).toBe(winners[0]!.id);
       }
       expect(await countRows(user.id, "topup", request.key.refId)).toBe(1);
-      expect(await transitionsOf(user.id, winners[0]!.id)).toEqual([{ from: null, to: "initiated", actor: "request", attempt: 1 }]);
+      expect(await transitionsOf(user.id, winners[0]!.id)).toEqual([
+        { from: null, to: "initiated", actor: "request", attempt: 1 },
+      ]);
     } finally {
       await Promise.all(clients.map((c) => c.end()));
     }
@@ -79,7 +86,10 @@ describe("claimOperation and the loser's path", () => {
     expect((await claimOperation(request, 0)).kind).toBe("claimed");
     // The winner has not stored a response: a mismatching request is still refused at once, not told to wait.
     const started = Date.now();
-    const other = await claimOperation({ ...request, amountMinor: 2000, params: { amount: 2000, currency: "USD" } }, 5_000);
+    const other = await claimOperation(
+      { ...request, amountMinor: 2000, params: { amount: 2000, currency: "USD" } },
+      5_000,
+    );
     expect(other).toEqual({ kind: "mismatch", fields: ["amount"] });
     expect(Date.now() - started).toBeLessThan(2_000);
     expect(await countRows(user.id, "topup", request.key.refId)).toBe(1);
@@ -156,9 +166,12 @@ describe("claimOperation and the loser's path", () => {
       const winners = results.filter((r) => r !== null);
       expect(winners).toHaveLength(1);
       await storeResponse({ userId: user.id, entryId: winners[0]!.id }, { status: 201, body: "once" });
-      const replays = await Promise.all(results.filter((r) => r === null).map(() => awaitStoredResponse(request.key, request.params, 0)));
+      const replays = await Promise.all(
+        results.filter((r) => r === null).map(() => awaitStoredResponse(request.key, request.params, 0)),
+      );
       expect(replays).toHaveLength(9);
-      for (const replay of replays) expect(replay).toMatchObject({ kind: "replay", response: { status: 201, body: "once" } });
+      for (const replay of replays)
+        expect(replay).toMatchObject({ kind: "replay", response: { status: 201, body: "once" } });
     } finally {
       await client.end();
     }

@@ -24,9 +24,19 @@ describe("lifecycle", () => {
     const user = await createTestUser();
     const { entry, ref } = await claimed(user.id, 2500);
     expect((await markProcessing(ref, entry.attempt)).kind).toBe("moved");
-    const done = await completeEntry(ref, { actor: "request", guard: { kind: "lease", attempt: entry.attempt }, credit: true, bankChargeId: "ch_1" });
+    const done = await completeEntry(ref, {
+      actor: "request",
+      guard: { kind: "lease", attempt: entry.attempt },
+      credit: true,
+      bankChargeId: "ch_1",
+    });
     expect(done).toMatchObject({ kind: "moved", fromStatus: "processing", balanceMinor: 2500 });
-    expect(done.entry).toMatchObject({ status: "succeeded", bankChargeId: "ch_1", leaseOwner: null, leaseExpiresAt: null });
+    expect(done.entry).toMatchObject({
+      status: "succeeded",
+      bankChargeId: "ch_1",
+      leaseOwner: null,
+      leaseExpiresAt: null,
+    });
     expect(await balanceOf(user.id)).toBe(2500);
     expect(await transitionsOf(user.id, entry.id)).toEqual([
       { from: null, to: "initiated", actor: "request", attempt: 1 },
@@ -46,8 +56,16 @@ describe("lifecycle", () => {
   it("initiated → failed records the reason and moves no money", async () => {
     const user = await createTestUser();
     const { ref } = await claimed(user.id);
-    const failed = await failEntry(ref, { actor: "request", guard: { kind: "status_only" }, reason: "declined_by_bank" });
-    expect(failed).toMatchObject({ kind: "moved", fromStatus: "initiated", entry: { status: "failed", failureReason: "declined_by_bank" } });
+    const failed = await failEntry(ref, {
+      actor: "request",
+      guard: { kind: "status_only" },
+      reason: "declined_by_bank",
+    });
+    expect(failed).toMatchObject({
+      kind: "moved",
+      fromStatus: "initiated",
+      entry: { status: "failed", failureReason: "declined_by_bank" },
+    });
     expect(await balanceOf(user.id)).toBe(0);
   });
 
@@ -55,9 +73,22 @@ describe("lifecycle", () => {
     const user = await createTestUser();
     const { entry, ref } = await claimed(user.id);
     await markProcessing(ref, entry.attempt);
-    const failed = await failEntry(ref, { actor: "webhook", guard: { kind: "status_only" }, reason: "declined_by_bank", bankChargeId: "ch_declined", detail: "event evt_1" });
-    expect(failed).toMatchObject({ kind: "moved", fromStatus: "processing", entry: { status: "failed", bankChargeId: "ch_declined", failureReason: "declined_by_bank" } });
-    const audit = await testPool().query("SELECT detail FROM ledger_transitions WHERE user_id = $1 AND entry_id = $2 ORDER BY id DESC LIMIT 1", [user.id, entry.id]);
+    const failed = await failEntry(ref, {
+      actor: "webhook",
+      guard: { kind: "status_only" },
+      reason: "declined_by_bank",
+      bankChargeId: "ch_declined",
+      detail: "event evt_1",
+    });
+    expect(failed).toMatchObject({
+      kind: "moved",
+      fromStatus: "processing",
+      entry: { status: "failed", bankChargeId: "ch_declined", failureReason: "declined_by_bank" },
+    });
+    const audit = await testPool().query(
+      "SELECT detail FROM ledger_transitions WHERE user_id = $1 AND entry_id = $2 ORDER BY id DESC LIMIT 1",
+      [user.id, entry.id],
+    );
     expect(audit.rows[0].detail).toBe("event evt_1");
     expect(await balanceOf(user.id)).toBe(0);
   });
@@ -65,8 +96,16 @@ describe("lifecycle", () => {
   it("the webhook completes a row whose lease was taken over (status-only guard, whatever the attempt)", async () => {
     const user = await createTestUser();
     const { entry, ref } = await claimed(user.id);
-    await testPool().query("UPDATE ledger_entries SET attempt = attempt + 1 WHERE user_id = $1 AND id = $2", [user.id, entry.id]);
-    const done = await completeEntry(ref, { actor: "webhook", guard: { kind: "status_only" }, credit: true, detail: "event evt_2" });
+    await testPool().query("UPDATE ledger_entries SET attempt = attempt + 1 WHERE user_id = $1 AND id = $2", [
+      user.id,
+      entry.id,
+    ]);
+    const done = await completeEntry(ref, {
+      actor: "webhook",
+      guard: { kind: "status_only" },
+      credit: true,
+      detail: "event evt_2",
+    });
     expect(done).toMatchObject({ kind: "moved", entry: { status: "succeeded", attempt: 2 } });
     expect(await balanceOf(user.id)).toBe(1000);
   });
@@ -115,21 +154,34 @@ describe("leases and fencing", () => {
       "UPDATE ledger_entries SET attempt = attempt + 1, lease_owner = 'reconciler', lease_expires_at = now() + interval '30 seconds' WHERE user_id = $1 AND id = $2",
       [user.id, entry.id],
     );
-    const stale = await completeEntry(ref, { actor: "request", guard: { kind: "lease", attempt: entry.attempt }, credit: true });
+    const stale = await completeEntry(ref, {
+      actor: "request",
+      guard: { kind: "lease", attempt: entry.attempt },
+      credit: true,
+    });
     expect(stale).toMatchObject({ kind: "refused", entry: { status: "initiated", attempt: 2 } });
     expect((await markProcessing(ref, entry.attempt)).kind).toBe("refused");
     expect(await balanceOf(user.id)).toBe(0);
     const fresh = await completeEntry(ref, { actor: "reconciler", guard: { kind: "lease", attempt: 2 }, credit: true });
     expect(fresh).toMatchObject({ kind: "moved", entry: { status: "succeeded", attempt: 2 } });
     expect(await balanceOf(user.id)).toBe(1000);
-    expect((await transitionsOf(user.id, entry.id)).at(-1)).toEqual({ from: "initiated", to: "succeeded", actor: "reconciler", attempt: 2 });
+    expect((await transitionsOf(user.id, entry.id)).at(-1)).toEqual({
+      from: "initiated",
+      to: "succeeded",
+      actor: "reconciler",
+      attempt: 2,
+    });
   });
 
   it("the audit table is append-only", async () => {
     const user = await createTestUser();
     const { entry } = await claimed(user.id);
-    await expect(testPool().query("UPDATE ledger_transitions SET actor = 'admin' WHERE user_id = $1", [user.id])).rejects.toThrow(/append-only/);
-    await expect(testPool().query("DELETE FROM ledger_transitions WHERE user_id = $1", [user.id])).rejects.toThrow(/append-only/);
+    await expect(
+      testPool().query("UPDATE ledger_transitions SET actor = 'admin' WHERE user_id = $1", [user.id]),
+    ).rejects.toThrow(/append-only/);
+    await expect(testPool().query("DELETE FROM ledger_transitions WHERE user_id = $1", [user.id])).rejects.toThrow(
+      /append-only/,
+    );
     expect(await transitionsOf(user.id, entry.id)).toHaveLength(1);
   });
 });

@@ -87,7 +87,10 @@ describe("migrate", () => {
     const second = await migrate(url);
     expect(second).toEqual({ applied: [], skipped: allNames });
 
-    const rows = await query<{ name: string; checksum: string }>(url, "SELECT name, checksum FROM _schema_migrations ORDER BY name");
+    const rows = await query<{ name: string; checksum: string }>(
+      url,
+      "SELECT name, checksum FROM _schema_migrations ORDER BY name",
+    );
     expect(rows.map((row) => row.name)).toEqual(allNames);
     expect(rows.map((row) => row.checksum)).toEqual(readMigrationFiles().map((file) => file.checksum));
   });
@@ -115,7 +118,9 @@ describe("migrate", () => {
       const appliedByAll = results.flatMap((result) => result.applied).sort();
       expect(appliedByAll).toEqual([...allNames].sort());
       // The run that got the lock second found everything applied.
-      expect(results.some((result) => result.applied.length === 0 && result.skipped.length === allNames.length)).toBe(true);
+      expect(results.some((result) => result.applied.length === 0 && result.skipped.length === allNames.length)).toBe(
+        true,
+      );
     } finally {
       await holder.end();
     }
@@ -161,7 +166,10 @@ describe("migrate", () => {
     const dir = copyOfMigrations();
     const badName = "29991231235959_broken";
     cpSync(join(dir, allNames[0]!), join(dir, badName), { recursive: true });
-    writeFileSync(join(dir, badName, "migration.sql"), "CREATE TABLE half_done (id int);\nSELECT no_such_function();\n");
+    writeFileSync(
+      join(dir, badName, "migration.sql"),
+      "CREATE TABLE half_done (id int);\nSELECT no_such_function();\n",
+    );
 
     await expect(migrate(url, { migrationsDir: dir })).rejects.toThrow(/29991231235959_broken/);
     const tables = await query(url, "SELECT 1 FROM pg_tables WHERE tablename = 'half_done'");

@@ -43,13 +43,25 @@ const realClaim: ClaimImpl = async (client, request, barrier) => {
  */
 const checkThenInsert: ClaimImpl = async (client, request, barrier) => {
   const { key } = request;
-  const seen = await client.query("SELECT 1 FROM ledger_entries WHERE user_id = $1 AND type = $2 AND ref_id = $3", [key.userId, key.type, key.refId]);
+  const seen = await client.query("SELECT 1 FROM ledger_entries WHERE user_id = $1 AND type = $2 AND ref_id = $3", [
+    key.userId,
+    key.type,
+    key.refId,
+  ]);
   await barrier();
   if (seen.rowCount) return null;
   const inserted = await client.query(
     `INSERT INTO ledger_entries (user_id, type, ref_id, amount_minor, currency, fingerprint, params)
      VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb) RETURNING ${ENTRY_COLUMNS}`,
-    [key.userId, key.type, key.refId, request.amountMinor, request.currency, fingerprint(key.type, request.params), JSON.stringify(request.params)],
+    [
+      key.userId,
+      key.type,
+      key.refId,
+      request.amountMinor,
+      request.currency,
+      fingerprint(key.type, request.params),
+      JSON.stringify(request.params),
+    ],
   );
   return toLedgerEntry(inserted.rows[0]!);
 };

@@ -11,7 +11,8 @@ afterAll(async () => {
   await closeDb();
 });
 
-const pay = (userId: string, orderId: string, amountMinor: number) => createPayment({ userId, orderId, amountMinor, currency: "USD" });
+const pay = (userId: string, orderId: string, amountMinor: number) =>
+  createPayment({ userId, orderId, amountMinor, currency: "USD" });
 
 describe("createPayment", () => {
   it("debits once and replays the first response byte for byte", async () => {
@@ -24,7 +25,9 @@ describe("createPayment", () => {
     if (first.kind !== "response" || second.kind !== "response") throw new Error("expected responses");
     expect(second.replayed).toBe(true);
     expect(second.response).toEqual(first.response);
-    expect(JSON.parse(first.response.body)).toMatchObject({ payment: { orderId, amount: 200, currency: "USD", status: "succeeded" } });
+    expect(JSON.parse(first.response.body)).toMatchObject({
+      payment: { orderId, amount: 200, currency: "USD", status: "succeeded" },
+    });
     expect(await balanceOf(user.id)).toBe(300);
   });
 
@@ -53,13 +56,21 @@ describe("createPayment", () => {
   it("50 concurrent payments of 10 with different order ids on a balance of 100: exactly 10 succeed, 40 get 402, balance 0", async () => {
     const user = await createTestUser();
     await seedBalance(user.id, 100);
-    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => pay(user.id, `order-${i}-${user.id.slice(-8)}`, 10)));
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => pay(user.id, `order-${i}-${user.id.slice(-8)}`, 10)),
+    );
     const statuses = results.map((r) => (r.kind === "response" ? r.response.status : r.kind));
     expect(statuses.filter((s) => s === 201)).toHaveLength(10);
     expect(statuses.filter((s) => s === 402)).toHaveLength(40);
     expect(await balanceOf(user.id)).toBe(0);
-    const rows = await testPool().query("SELECT status, count(*)::int AS n FROM ledger_entries WHERE user_id = $1 GROUP BY status ORDER BY status", [user.id]);
-    expect(rows.rows).toEqual([{ status: "failed", n: 40 }, { status: "succeeded", n: 10 }]);
+    const rows = await testPool().query(
+      "SELECT status, count(*)::int AS n FROM ledger_entries WHERE user_id = $1 GROUP BY status ORDER BY status",
+      [user.id],
+    );
+    expect(rows.rows).toEqual([
+      { status: "failed", n: 40 },
+      { status: "succeeded", n: 10 },
+    ]);
   });
 
   it("C10: concurrent identical payments give one row, one debit and identical responses", async () => {
@@ -67,7 +78,9 @@ describe("createPayment", () => {
     await seedBalance(user.id, 1000);
     const orderId = freshRefId("order");
     const results = await Promise.all(Array.from({ length: 20 }, () => pay(user.id, orderId, 70)));
-    const bodies = new Set(results.map((r) => (r.kind === "response" ? `${r.response.status} ${r.response.body}` : r.kind)));
+    const bodies = new Set(
+      results.map((r) => (r.kind === "response" ? `${r.response.status} ${r.response.body}` : r.kind)),
+    );
     expect(bodies.size).toBe(1);
     expect(results.filter((r) => r.kind === "response" && !r.replayed)).toHaveLength(1);
     expect(await countRows(user.id, "payment", orderId)).toBe(1);

@@ -72,7 +72,9 @@ describe("audit", () => {
     const report = await audit(user.id);
     expect(report.ok).toBe(false);
     expect(failing(report)).toEqual(["balance_matches_ledger"]);
-    expect(report.checks[0]!.violations).toEqual([`user ${user.id}: wallet balance 1751 but succeeded credits minus debits are 1750`]);
+    expect(report.checks[0]!.violations).toEqual([
+      `user ${user.id}: wallet balance 1751 but succeeded credits minus debits are 1750`,
+    ]);
   });
 
   it("7.2 fails for a top-up credited without a bank charge, and for a succeeded charge without its top-up", async () => {
@@ -80,11 +82,17 @@ describe("audit", () => {
     // Credited with no charge at the bank (what a forged webhook or a bug would do).
     const claim = await claimOperation(claimRequest(user.id, { refId: freshRefId("ghost"), amountMinor: 40 }), 0);
     if (claim.kind !== "claimed") throw new Error("expected a claim");
-    await completeEntry({ userId: user.id, entryId: claim.entry.id }, { actor: "admin", guard: { kind: "status_only" }, credit: true });
+    await completeEntry(
+      { userId: user.id, entryId: claim.entry.id },
+      { actor: "admin", guard: { kind: "status_only" }, credit: true },
+    );
     // Charged at the bank, with no row (the reconciler has not run since).
     const { createCharge } = await import("@/lib/bank/client");
     const { merchantRefFor } = await import("@/lib/bank/merchant-ref");
-    await createCharge({ merchantRef: merchantRefFor(user.id, freshRefId("orphan")), amountMinor: 60, currency: "USD" }, { bankUrl: bank.url, timeoutMs: BANK_TIMEOUT_MS });
+    await createCharge(
+      { merchantRef: merchantRefFor(user.id, freshRefId("orphan")), amountMinor: 60, currency: "USD" },
+      { bankUrl: bank.url, timeoutMs: BANK_TIMEOUT_MS },
+    );
 
     const report = await audit(user.id);
     expect(failing(report)).toEqual(["topups_match_bank_charges"]);
@@ -96,7 +104,9 @@ describe("audit", () => {
     // After a reconciler pass the orphan charge has its top-up; the ghost credit is still reported.
     await reconcileOnce(passOptions(bank.url, [user.id]));
     const after = await audit(user.id);
-    expect(after.checks.find((c) => c.name === "topups_match_bank_charges")!.violations).toEqual([expect.stringContaining("without any bank charge")]);
+    expect(after.checks.find((c) => c.name === "topups_match_bank_charges")!.violations).toEqual([
+      expect.stringContaining("without any bank charge"),
+    ]);
   });
 
   it("7.4 fails for a stored response that is not JSON", async () => {
@@ -107,7 +117,9 @@ describe("audit", () => {
     );
     const report = await audit(user.id);
     expect(failing(report)).toEqual(["stored_responses_replayable"]);
-    expect(report.checks.find((c) => c.name === "stored_responses_replayable")!.violations).toEqual([expect.stringContaining("body is not JSON")]);
+    expect(report.checks.find((c) => c.name === "stored_responses_replayable")!.violations).toEqual([
+      expect.stringContaining("body is not JSON"),
+    ]);
   });
 
   it("7.4 fails for a stored response altered at rest by a single byte (a trailing space)", async () => {
@@ -118,7 +130,9 @@ describe("audit", () => {
     );
     const report = await audit(user.id);
     expect(failing(report)).toEqual(["stored_responses_replayable"]);
-    expect(report.checks.find((c) => c.name === "stored_responses_replayable")!.violations).toEqual([expect.stringContaining("altered at rest")]);
+    expect(report.checks.find((c) => c.name === "stored_responses_replayable")!.violations).toEqual([
+      expect.stringContaining("altered at rest"),
+    ]);
   });
 
   it("7.5 fails for an unfinished row with an expired lease while the bank answers; the next pass fixes it", async () => {
@@ -127,7 +141,9 @@ describe("audit", () => {
     const report = await audit(user.id);
     // Its charge succeeded at the bank, so 7.2 also sees a succeeded charge whose top-up is not (yet) succeeded.
     expect(failing(report)).toEqual(["topups_match_bank_charges", "no_expired_unfinished_rows"]);
-    expect(report.checks.find((c) => c.name === "no_expired_unfinished_rows")!.violations).toEqual([expect.stringContaining("lease of dead-worker (attempt 1) expired")]);
+    expect(report.checks.find((c) => c.name === "no_expired_unfinished_rows")!.violations).toEqual([
+      expect.stringContaining("lease of dead-worker (attempt 1) expired"),
+    ]);
     await reconcileOnce(passOptions(bank.url, [user.id]));
     expect((await audit(user.id)).ok).toBe(true);
   });
@@ -139,8 +155,13 @@ describe("audit", () => {
     const report = await audit(user.id, closed);
     expect(report.ok).toBe(false);
     expect(failing(report)).toEqual(["topups_match_bank_charges"]);
-    expect(report.checks.find((c) => c.name === "topups_match_bank_charges")!.violations).toEqual([expect.stringMatching(/^bank unreachable/)]);
-    const expired = report.checks.find((c) => c.name === "no_expired_unfinished_rows") as { ok: boolean; notes?: string[] };
+    expect(report.checks.find((c) => c.name === "topups_match_bank_charges")!.violations).toEqual([
+      expect.stringMatching(/^bank unreachable/),
+    ]);
+    const expired = report.checks.find((c) => c.name === "no_expired_unfinished_rows") as {
+      ok: boolean;
+      notes?: string[];
+    };
     expect(expired.ok).toBe(true);
     expect(expired.notes?.[0]).toMatch(/^bank unreachable .*1 unfinished row/);
   });

@@ -13,7 +13,15 @@ import { reconcileOnce } from "@/lib/reconciler/reconcile-once";
 import { resetChargeCursors } from "@/lib/reconciler/charge-cursor";
 import { createTestUser } from "../helpers/db";
 import { balanceOf, claimRequest, countRows, freshRefId } from "../helpers/ledger";
-import { auditTrail, BANK_TIMEOUT_MS, passOptions, startTestBank, storedResponseOf, waitForChargeStatus, type TestBank } from "./reconciler-fixtures";
+import {
+  auditTrail,
+  BANK_TIMEOUT_MS,
+  passOptions,
+  startTestBank,
+  storedResponseOf,
+  waitForChargeStatus,
+  type TestBank,
+} from "./reconciler-fixtures";
 
 let syncBank: TestBank;
 /** Charges answer `pending` and settle 300 ms later: long enough for a pass to see them pending. */
@@ -21,7 +29,10 @@ let slowBank: TestBank;
 const SLOW_SETTLE_MS = 300;
 
 beforeAll(async () => {
-  [syncBank, slowBank] = await Promise.all([startTestBank(), startTestBank({ syncSuccess: false, settleDelayMs: SLOW_SETTLE_MS })]);
+  [syncBank, slowBank] = await Promise.all([
+    startTestBank(),
+    startTestBank({ syncSuccess: false, settleDelayMs: SLOW_SETTLE_MS }),
+  ]);
 });
 
 afterAll(async () => {
@@ -35,7 +46,10 @@ beforeEach(() => {
 });
 
 async function charge(bankUrl: string, userId: string, refId: string, amountMinor: number, currency = "USD") {
-  const result = await createCharge({ merchantRef: merchantRefFor(userId, refId), amountMinor, currency }, { bankUrl, timeoutMs: BANK_TIMEOUT_MS });
+  const result = await createCharge(
+    { merchantRef: merchantRefFor(userId, refId), amountMinor, currency },
+    { bankUrl, timeoutMs: BANK_TIMEOUT_MS },
+  );
   if (result.kind !== "charge") throw new Error(`no charge: ${JSON.stringify(result)}`);
   return result.charge;
 }
@@ -53,16 +67,32 @@ describe("reconciler: bank → ledger", () => {
     expect(await balanceOf(user.id)).toBe(4200);
     expect(await auditTrail(user.id, entry!.id)).toEqual([
       { from: null, to: "initiated", actor: "reconciler", attempt: 1, detail: null },
-      { from: "initiated", to: "succeeded", actor: "reconciler", attempt: 1, detail: expect.stringContaining("claimed from a succeeded bank charge") },
+      {
+        from: "initiated",
+        to: "succeeded",
+        actor: "reconciler",
+        attempt: 1,
+        detail: expect.stringContaining("claimed from a succeeded bank charge"),
+      },
     ]);
     const stored = await storedResponseOf(user.id, entry!.id);
     expect(stored?.status).toBe(201);
     // The user's own retry (same amount) replays that response instead of charging again.
-    expect(await createTopup({ userId: user.id, refId, amountMinor: 4200, currency: "USD" })).toEqual({ kind: "response", response: stored, replayed: true });
+    expect(await createTopup({ userId: user.id, refId, amountMinor: 4200, currency: "USD" })).toEqual({
+      kind: "response",
+      response: stored,
+      replayed: true,
+    });
 
     for (let pass = 0; pass < 2; pass++) {
       resetChargeCursors();
-      expect(await reconcileOnce(passOptions(syncBank.url, [user.id]))).toEqual({ examined: 0, completed: 0, failed: 0, redriven: 0, skipped: 0 });
+      expect(await reconcileOnce(passOptions(syncBank.url, [user.id]))).toEqual({
+        examined: 0,
+        completed: 0,
+        failed: 0,
+        redriven: 0,
+        skipped: 0,
+      });
     }
     expect(await countRows(user.id, "topup", refId)).toBe(1);
     expect(await balanceOf(user.id)).toBe(4200);
@@ -109,11 +139,18 @@ describe("reconciler: bank → ledger", () => {
     const refId = freshRefId("failed-row");
     const claim = await claimOperation(claimRequest(user.id, { refId, amountMinor: 500 }), 0);
     if (claim.kind !== "claimed") throw new Error("expected a claim");
-    await failEntry({ userId: user.id, entryId: claim.entry.id }, { actor: "request", guard: { kind: "status_only" }, reason: "declined_by_bank" });
+    await failEntry(
+      { userId: user.id, entryId: claim.entry.id },
+      { actor: "request", guard: { kind: "status_only" }, reason: "declined_by_bank" },
+    );
     await charge(syncBank.url, user.id, refId, 500);
 
     const result = await reconcileOnce(passOptions(syncBank.url, [user.id]));
-    expect(result).toMatchObject({ completed: 0, failed: 0, anomalies: [{ kind: "success_for_failed_row", merchantRef: merchantRefFor(user.id, refId) }] });
+    expect(result).toMatchObject({
+      completed: 0,
+      failed: 0,
+      anomalies: [{ kind: "success_for_failed_row", merchantRef: merchantRefFor(user.id, refId) }],
+    });
     expect(await balanceOf(user.id)).toBe(0);
     expect((await findEntryByKey({ userId: user.id, type: "topup", refId }))?.status).toBe("failed");
   });

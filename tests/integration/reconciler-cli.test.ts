@@ -26,7 +26,11 @@ interface RunResult {
 }
 
 /** Runs `scripts/<script>.ts args` with the test's environment plus `env` (undefined removes a variable). */
-function run(script: "reconcile" | "audit", args: string[], options: { cwd?: string; env?: Record<string, string | undefined> } = {}): Promise<RunResult> {
+function run(
+  script: "reconcile" | "audit",
+  args: string[],
+  options: { cwd?: string; env?: Record<string, string | undefined> } = {},
+): Promise<RunResult> {
   const childEnv: NodeJS.ProcessEnv = { ...process.env, LOG_LEVEL: "warn" };
   for (const [name, value] of Object.entries(options.env ?? {})) {
     if (value === undefined) delete childEnv[name];
@@ -76,7 +80,9 @@ describe("npm run reconcile", () => {
   it("exit 1 when the bank is unreachable (the row is left and reported)", async () => {
     const user = await createTestUser();
     await stuckTopup(user.id, { chargeAt: bank.url });
-    const result = await run("reconcile", ["--user", user.id], { env: { BANK_URL: `http://127.0.0.1:${await freePort()}` } });
+    const result = await run("reconcile", ["--user", user.id], {
+      env: { BANK_URL: `http://127.0.0.1:${await freePort()}` },
+    });
     expect(result.code, result.stderr).toBe(1);
     expect(JSON.parse(result.stdout.trim())).toMatchObject({ completed: 0, bankUnreachable: { rowsLeft: 1 } });
   });
@@ -94,16 +100,23 @@ describe("npm run reconcile -- --watch", () => {
   it("prints one JSON line per pass, runs passes one after another, and exits 0 on SIGINT", async () => {
     const user = await createTestUser();
     await stuckTopup(user.id, { amountMinor: 75, chargeAt: bank.url });
-    const child = spawn(process.execPath, [tsxCli, join(projectRoot, "scripts", "reconcile.ts"), "--watch", "--user", user.id], {
-      cwd: projectRoot,
-      // 200 ms between passes: a few passes within a second, each one visible as its own line.
-      env: { ...process.env, LOG_LEVEL: "warn", BANK_URL: bank.url, RECONCILE_INTERVAL_MS: "200" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = spawn(
+      process.execPath,
+      [tsxCli, join(projectRoot, "scripts", "reconcile.ts"), "--watch", "--user", user.id],
+      {
+        cwd: projectRoot,
+        // 200 ms between passes: a few passes within a second, each one visible as its own line.
+        env: { ...process.env, LOG_LEVEL: "warn", BANK_URL: bank.url, RECONCILE_INTERVAL_MS: "200" },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     const lines: string[] = [];
     let pending = "";
     const twoPasses = new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`fewer than two passes within 30 s: ${JSON.stringify(lines)}`)), 30_000);
+      const timer = setTimeout(
+        () => reject(new Error(`fewer than two passes within 30 s: ${JSON.stringify(lines)}`)),
+        30_000,
+      );
       child.stdout.setEncoding("utf8");
       child.stdout.on("data", (chunk: string) => {
         pending += chunk;
@@ -148,7 +161,9 @@ describe("npm run audit", () => {
     const missing = await run("audit", [], { cwd: emptyDir, env: { DATABASE_URL: undefined } });
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain("no running demo");
-    const down = await run("audit", [], { env: { DATABASE_URL: `postgres://postgres@127.0.0.1:${await freePort()}/wallet` } });
+    const down = await run("audit", [], {
+      env: { DATABASE_URL: `postgres://postgres@127.0.0.1:${await freePort()}/wallet` },
+    });
     expect(down.code).toBe(2);
     expect(down.stderr).toContain("audit cannot run");
   });

@@ -104,12 +104,17 @@ export async function startLaggingLookupProxy(targetUrl: string): Promise<{ url:
 }
 
 /** Reconciler options for a test: its bank, only its users, a logger that keeps what the pass said. */
-export function passOptions(bankUrl: string, userIds: string[], extra: ReconcileOptions = {}): ReconcileOptions & { logger: ReconcileLogger & { lines: string[] } } {
+export function passOptions(
+  bankUrl: string,
+  userIds: string[],
+  extra: ReconcileOptions = {},
+): ReconcileOptions & { logger: ReconcileLogger & { lines: string[] } } {
   const lines: string[] = [];
   const logger = {
     lines,
     info: (_object: Record<string, unknown>, message: string) => void lines.push(`info ${message}`),
-    warn: (object: Record<string, unknown>, message: string) => void lines.push(`warn ${message} ${JSON.stringify(object)}`),
+    warn: (object: Record<string, unknown>, message: string) =>
+      void lines.push(`warn ${message} ${JSON.stringify(object)}`),
   };
   return { bankUrl, bankTimeoutMs: BANK_TIMEOUT_MS, userIds, ...extra, logger };
 }
@@ -139,7 +144,10 @@ export async function stuckTopup(
   if (options.processing ?? true) await markProcessing(ref, claim.entry.attempt);
   const merchantRef = merchantRefFor(userId, refId);
   if (options.chargeAt) {
-    const charged = await createCharge({ merchantRef, amountMinor, currency: "USD" }, { bankUrl: options.chargeAt, timeoutMs: BANK_TIMEOUT_MS });
+    const charged = await createCharge(
+      { merchantRef, amountMinor, currency: "USD" },
+      { bankUrl: options.chargeAt, timeoutMs: BANK_TIMEOUT_MS },
+    );
     if (charged.kind !== "charge") throw new Error(`stuckTopup: the bank did not charge: ${JSON.stringify(charged)}`);
   }
   await testPool().query(
@@ -163,12 +171,20 @@ export async function bankChargeOf(bankUrl: string, merchantRef: string): Promis
 }
 
 /** Polls the bank (every 20 ms, at most `timeoutMs`) until the charge of `merchantRef` has `status`. */
-export async function waitForChargeStatus(bankUrl: string, merchantRef: string, status: BankCharge["status"], timeoutMs = 10_000): Promise<BankCharge> {
+export async function waitForChargeStatus(
+  bankUrl: string,
+  merchantRef: string,
+  status: BankCharge["status"],
+  timeoutMs = 10_000,
+): Promise<BankCharge> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const charge = await bankChargeOf(bankUrl, merchantRef);
     if (charge?.status === status) return charge;
-    if (Date.now() > deadline) throw new Error(`charge of ${merchantRef} is ${charge?.status ?? "missing"}, not ${status}, after ${timeoutMs} ms`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `charge of ${merchantRef} is ${charge?.status ?? "missing"}, not ${status}, after ${timeoutMs} ms`,
+      );
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
@@ -197,17 +213,32 @@ export async function waitUntilBlockedBy(blockerPid: number, timeoutMs = 10_000)
 }
 
 /** Audit rows of one entry, oldest first, with their detail. */
-export async function auditTrail(userId: string, entryId: number): Promise<{ from: string | null; to: string; actor: string; attempt: number; detail: string | null }[]> {
+export async function auditTrail(
+  userId: string,
+  entryId: number,
+): Promise<{ from: string | null; to: string; actor: string; attempt: number; detail: string | null }[]> {
   const result = await testPool().query(
     "SELECT from_status, to_status, actor, attempt, detail FROM ledger_transitions WHERE user_id = $1 AND entry_id = $2 ORDER BY id",
     [userId, entryId],
   );
-  return result.rows.map((r) => ({ from: r.from_status, to: r.to_status, actor: r.actor, attempt: r.attempt, detail: r.detail }));
+  return result.rows.map((r) => ({
+    from: r.from_status,
+    to: r.to_status,
+    actor: r.actor,
+    attempt: r.attempt,
+    detail: r.detail,
+  }));
 }
 
 /** The stored response of a row (status and exact body), or null. */
-export async function storedResponseOf(userId: string, entryId: number): Promise<{ status: number; body: string } | null> {
-  const result = await testPool().query("SELECT response_status, response_body FROM ledger_entries WHERE user_id = $1 AND id = $2", [userId, entryId]);
+export async function storedResponseOf(
+  userId: string,
+  entryId: number,
+): Promise<{ status: number; body: string } | null> {
+  const result = await testPool().query(
+    "SELECT response_status, response_body FROM ledger_entries WHERE user_id = $1 AND id = $2",
+    [userId, entryId],
+  );
   const row = result.rows[0];
   return row?.response_status == null ? null : { status: row.response_status, body: row.response_body };
 }

@@ -15,7 +15,16 @@ import { reconcileOnce } from "@/lib/reconciler/reconcile-once";
 import { resetChargeCursors } from "@/lib/reconciler/charge-cursor";
 import { createTestUser } from "../helpers/db";
 import { balanceOf, claimRequest, countRows, dedicatedClient, freshRefId } from "../helpers/ledger";
-import { auditTrail, backendPid, BANK_TIMEOUT_MS, passOptions, startTestBank, storedResponseOf, waitUntilBlockedBy, type TestBank } from "./reconciler-fixtures";
+import {
+  auditTrail,
+  backendPid,
+  BANK_TIMEOUT_MS,
+  passOptions,
+  startTestBank,
+  storedResponseOf,
+  waitUntilBlockedBy,
+  type TestBank,
+} from "./reconciler-fixtures";
 
 let bank: TestBank;
 
@@ -36,8 +45,12 @@ beforeEach(() => {
 async function chargedKey(amountMinor: number) {
   const user = await createTestUser();
   const refId = freshRefId("race");
-  const charged = await createCharge({ merchantRef: merchantRefFor(user.id, refId), amountMinor, currency: "USD" }, { bankUrl: bank.url, timeoutMs: BANK_TIMEOUT_MS });
-  if (charged.kind !== "charge" || charged.charge.status !== "succeeded") throw new Error(`no succeeded charge: ${JSON.stringify(charged)}`);
+  const charged = await createCharge(
+    { merchantRef: merchantRefFor(user.id, refId), amountMinor, currency: "USD" },
+    { bankUrl: bank.url, timeoutMs: BANK_TIMEOUT_MS },
+  );
+  if (charged.kind !== "charge" || charged.charge.status !== "succeeded")
+    throw new Error(`no succeeded charge: ${JSON.stringify(charged)}`);
   return { user, refId, charge: charged.charge };
 }
 
@@ -45,7 +58,12 @@ async function chargedKey(amountMinor: number) {
  * Opens a transaction on a dedicated connection that claims the key like a live request (uncommitted), starts a
  * reconciler pass, and returns once the pass's claim is blocked on that transaction.
  */
-async function holdClaimAndStartPass(userId: string, refId: string, amountMinor: number, alsoComplete: { chargeId: string } | null) {
+async function holdClaimAndStartPass(
+  userId: string,
+  refId: string,
+  amountMinor: number,
+  alsoComplete: { chargeId: string } | null,
+) {
   const client: pg.Client = await dedicatedClient("reconciler-race-holder");
   const pid = await backendPid(client);
   await client.query("BEGIN ISOLATION LEVEL READ COMMITTED");
@@ -55,7 +73,12 @@ async function holdClaimAndStartPass(userId: string, refId: string, amountMinor:
     // The live request got `succeeded` from the bank and completes in the same (still open) transaction.
     const done = await completeEntry(
       { userId, entryId: held.id },
-      { actor: "request", guard: { kind: "lease", attempt: held.attempt }, credit: true, bankChargeId: alsoComplete.chargeId },
+      {
+        actor: "request",
+        guard: { kind: "lease", attempt: held.attempt },
+        credit: true,
+        bankChargeId: alsoComplete.chargeId,
+      },
       client,
     );
     if (done.kind !== "moved") throw new Error("the holder's completion must move the row");
@@ -94,7 +117,10 @@ describe("staged race: the reconciler's claim of a charge's missing row vs a liv
     expect(await countRows(user.id, "topup", refId)).toBe(1);
     expect(await balanceOf(user.id)).toBe(1100);
     const entry = await findEntryByKey({ userId: user.id, type: "topup", refId });
-    expect((await auditTrail(user.id, entry!.id)).map((t) => `${t.actor}:${t.to}`)).toEqual(["request:initiated", "reconciler:succeeded"]);
+    expect((await auditTrail(user.id, entry!.id)).map((t) => `${t.actor}:${t.to}`)).toEqual([
+      "request:initiated",
+      "reconciler:succeeded",
+    ]);
   });
 
   it("rollback (the request died before committing its claim): the reconciler claims the key itself and credits it once", async () => {
@@ -109,7 +135,10 @@ describe("staged race: the reconciler's claim of a charge's missing row vs a liv
     expect(await balanceOf(user.id)).toBe(2200);
     const entry = await findEntryByKey({ userId: user.id, type: "topup", refId });
     expect(entry).toMatchObject({ status: "succeeded", bankChargeId: charge.id });
-    expect((await auditTrail(user.id, entry!.id)).map((t) => `${t.actor}:${t.to}`)).toEqual(["reconciler:initiated", "reconciler:succeeded"]);
+    expect((await auditTrail(user.id, entry!.id)).map((t) => `${t.actor}:${t.to}`)).toEqual([
+      "reconciler:initiated",
+      "reconciler:succeeded",
+    ]);
     expect((await storedResponseOf(user.id, entry!.id))?.status).toBe(201);
   });
 });

@@ -30,7 +30,10 @@ let pendingBank: TestBank;
 
 beforeAll(async () => {
   // One bank that answers `succeeded` at once, one whose charges stay pending for an hour.
-  [syncBank, pendingBank] = await Promise.all([startTestBank(), startTestBank({ syncSuccess: false, settleDelayMs: 3_600_000 })]);
+  [syncBank, pendingBank] = await Promise.all([
+    startTestBank(),
+    startTestBank({ syncSuccess: false, settleDelayMs: 3_600_000 }),
+  ]);
 });
 
 afterAll(async () => {
@@ -51,26 +54,58 @@ describe("reconciler: ledger → bank", () => {
     expect(result).toEqual({ examined: 1, completed: 1, failed: 0, redriven: 0, skipped: 0 });
     const charge = await bankChargeOf(syncBank.url, stuck.merchantRef);
     const row = await getEntryById(stuck.ref);
-    expect(row).toMatchObject({ status: "succeeded", attempt: 2, bankChargeId: charge!.id, leaseOwner: null, leaseExpiresAt: null });
+    expect(row).toMatchObject({
+      status: "succeeded",
+      attempt: 2,
+      bankChargeId: charge!.id,
+      leaseOwner: null,
+      leaseExpiresAt: null,
+    });
     expect(await balanceOf(user.id)).toBe(2500);
     expect(await auditTrail(user.id, stuck.entry.id)).toEqual([
       { from: null, to: "initiated", actor: "request", attempt: 1, detail: null },
       { from: "initiated", to: "processing", actor: "request", attempt: 1, detail: null },
-      { from: "processing", to: "processing", actor: "reconciler", attempt: 2, detail: "lease taken over from dead-worker" },
-      { from: "processing", to: "succeeded", actor: "reconciler", attempt: 2, detail: expect.stringContaining("reconciler") },
+      {
+        from: "processing",
+        to: "processing",
+        actor: "reconciler",
+        attempt: 2,
+        detail: "lease taken over from dead-worker",
+      },
+      {
+        from: "processing",
+        to: "succeeded",
+        actor: "reconciler",
+        attempt: 2,
+        detail: expect.stringContaining("reconciler"),
+      },
     ]);
 
     // The response the dead request never stored is stored now, and a retry of that request replays it.
     const stored = await storedResponseOf(user.id, stuck.entry.id);
     expect(stored?.status).toBe(201);
     expect(JSON.parse(stored!.body)).toEqual({
-      topup: { refId: stuck.refId, amount: 2500, currency: "USD", status: "succeeded", failureReason: null, createdAt: expect.any(String), updatedAt: expect.any(String) },
+      topup: {
+        refId: stuck.refId,
+        amount: 2500,
+        currency: "USD",
+        status: "succeeded",
+        failureReason: null,
+        createdAt: expect.any(String),
+        updatedAt: expect.any(String),
+      },
     });
     const retry = await createTopup({ userId: user.id, refId: stuck.refId, amountMinor: 2500, currency: "USD" });
     expect(retry).toEqual({ kind: "response", response: stored, replayed: true });
 
     // A second pass finds nothing to do and credits nothing more.
-    expect(await reconcileOnce(passOptions(syncBank.url, [user.id]))).toEqual({ examined: 0, completed: 0, failed: 0, redriven: 0, skipped: 0 });
+    expect(await reconcileOnce(passOptions(syncBank.url, [user.id]))).toEqual({
+      examined: 0,
+      completed: 0,
+      failed: 0,
+      redriven: 0,
+      skipped: 0,
+    });
     expect(await balanceOf(user.id)).toBe(2500);
   });
 
@@ -81,7 +116,10 @@ describe("reconciler: ledger → bank", () => {
     expect(result).toMatchObject({ examined: 1, completed: 0, failed: 1 });
     expect(await getEntryById(stuck.ref)).toMatchObject({ status: "failed", failureReason: "declined_by_bank" });
     expect(await balanceOf(user.id)).toBe(0);
-    expect(JSON.parse((await storedResponseOf(user.id, stuck.entry.id))!.body).topup).toMatchObject({ status: "failed", failureReason: "declined_by_bank" });
+    expect(JSON.parse((await storedResponseOf(user.id, stuck.entry.id))!.body).topup).toMatchObject({
+      status: "failed",
+      failureReason: "declined_by_bank",
+    });
   });
 
   it("leaves a row alone while its charge is pending at the bank: no status change, no lease extension beyond the take-over, skipped", async () => {
@@ -117,7 +155,10 @@ describe("reconciler: ledger → bank", () => {
     const retry = await createTopup({ userId: user.id, refId: stuck.refId, amountMinor: 700, currency: "USD" });
     expect(retry).toMatchObject({ kind: "response", replayed: true, response: { status: 201 } });
     // Sending the same key to the bank again gives back the same charge, not a new one.
-    const again = await createCharge({ merchantRef: stuck.merchantRef, amountMinor: 700, currency: "USD" }, { bankUrl: syncBank.url, timeoutMs: BANK_TIMEOUT_MS });
+    const again = await createCharge(
+      { merchantRef: stuck.merchantRef, amountMinor: 700, currency: "USD" },
+      { bankUrl: syncBank.url, timeoutMs: BANK_TIMEOUT_MS },
+    );
     expect(again).toMatchObject({ kind: "charge", replayed: true, charge: { id: charge!.id } });
   });
 
@@ -126,11 +167,21 @@ describe("reconciler: ledger → bank", () => {
     const stuck = await stuckTopup(user.id, { processing: true, chargeAt: null, ageS: REDRIVE_WINDOW_S + 60 });
     const result = await reconcileOnce(passOptions(syncBank.url, [user.id], { redriveWindowS: REDRIVE_WINDOW_S }));
     expect(result).toEqual({ examined: 1, completed: 0, failed: 1, redriven: 0, skipped: 0 });
-    expect(await getEntryById(stuck.ref)).toMatchObject({ status: "failed", failureReason: "expired", bankChargeId: null });
+    expect(await getEntryById(stuck.ref)).toMatchObject({
+      status: "failed",
+      failureReason: "expired",
+      bankChargeId: null,
+    });
     expect(await balanceOf(user.id)).toBe(0);
-    expect(JSON.parse((await storedResponseOf(user.id, stuck.entry.id))!.body).topup).toMatchObject({ status: "failed", failureReason: "expired" });
+    expect(JSON.parse((await storedResponseOf(user.id, stuck.entry.id))!.body).topup).toMatchObject({
+      status: "failed",
+      failureReason: "expired",
+    });
     // A request for that key still in flight somewhere cannot charge any more.
-    const late = await createCharge({ merchantRef: stuck.merchantRef, amountMinor: 1000, currency: "USD" }, { bankUrl: syncBank.url, timeoutMs: BANK_TIMEOUT_MS });
+    const late = await createCharge(
+      { merchantRef: stuck.merchantRef, amountMinor: 1000, currency: "USD" },
+      { bankUrl: syncBank.url, timeoutMs: BANK_TIMEOUT_MS },
+    );
     expect(late).toMatchObject({ kind: "rejected", status: 409, code: "idempotency_key_cancelled" });
     expect(await bankChargeOf(syncBank.url, stuck.merchantRef)).toBeNull();
   });
@@ -154,7 +205,9 @@ describe("reconciler: ledger → bank", () => {
     const user = await createTestUser();
     const stuck = await stuckTopup(user.id, { chargeAt: null, ageS: 30 });
     const { cancelCharge } = await import("@/lib/bank/client");
-    expect(await cancelCharge(stuck.merchantRef, { bankUrl: syncBank.url, timeoutMs: BANK_TIMEOUT_MS })).toEqual({ kind: "cancelled" });
+    expect(await cancelCharge(stuck.merchantRef, { bankUrl: syncBank.url, timeoutMs: BANK_TIMEOUT_MS })).toEqual({
+      kind: "cancelled",
+    });
     const result = await reconcileOnce(passOptions(syncBank.url, [user.id], { redriveWindowS: REDRIVE_WINDOW_S }));
     expect(result).toMatchObject({ examined: 1, failed: 1, completed: 0 });
     expect(await getEntryById(stuck.ref)).toMatchObject({ status: "failed", failureReason: "expired" });
@@ -168,19 +221,28 @@ describe("reconciler: ledger → bank", () => {
 
     const result = await reconcileOnce(passOptions(closed, [user.id], { redriveWindowS: REDRIVE_WINDOW_S }));
     expect(result).toMatchObject({ examined: 1, completed: 0, failed: 0, redriven: 0, skipped: 1 });
-    expect(result.bankUnreachable).toMatchObject({ rowsLeft: 2, chargesUnlisted: true, reason: expect.stringContaining("network") });
+    expect(result.bankUnreachable).toMatchObject({
+      rowsLeft: 2,
+      chargesUnlisted: true,
+      reason: expect.stringContaining("network"),
+    });
     for (const ref of [stuck.ref, second.ref]) expect((await getEntryById(ref))?.status).toBe("processing");
     expect(await balanceOf(user.id)).toBe(0);
 
     // The bank is back; the row it could not ask about is settled once its (take-over) lease expires.
-    await testPool().query("UPDATE ledger_entries SET lease_expires_at = now() - interval '1 second' WHERE user_id = $1", [user.id]);
+    await testPool().query(
+      "UPDATE ledger_entries SET lease_expires_at = now() - interval '1 second' WHERE user_id = $1",
+      [user.id],
+    );
     expect(await reconcileOnce(passOptions(syncBank.url, [user.id]))).toMatchObject({ examined: 2, completed: 2 });
     expect(await balanceOf(user.id)).toBe(700);
   });
 
   it("two reconcilers at once handle each row exactly once: one take-over, one completion, one credit per row", async () => {
     const user = await createTestUser();
-    const rows = await Promise.all(Array.from({ length: 8 }, (_, i) => stuckTopup(user.id, { amountMinor: 100 + i, chargeAt: syncBank.url })));
+    const rows = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => stuckTopup(user.id, { amountMinor: 100 + i, chargeAt: syncBank.url })),
+    );
     const [a, b] = await Promise.all([
       reconcileOnce(passOptions(syncBank.url, [user.id], { workerId: "reconciler-a" })),
       reconcileOnce(passOptions(syncBank.url, [user.id], { workerId: "reconciler-b" })),
@@ -203,17 +265,33 @@ describe("reconciler: ledger → bank", () => {
     const stuck = await stuckTopup(user.id, { chargeAt: pendingBank.url });
     await reconcileOnce(passOptions(pendingBank.url, [user.id]));
     const { completeEntry } = await import("@/lib/ledger/transitions");
-    const late = await completeEntry(stuck.ref, { actor: "request", guard: { kind: "lease", attempt: 1 }, credit: true });
+    const late = await completeEntry(stuck.ref, {
+      actor: "request",
+      guard: { kind: "lease", attempt: 1 },
+      credit: true,
+    });
     expect(late.kind).toBe("refused");
     expect(await balanceOf(user.id)).toBe(0);
   });
 
   it("an unfinished reward or payment row (never expected) is reported as an anomaly and left alone; the pass does not crash", async () => {
     const user = await createTestUser();
-    const claimed = await insertClaim(testPool(), claimRequest(user.id, { type: "payment", refId: freshRefId("order"), leaseMs: 0 }));
-    await testPool().query("UPDATE ledger_entries SET lease_expires_at = now() - interval '1 second' WHERE user_id = $1", [user.id]);
+    const claimed = await insertClaim(
+      testPool(),
+      claimRequest(user.id, { type: "payment", refId: freshRefId("order"), leaseMs: 0 }),
+    );
+    await testPool().query(
+      "UPDATE ledger_entries SET lease_expires_at = now() - interval '1 second' WHERE user_id = $1",
+      [user.id],
+    );
     const result = await reconcileOnce(passOptions(syncBank.url, [user.id]));
-    expect(result).toMatchObject({ examined: 1, completed: 0, failed: 0, skipped: 1, anomalies: [{ kind: "unfinished_non_topup" }] });
+    expect(result).toMatchObject({
+      examined: 1,
+      completed: 0,
+      failed: 0,
+      skipped: 1,
+      anomalies: [{ kind: "unfinished_non_topup" }],
+    });
     expect((await getEntryById({ userId: user.id, entryId: claimed!.id }))?.status).toBe("initiated");
   });
 });

@@ -45,13 +45,19 @@ describe("replay cache", () => {
     const { request, response } = await finishedOperation();
     await cacheStoredResponse(request.key, request.params, response, client);
     expect(await readCachedReplay(request.key, request.params, client)).toEqual({ kind: "replay", response });
-    expect(await readCachedReplay(request.key, { amount: 5, currency: "USD" }, client)).toEqual({ kind: "mismatch", fields: ["amount"] });
+    expect(await readCachedReplay(request.key, { amount: 5, currency: "USD" }, client)).toEqual({
+      kind: "mismatch",
+      fields: ["amount"],
+    });
   });
 
   it("the copy really answers: with the ledger's body changed behind its back, the copy's bytes come back (test-only tampering)", async () => {
     const { request, response, entryId } = await finishedOperation();
     await cacheStoredResponse(request.key, request.params, response, client);
-    await testPool().query("UPDATE ledger_entries SET response_body = 'tampered' WHERE user_id = $1 AND id = $2", [request.key.userId, entryId]);
+    await testPool().query("UPDATE ledger_entries SET response_body = 'tampered' WHERE user_id = $1 AND id = $2", [
+      request.key.userId,
+      entryId,
+    ]);
     expect(await readCachedReplay(request.key, request.params, client)).toEqual({ kind: "replay", response });
   });
 
@@ -88,7 +94,10 @@ describe("replay cache", () => {
     }
     for (const status of [100, 599]) {
       await client.set(replayCacheKey(request.key), JSON.stringify({ ...valid, s: status }));
-      expect(await readCachedReplay(request.key, request.params, client)).toEqual({ kind: "replay", response: { status, body: "{}" } });
+      expect(await readCachedReplay(request.key, request.params, client)).toEqual({
+        kind: "replay",
+        response: { status, body: "{}" },
+      });
     }
   });
 
@@ -96,15 +105,26 @@ describe("replay cache", () => {
     const { request, response, entryId } = await finishedOperation();
     // The process's own client (lib/redis.ts, the stack's Redis): writing the copy connects it.
     await cacheStoredResponse(request.key, request.params, response);
-    await testPool().query("UPDATE ledger_entries SET response_body = 'tampered' WHERE user_id = $1 AND id = $2", [request.key.userId, entryId]);
+    await testPool().query("UPDATE ledger_entries SET response_body = 'tampered' WHERE user_id = $1 AND id = $2", [
+      request.key.userId,
+      entryId,
+    ]);
     expect(await claimOperation(request, 0)).toEqual({ kind: "replay", response });
-    expect(await claimOperation({ ...request, params: { amount: 1, currency: "USD" } }, 0)).toEqual({ kind: "mismatch", fields: ["amount"] });
+    expect(await claimOperation({ ...request, params: { amount: 1, currency: "USD" } }, 0)).toEqual({
+      kind: "mismatch",
+      fields: ["amount"],
+    });
   });
 
   it("no client, or a client that is not connected: null, and writing is a silent no-op", async () => {
     const { request, response } = await finishedOperation();
     expect(await readCachedReplay(request.key, request.params, null)).toBeNull();
-    const down = new Redis("redis://127.0.0.1:1", { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false, retryStrategy: () => null });
+    const down = new Redis("redis://127.0.0.1:1", {
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      enableOfflineQueue: false,
+      retryStrategy: () => null,
+    });
     down.on("error", () => {});
     await expect(cacheStoredResponse(request.key, request.params, response, down)).resolves.toBeUndefined();
     expect(await readCachedReplay(request.key, request.params, down)).toBeNull();

@@ -72,7 +72,10 @@ describe("reward cap store scripts", () => {
     // The counter was seeded by nobody: the late reserve did not even seed it.
     expect(await counter(user)).toBeNull();
     // A new attempt of the same operation (a user's retry after the 503) reserves normally.
-    expect(await own.store.reserve(operation(user, "ad-1"), AMOUNT_MINOR, CAP_MINOR)).toEqual({ kind: "reserved", counterMinor: 5 });
+    expect(await own.store.reserve(operation(user, "ad-1"), AMOUNT_MINOR, CAP_MINOR)).toEqual({
+      kind: "reserved",
+      counterMinor: 5,
+    });
   });
 
   it("settle keeps the amount counted; a release after settle and a second settle change nothing", async () => {
@@ -135,7 +138,10 @@ describe("reward cap store scripts", () => {
     });
     const late = store.reserve(operation(user, "ad-late"), AMOUNT_MINOR, CAP_MINOR);
     await expect.poll(() => seedReads).toBe(1);
-    expect(await store.reserve(operation(user, "ad-early"), AMOUNT_MINOR, CAP_MINOR)).toEqual({ kind: "reserved", counterMinor: 25 });
+    expect(await store.reserve(operation(user, "ad-early"), AMOUNT_MINOR, CAP_MINOR)).toEqual({
+      kind: "reserved",
+      counterMinor: 25,
+    });
     slowSeedRead.resolve();
     // SET NX refused the late seed (20), so the early reservation (25) survives and the late one adds to it.
     expect(await late).toEqual({ kind: "reserved", counterMinor: 30 });

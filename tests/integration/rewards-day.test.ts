@@ -70,7 +70,11 @@ describe("claimReward across a local midnight (injected clock, Asia/Tokyo, cap 1
   const afterMidnight = at("2026-03-14T15:00:00.000Z");
 
   const status = (result: OperationResult) =>
-    result.kind === "response" ? `${result.response.status}${result.replayed ? " replayed" : ""}` : result.kind === "refused" ? result.code : result.kind;
+    result.kind === "response"
+      ? `${result.response.status}${result.replayed ? " replayed" : ""}`
+      : result.kind === "refused"
+        ? result.code
+        : result.kind;
 
   it("keys, caps and replays each local day separately", async () => {
     const user = await createTestUser();
@@ -96,7 +100,15 @@ describe("claimReward across a local midnight (injected clock, Asia/Tokyo, cap 1
     expect((await rewardCapStore().readDay(user.id, "2026-03-14")).counterMinor).toBe(10);
     expect((await rewardCapStore().readDay(user.id, "2026-03-15")).counterMinor).toBe(5);
 
-    expect(await getRewardProgress(user.id, beforeMidnight, rules)).toMatchObject({ day: "2026-03-14", earnedMinor: 10, capReached: true });
-    expect(await getRewardProgress(user.id, afterMidnight, rules)).toMatchObject({ day: "2026-03-15", earnedMinor: 5, capReached: false });
+    expect(await getRewardProgress(user.id, beforeMidnight, rules)).toMatchObject({
+      day: "2026-03-14",
+      earnedMinor: 10,
+      capReached: true,
+    });
+    expect(await getRewardProgress(user.id, afterMidnight, rules)).toMatchObject({
+      day: "2026-03-15",
+      earnedMinor: 5,
+      capReached: false,
+    });
   });
 });

@@ -62,17 +62,28 @@ describe("rewards through REDIS_URL when Redis goes down", () => {
     expect(refused).toMatchObject({ kind: "refused", code: "cap_store_unavailable" });
     expect(await rewardRowCount(user.id)).toBe(1);
 
-    const payment = await lib.createPayment({ userId: user.id, orderId: `order-${user.id}`, amountMinor: 4, currency: "USD" });
+    const payment = await lib.createPayment({
+      userId: user.id,
+      orderId: `order-${user.id}`,
+      amountMinor: 4,
+      currency: "USD",
+    });
     expect(payment).toMatchObject({ kind: "response", response: { status: 201 } });
     expect(await balanceOf(user.id)).toBe(1);
 
     // A replay of the reward credited before the outage needs no Redis (the row answers it).
-    expect(await lib.claimReward({ userId: user.id, adId: "ad-up" })).toMatchObject({ kind: "response", replayed: true });
+    expect(await lib.claimReward({ userId: user.id, adId: "ad-up" })).toMatchObject({
+      kind: "response",
+      replayed: true,
+    });
   });
 
   it("no Redis configured at all (a store without a client) is the same 503", async () => {
     const user = await createTestUser();
-    const refused = await lib.claimReward({ userId: user.id, adId: "ad-off" }, { capStore: new lib.RedisRewardCapStore(null) });
+    const refused = await lib.claimReward(
+      { userId: user.id, adId: "ad-off" },
+      { capStore: new lib.RedisRewardCapStore(null) },
+    );
     expect(refused).toMatchObject({ kind: "refused", code: "cap_store_unavailable" });
     expect(await rewardRowCount(user.id)).toBe(0);
   });

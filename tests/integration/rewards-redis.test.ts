@@ -66,7 +66,11 @@ describe("rewards with a misbehaving Redis", () => {
       await own.client.ping();
       const state = await own.store.readDay(user.id, day);
       // The timed-out reserve did run (stack-notes 21), and the release sent after it took it back.
-      expect(state.operations.find((o) => o.adId === "during")).toMatchObject({ state: "released", amountMinor: 5, holders: 0 });
+      expect(state.operations.find((o) => o.adId === "during")).toMatchObject({
+        state: "released",
+        amountMinor: 5,
+        holders: 0,
+      });
       expect(state.counterMinor).toBe(await creditedRewardsMinor(user.id, day));
       expect(state.counterMinor).toBe(5);
 
@@ -84,7 +88,13 @@ describe("rewards with a misbehaving Redis", () => {
       const day = today();
       await claimReward({ userId: user.id, adId: "before" }, { capStore: own.store });
       await own.admin.call("CLIENT", "PAUSE", String(PAUSE_MS), "WRITE");
-      const op = { userId: user.id, day, adId: "during", attemptId: "no-release", keysExpireAtS: capKeysExpireAtS(day, "UTC") };
+      const op = {
+        userId: user.id,
+        day,
+        adId: "during",
+        attemptId: "no-release",
+        keysExpireAtS: capKeysExpireAtS(day, "UTC"),
+      };
       await expect(own.store.reserve(op, 5, CAP_MINOR)).rejects.toMatchObject({ reason: "timeout" });
       await own.admin.set("pause-probe", "1");
       await own.client.ping();
@@ -102,7 +112,9 @@ describe("rewards with a misbehaving Redis", () => {
       }
       await own.admin.flushall();
       const results = await Promise.all(
-        Array.from({ length: 20 }, (_, i) => claimReward({ userId: user.id, adId: `after-flush-${i}` }, { capStore: own.store })),
+        Array.from({ length: 20 }, (_, i) =>
+          claimReward({ userId: user.id, adId: `after-flush-${i}` }, { capStore: own.store }),
+        ),
       );
       const statuses = results.map(statusOf);
       expect(statuses.filter((s) => s === 201)).toHaveLength(6);
@@ -150,7 +162,12 @@ describe("rewards with a misbehaving Redis", () => {
       // about 2 s, bounded here at 4 s to leave a loaded CI machine room.
       expect(Date.now() - startedMs).toBeLessThan(4000);
       expect(await rewardRowCount(user.id)).toBe(1);
-      const payment = await createPayment({ userId: user.id, orderId: `order-${user.id}`, amountMinor: 3, currency: "USD" });
+      const payment = await createPayment({
+        userId: user.id,
+        orderId: `order-${user.id}`,
+        amountMinor: 3,
+        currency: "USD",
+      });
       expect(statusOf(payment)).toBe(201);
       expect(await balanceOf(user.id)).toBe(2);
       // The audit runs without Redis and says what it skipped.
@@ -170,10 +187,20 @@ describe("rewards with a misbehaving Redis", () => {
       expect(await createRewardCapCheck({ userIds: [user.id], capStore: own.store }).run()).toMatchObject({ ok: true });
 
       // A reservation whose request died before releasing it: in flight, then stale.
-      const op = { userId: user.id, day, adId: "ad-leaked", attemptId: "dead-request", keysExpireAtS: capKeysExpireAtS(day, "UTC") };
+      const op = {
+        userId: user.id,
+        day,
+        adId: "ad-leaked",
+        attemptId: "dead-request",
+        keysExpireAtS: capKeysExpireAtS(day, "UTC"),
+      };
       await own.store.reserve(op, 5, CAP_MINOR);
       expect(await createRewardCapCheck({ userIds: [user.id], capStore: own.store }).run()).toMatchObject({ ok: true });
-      const stale = await createRewardCapCheck({ userIds: [user.id], capStore: own.store, staleReservationMs: 0 }).run();
+      const stale = await createRewardCapCheck({
+        userIds: [user.id],
+        capStore: own.store,
+        staleReservationMs: 0,
+      }).run();
       expect(stale.ok).toBe(false);
       expect(stale.violations.join("\n")).toContain("leaked");
 
@@ -181,14 +208,22 @@ describe("rewards with a misbehaving Redis", () => {
       await own.admin.incrby(capCounterKey(user.id, day), 5);
       const drifted = await createRewardCapCheck({ userIds: [user.id], capStore: own.store }).run();
       expect(drifted.ok).toBe(false);
-      expect(drifted.violations).toEqual([`user ${user.id} day ${day}: counter 10 differs from credited 5 + in flight 0`]);
+      expect(drifted.violations).toEqual([
+        `user ${user.id} day ${day}: counter 10 differs from credited 5 + in flight 0`,
+      ]);
     });
   });
 
   it("every Redis failure reaches claimReward as CapStoreUnavailableError (typed), never as a raw client error", async () => {
     await withOwnRedis(async (own) => {
       await own.server.stop();
-      const op = { userId: "u", day: today(), adId: "a", attemptId: "x", keysExpireAtS: capKeysExpireAtS(today(), "UTC") };
+      const op = {
+        userId: "u",
+        day: today(),
+        adId: "a",
+        attemptId: "x",
+        keysExpireAtS: capKeysExpireAtS(today(), "UTC"),
+      };
       await expect(own.store.reserve(op, 5, CAP_MINOR)).rejects.toBeInstanceOf(CapStoreUnavailableError);
       await expect(own.store.release(op)).rejects.toBeInstanceOf(CapStoreUnavailableError);
       await expect(own.store.settle(op, 5)).rejects.toBeInstanceOf(CapStoreUnavailableError);

@@ -190,8 +190,12 @@ describe("claimReward", () => {
 
   it("C10: 10 concurrent requests for one ad give one row, one credit, identical bodies, and count the cap once", async () => {
     const user = await createTestUser();
-    const results = await Promise.all(Array.from({ length: 10 }, () => claimReward({ userId: user.id, adId: "ad-dup" })));
-    const bodies = new Set(results.map((r) => (r.kind === "response" ? `${r.response.status} ${r.response.body}` : r.kind)));
+    const results = await Promise.all(
+      Array.from({ length: 10 }, () => claimReward({ userId: user.id, adId: "ad-dup" })),
+    );
+    const bodies = new Set(
+      results.map((r) => (r.kind === "response" ? `${r.response.status} ${r.response.body}` : r.kind)),
+    );
     expect(bodies.size).toBe(1);
     expect(results.filter((r) => r.kind === "response" && !r.replayed)).toHaveLength(1);
     expect(await balanceOf(user.id)).toBe(5);

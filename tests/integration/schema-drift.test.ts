@@ -52,7 +52,8 @@ function drift(models: PrismaModel[], columns: Column[], uniques: { table: strin
     }
     const live = columns.filter((c) => c.table_name === model.table);
     for (const column of live) {
-      if (!model.fields.some((f) => f.column === column.column_name)) problems.push(`${model.table}.${column.column_name} missing from model ${model.name}`);
+      if (!model.fields.some((f) => f.column === column.column_name))
+        problems.push(`${model.table}.${column.column_name} missing from model ${model.name}`);
     }
     for (const field of model.fields) {
       const column = live.find((c) => c.column_name === field.column);
@@ -64,13 +65,17 @@ function drift(models: PrismaModel[], columns: Column[], uniques: { table: strin
         problems.push(`${model.table}.${field.column}: Prisma ${field.type} vs PostgreSQL ${column.data_type}`);
       }
       if (field.optional !== (column.is_nullable === "YES")) {
-        problems.push(`${model.table}.${field.column}: Prisma ${field.optional ? "optional" : "required"} vs ${column.is_nullable === "YES" ? "NULL" : "NOT NULL"}`);
+        problems.push(
+          `${model.table}.${field.column}: Prisma ${field.optional ? "optional" : "required"} vs ${column.is_nullable === "YES" ? "NULL" : "NOT NULL"}`,
+        );
       }
     }
     const liveKeys = uniques.filter((u) => u.table === model.table).map((u) => u.columns.join(","));
     const modelKeys = model.uniques.map((u) => u.join(","));
-    for (const key of liveKeys) if (!modelKeys.includes(key)) problems.push(`${model.table}: unique (${key}) missing from model`);
-    for (const key of modelKeys) if (!liveKeys.includes(key)) problems.push(`${model.table}: model unique (${key}) not in the database`);
+    for (const key of liveKeys)
+      if (!modelKeys.includes(key)) problems.push(`${model.table}: unique (${key}) missing from model`);
+    for (const key of modelKeys)
+      if (!liveKeys.includes(key)) problems.push(`${model.table}: model unique (${key}) not in the database`);
   }
   return problems;
 }
@@ -86,12 +91,16 @@ describe("schema drift", () => {
         ? model
         : {
             ...model,
-            fields: model.fields.map((f) => (f.column === "balance_minor" ? { ...f, column: "balance", type: "Int" } : f)),
+            fields: model.fields.map((f) =>
+              f.column === "balance_minor" ? { ...f, column: "balance", type: "Int" } : f,
+            ),
             uniques: [],
           },
     );
     const problems = drift(models, await liveColumns(), await liveUniqueIndexes());
-    expect(problems).toContain("wallets.balance_minor missing from model wallets".replace("model wallets", "model Wallet"));
+    expect(problems).toContain(
+      "wallets.balance_minor missing from model wallets".replace("model wallets", "model Wallet"),
+    );
     expect(problems).toContain("Wallet.balanceMinor: column wallets.balance does not exist");
     expect(problems).toContain("wallets: unique (user_id) missing from model");
   });
@@ -101,7 +110,9 @@ describe("schema drift", () => {
 const USER_SCOPED_TABLES = ["wallets", "ledger_entries", "ledger_transitions"];
 
 function indexesWithoutLeadingUserId(indexes: { table: string; name: string; columns: string[] }[]): string[] {
-  return indexes.filter((i) => USER_SCOPED_TABLES.includes(i.table) && i.columns[0] !== "user_id").map((i) => `${i.table}.${i.name} (${i.columns.join(", ")})`);
+  return indexes
+    .filter((i) => USER_SCOPED_TABLES.includes(i.table) && i.columns[0] !== "user_id")
+    .map((i) => `${i.table}.${i.name} (${i.columns.join(", ")})`);
 }
 
 describe("scale-out readiness", () => {
@@ -121,7 +132,9 @@ describe("scale-out readiness", () => {
            JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum
           WHERE x.indisunique AND t.relname = 'ledger_entries' GROUP BY t.relname, i.relname`,
       );
-      expect(indexesWithoutLeadingUserId(result.rows)).toEqual(["ledger_entries.drift_probe_bad (bank_charge_id, user_id)"]);
+      expect(indexesWithoutLeadingUserId(result.rows)).toEqual([
+        "ledger_entries.drift_probe_bad (bank_charge_id, user_id)",
+      ]);
     } finally {
       await client.query("ROLLBACK");
       client.release();

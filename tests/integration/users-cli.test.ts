@@ -29,7 +29,10 @@ interface RunResult {
  * Runs scripts/users.ts with `args`, in `cwd`, with the test's environment plus `env` (a value of undefined
  * removes the variable). Resolves with the exit code and output; never rejects on a non-zero exit.
  */
-function runUsers(args: string[], options: { cwd?: string; env?: Record<string, string | undefined> } = {}): Promise<RunResult> {
+function runUsers(
+  args: string[],
+  options: { cwd?: string; env?: Record<string, string | undefined> } = {},
+): Promise<RunResult> {
   const childEnv: NodeJS.ProcessEnv = { ...process.env };
   for (const [name, value] of Object.entries(options.env ?? {})) {
     if (value === undefined) delete childEnv[name];
@@ -82,14 +85,18 @@ describe("npm run users -- create", () => {
 
   it("creates a plain user without --token and prints nothing on stdout", async () => {
     const email = `cli-${randomUUID()}@example.test`;
-    const result = await runUsers(["create", "--email", email, "--password", PASSWORD], { env: { DATABASE_URL: databaseUrl } });
+    const result = await runUsers(["create", "--email", email, "--password", PASSWORD], {
+      env: { DATABASE_URL: databaseUrl },
+    });
     expect(result.code).toBe(0);
     expect(result.stdout).toBe("");
   });
 
   it("exits 1 on a duplicate email and prints no token", async () => {
     const email = `cli-${randomUUID()}@example.test`;
-    const first = await runUsers(["create", "--email", email, "--password", PASSWORD], { env: { DATABASE_URL: databaseUrl } });
+    const first = await runUsers(["create", "--email", email, "--password", PASSWORD], {
+      env: { DATABASE_URL: databaseUrl },
+    });
     expect(first.code).toBe(0);
     const second = await runUsers(["create", "--email", email.toUpperCase(), "--password", PASSWORD, "--token"], {
       env: { DATABASE_URL: databaseUrl },
@@ -116,7 +123,9 @@ describe("npm run users -- create", () => {
   });
 
   it("exits 2 on bad arguments without touching the database", async () => {
-    const result = await runUsers(["create", "--email", "not-an-email", "--password", "short"], { env: { DATABASE_URL: databaseUrl } });
+    const result = await runUsers(["create", "--email", "not-an-email", "--password", "short"], {
+      env: { DATABASE_URL: databaseUrl },
+    });
     expect(result.code).toBe(2);
     expect(result.stderr).toContain("--email");
     expect(result.stderr).toContain("--password");

@@ -6,7 +6,14 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 
-const FORBIDDEN_IMPORTS = [/from\s+["'](?:@\/|(?:\.\.\/)+)lib\/db["']/, /from\s+["']pg["']/, /from\s+["']@prisma\//, /generated\/prisma/, /from\s+["']ioredis["']/, /(?:@\/|\.\.\/)lib\/redis["']/];
+const FORBIDDEN_IMPORTS = [
+  /from\s+["'](?:@\/|(?:\.\.\/)+)lib\/db["']/,
+  /from\s+["']pg["']/,
+  /from\s+["']@prisma\//,
+  /generated\/prisma/,
+  /from\s+["']ioredis["']/,
+  /(?:@\/|\.\.\/)lib\/redis["']/,
+];
 const SQL = /\b(SELECT\s+[\s\S]+?\s+FROM|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM)\b/;
 
 /** Lines of `source` that break the boundary, as "reason: line". */
@@ -28,7 +35,9 @@ function files(dir: string): string[] {
 
 describe("app/ boundary", () => {
   it("no file under app/ imports the database or Redis client or contains SQL", () => {
-    const violations = files("app").flatMap((file) => boundaryViolations(readFileSync(file, "utf8")).map((v) => `${file}: ${v}`));
+    const violations = files("app").flatMap((file) =>
+      boundaryViolations(readFileSync(file, "utf8")).map((v) => `${file}: ${v}`),
+    );
     expect(violations).toEqual([]);
   });
 

@@ -82,9 +82,15 @@ describe("verifyWebhookSignature", () => {
   it("accepts exactly at the tolerance edge and refuses one second past it, both directions", () => {
     const old = signWebhook(body, [SECRET], NOW_S - DEFAULT_TOLERANCE_SECONDS);
     expect(verify(old)).toEqual({ ok: true });
-    expect(verify(signWebhook(body, [SECRET], NOW_S - DEFAULT_TOLERANCE_SECONDS - 1))).toEqual({ ok: false, reason: "stale" });
+    expect(verify(signWebhook(body, [SECRET], NOW_S - DEFAULT_TOLERANCE_SECONDS - 1))).toEqual({
+      ok: false,
+      reason: "stale",
+    });
     expect(verify(signWebhook(body, [SECRET], NOW_S + DEFAULT_TOLERANCE_SECONDS))).toEqual({ ok: true });
-    expect(verify(signWebhook(body, [SECRET], NOW_S + DEFAULT_TOLERANCE_SECONDS + 1))).toEqual({ ok: false, reason: "stale" });
+    expect(verify(signWebhook(body, [SECRET], NOW_S + DEFAULT_TOLERANCE_SECONDS + 1))).toEqual({
+      ok: false,
+      reason: "stale",
+    });
   });
 
   it("honours a custom tolerance", () => {

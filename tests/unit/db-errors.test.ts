@@ -18,11 +18,7 @@ import {
   classifyDbError,
   isRetryableTransactionError,
 } from "../../lib/ledger/db-errors";
-import {
-  TRANSACTION_RETRY_MAX_DELAY_MS,
-  transactionRetryDelayMs,
-  withTransactionRetry,
-} from "../../lib/ledger/retry";
+import { TRANSACTION_RETRY_MAX_DELAY_MS, transactionRetryDelayMs, withTransactionRetry } from "../../lib/ledger/retry";
 
 /** The adapter's payload, as @prisma/adapter-pg 7.10 builds it in `convertDriverError`. */
 type AdapterCause = Record<string, unknown> & { kind: string; originalCode: string; originalMessage: string };
@@ -169,9 +165,9 @@ describe("classifyDbError: case C01", () => {
 
   it('C01(f) an error whose message contains "23505" but carries no code is unknown', () => {
     expect(classifyDbError(new Error("duplicate key: SQLSTATE 23505"))).toEqual({ kind: "unknown" });
-    expect(
-      classifyDbError(new Error(`23505 duplicate key value violates unique constraint "${CLAIM_INDEX}"`)),
-    ).toEqual({ kind: "unknown" });
+    expect(classifyDbError(new Error(`23505 duplicate key value violates unique constraint "${CLAIM_INDEX}"`))).toEqual(
+      { kind: "unknown" },
+    );
     // A Prisma error whose message says 23505 but whose meta has no adapter error.
     const prisma = new PrismaClientKnownRequestError(
       `Raw query failed. Code: \`23505\`. Message: \`duplicate key value violates unique constraint "${CLAIM_INDEX}"\``,
@@ -182,7 +178,10 @@ describe("classifyDbError: case C01", () => {
     const noCode = { kind: "UniqueConstraintViolation", constraint: { index: CLAIM_INDEX }, originalMessage: "23505" };
     expect(classifyDbError(new Error("x", { cause: noCode }))).toEqual({ kind: "unknown" });
     // Prisma's own code P2002 without the adapter error is not a SQLSTATE either.
-    const p2002 = new PrismaClientKnownRequestError("Unique constraint failed", { code: "P2002", clientVersion: "7.10.1" });
+    const p2002 = new PrismaClientKnownRequestError("Unique constraint failed", {
+      code: "P2002",
+      clientVersion: "7.10.1",
+    });
     expect(classifyDbError(p2002)).toEqual({ kind: "unknown" });
   });
 });

@@ -5,7 +5,14 @@ import { describe, expect, it } from "vitest";
 import { AD_ID_PATTERN, isValidRefId, LEDGER_DIRECTION, operationKey } from "../../lib/ledger/keys";
 import { canonicalParams, differingFields, fingerprint } from "../../lib/ledger/fingerprint";
 import { entryColumns, isTerminal, toLedgerEntry, ENTRY_COLUMNS } from "../../lib/ledger/entry";
-import { jsonStoredResponse, paymentView, problemStoredResponse, rewardView, statementEntryView, topupView } from "../../lib/ledger/views";
+import {
+  jsonStoredResponse,
+  paymentView,
+  problemStoredResponse,
+  rewardView,
+  statementEntryView,
+  topupView,
+} from "../../lib/ledger/views";
 import { fromExisting } from "../../lib/ledger/outcome";
 
 describe("keys", () => {
@@ -51,9 +58,15 @@ describe("keys", () => {
 
 describe("fingerprint", () => {
   it("is independent of key order and changes with any value", () => {
-    expect(fingerprint("topup", { amount: 1, currency: "USD" })).toBe(fingerprint("topup", { currency: "USD", amount: 1 }));
-    expect(fingerprint("topup", { amount: 1, currency: "USD" })).not.toBe(fingerprint("topup", { amount: 2, currency: "USD" }));
-    expect(fingerprint("topup", { amount: 1, currency: "USD" })).not.toBe(fingerprint("payment", { amount: 1, currency: "USD" }));
+    expect(fingerprint("topup", { amount: 1, currency: "USD" })).toBe(
+      fingerprint("topup", { currency: "USD", amount: 1 }),
+    );
+    expect(fingerprint("topup", { amount: 1, currency: "USD" })).not.toBe(
+      fingerprint("topup", { amount: 2, currency: "USD" }),
+    );
+    expect(fingerprint("topup", { amount: 1, currency: "USD" })).not.toBe(
+      fingerprint("payment", { amount: 1, currency: "USD" }),
+    );
     expect(fingerprint("topup", { amount: 1 })).toMatch(/^[0-9a-f]{64}$/);
   });
 
@@ -69,7 +82,10 @@ describe("fingerprint", () => {
 
   it("names the fields that differ, sorted, including one-sided fields", () => {
     expect(differingFields({ amount: 1, currency: "USD" }, { amount: 2, currency: "USD" })).toEqual(["amount"]);
-    expect(differingFields({ amount: 1, currency: "USD" }, { currency: "EUR", amount: 2 })).toEqual(["amount", "currency"]);
+    expect(differingFields({ amount: 1, currency: "USD" }, { currency: "EUR", amount: 2 })).toEqual([
+      "amount",
+      "currency",
+    ]);
     expect(differingFields({ amount: 1 }, { amount: 1, adId: "x" })).toEqual(["adId"]);
     expect(differingFields({ amount: 1 }, { amount: 1 })).toEqual([]);
   });
@@ -99,9 +115,30 @@ const row = {
 describe("entry mapping and views", () => {
   it("maps a row and its stored response", () => {
     const entry = toLedgerEntry(row);
-    expect(entry).toMatchObject({ id: 7, userId: "u1", refId: "r1", amountMinor: 2500, status: "processing", attempt: 2, bankChargeId: "ch_1", response: null, leaseOwner: "w" });
-    expect(toLedgerEntry({ ...row, response_status: 201, response_body: "{}" }).response).toEqual({ status: 201, body: "{}" });
-    expect(toLedgerEntry({ ...row, lease_owner: undefined, bank_charge_id: undefined, failure_reason: undefined, lease_expires_at: undefined })).toMatchObject({ leaseOwner: null, bankChargeId: null, failureReason: null, leaseExpiresAt: null });
+    expect(entry).toMatchObject({
+      id: 7,
+      userId: "u1",
+      refId: "r1",
+      amountMinor: 2500,
+      status: "processing",
+      attempt: 2,
+      bankChargeId: "ch_1",
+      response: null,
+      leaseOwner: "w",
+    });
+    expect(toLedgerEntry({ ...row, response_status: 201, response_body: "{}" }).response).toEqual({
+      status: 201,
+      body: "{}",
+    });
+    expect(
+      toLedgerEntry({
+        ...row,
+        lease_owner: undefined,
+        bank_charge_id: undefined,
+        failure_reason: undefined,
+        lease_expires_at: undefined,
+      }),
+    ).toMatchObject({ leaseOwner: null, bankChargeId: null, failureReason: null, leaseExpiresAt: null });
   });
 
   it("qualifies every column with an alias", () => {
@@ -110,7 +147,12 @@ describe("entry mapping and views", () => {
   });
 
   it("only succeeded and failed are terminal", () => {
-    expect(["initiated", "processing", "succeeded", "failed"].map((s) => isTerminal(s as never))).toEqual([false, false, true, true]);
+    expect(["initiated", "processing", "succeeded", "failed"].map((s) => isTerminal(s as never))).toEqual([
+      false,
+      false,
+      true,
+      true,
+    ]);
   });
 
   it("T of contract section 4, with ISO-8601 UTC times, in a fixed key order", () => {
@@ -120,20 +162,32 @@ describe("entry mapping and views", () => {
     );
     expect(paymentView(entry)).toMatchObject({ orderId: "r1", amount: 2500 });
     expect(statementEntryView(entry)).toMatchObject({ type: "topup", refId: "r1", amount: 2500, failureReason: null });
-    expect(rewardView(toLedgerEntry({ ...row, type: "reward", params: { adId: "ad1", day: "2026-01-01" } }))).toMatchObject({ adId: "ad1", day: "2026-01-01", amount: 2500 });
+    expect(
+      rewardView(toLedgerEntry({ ...row, type: "reward", params: { adId: "ad1", day: "2026-01-01" } })),
+    ).toMatchObject({ adId: "ad1", day: "2026-01-01", amount: 2500 });
   });
 
   it("stored responses are exact JSON text", () => {
     expect(jsonStoredResponse(201, { a: 1 })).toEqual({ status: 201, body: '{"a":1}' });
     const problem = problemStoredResponse("insufficient_funds", "no");
     expect(problem.status).toBe(402);
-    expect(JSON.parse(problem.body)).toEqual({ type: "/problems/insufficient_funds", title: "Insufficient funds", status: 402, detail: "no", code: "insufficient_funds" });
+    expect(JSON.parse(problem.body)).toEqual({
+      type: "/problems/insufficient_funds",
+      title: "Insufficient funds",
+      status: 402,
+      detail: "no",
+      code: "insufficient_funds",
+    });
   });
 });
 
 describe("fromExisting", () => {
   it("maps a loser's outcomes", () => {
-    expect(fromExisting({ kind: "replay", response: { status: 201, body: "x" } })).toEqual({ kind: "response", response: { status: 201, body: "x" }, replayed: true });
+    expect(fromExisting({ kind: "replay", response: { status: 201, body: "x" } })).toEqual({
+      kind: "response",
+      response: { status: 201, body: "x" },
+      replayed: true,
+    });
     expect(fromExisting({ kind: "mismatch", fields: ["amount"] })).toEqual({ kind: "mismatch", fields: ["amount"] });
     expect(fromExisting({ kind: "in_progress", retryAfterS: 1 })).toEqual({ kind: "in_progress", retryAfterS: 1 });
   });

@@ -4,7 +4,12 @@
  */
 import { describe, expect, it } from "vitest";
 import { parseAmountToken, rawTopLevelMembers, RawJsonError } from "../../lib/http/raw-json";
-import { formToRaw, validatePaymentRequest, validateRewardRequest, validateTopupRequest } from "../../lib/http/operation-requests";
+import {
+  formToRaw,
+  validatePaymentRequest,
+  validateRewardRequest,
+  validateTopupRequest,
+} from "../../lib/http/operation-requests";
 import { isJsonContentType } from "../../lib/http/read-json-body";
 import { parseListQuery } from "../../lib/http/list-query";
 import { parseMajorAmount } from "../../lib/web/form-refs";
@@ -30,9 +35,12 @@ describe("rawTopLevelMembers", () => {
     expect(rawTopLevelMembers('{"am\\u006fun\\u0074":5}').get("amount")).toBe("5");
   });
 
-  it.each(['{"a":1,"a":2}', "[1]", '{"a":1} x', '{"a" 1}', '{"a":1,}', '{"a":"x', '{"a":[1}', ""])("refuses %j", (text) => {
-    expect(() => rawTopLevelMembers(text)).toThrow(RawJsonError);
-  });
+  it.each(['{"a":1,"a":2}', "[1]", '{"a":1} x', '{"a" 1}', '{"a":1,}', '{"a":"x', '{"a":[1}', ""])(
+    "refuses %j",
+    (text) => {
+      expect(() => rawTopLevelMembers(text)).toThrow(RawJsonError);
+    },
+  );
 });
 
 describe("C07: amounts are judged on the raw token", () => {
@@ -67,7 +75,10 @@ describe("C07: amounts are judged on the raw token", () => {
 
 describe("operation validators", () => {
   it("accepts a well-formed top-up and defaults the currency", () => {
-    expect(topup('{"refId":"r-1","amount":2500}')).toEqual({ ok: true, value: { refId: "r-1", amountMinor: 2500, currency: "USD" } });
+    expect(topup('{"refId":"r-1","amount":2500}')).toEqual({
+      ok: true,
+      value: { refId: "r-1", amountMinor: 2500, currency: "USD" },
+    });
     expect(topup('{"refId":"r-1","amount":2500,"currency":"USD"}')).toMatchObject({ ok: true });
   });
 
@@ -90,8 +101,14 @@ describe("operation validators", () => {
 
   it("payments and rewards follow the same rules", () => {
     const text = '{"orderId":"o-1","amount":5}';
-    expect(validatePaymentRequest(JSON.parse(text), rawTopLevelMembers(text), rules)).toEqual({ ok: true, value: { orderId: "o-1", amountMinor: 5, currency: "USD" } });
-    expect(validatePaymentRequest({ orderId: "o 1", amount: 5 }, rawTopLevelMembers('{"orderId":"o 1","amount":5}'), rules).ok).toBe(false);
+    expect(validatePaymentRequest(JSON.parse(text), rawTopLevelMembers(text), rules)).toEqual({
+      ok: true,
+      value: { orderId: "o-1", amountMinor: 5, currency: "USD" },
+    });
+    expect(
+      validatePaymentRequest({ orderId: "o 1", amount: 5 }, rawTopLevelMembers('{"orderId":"o 1","amount":5}'), rules)
+        .ok,
+    ).toBe(false);
     expect(validateRewardRequest({ adId: "ad-1" })).toEqual({ ok: true, value: { adId: "ad-1" } });
     expect(validateRewardRequest({ adId: "a".repeat(118) }).ok).toBe(false);
     expect(validateRewardRequest({ adId: "ad-1", x: 1 }).ok).toBe(false);
@@ -115,9 +132,16 @@ describe("small parsers", () => {
   });
 
   it("list queries", () => {
-    expect(parseListQuery(new URLSearchParams(""))).toEqual({ ok: true, value: { status: undefined, limit: undefined, stuck: false } });
-    expect(parseListQuery(new URLSearchParams("status=failed&limit=100&stuck=1"))).toEqual({ ok: true, value: { status: "failed", limit: 100, stuck: true } });
-    for (const bad of ["limit=0", "limit=101", "limit=1.5", "limit=-1", "status=done", "stuck=yes"]) expect(parseListQuery(new URLSearchParams(bad)).ok).toBe(false);
+    expect(parseListQuery(new URLSearchParams(""))).toEqual({
+      ok: true,
+      value: { status: undefined, limit: undefined, stuck: false },
+    });
+    expect(parseListQuery(new URLSearchParams("status=failed&limit=100&stuck=1"))).toEqual({
+      ok: true,
+      value: { status: "failed", limit: 100, stuck: true },
+    });
+    for (const bad of ["limit=0", "limit=101", "limit=1.5", "limit=-1", "status=done", "stuck=yes"])
+      expect(parseListQuery(new URLSearchParams(bad)).ok).toBe(false);
   });
 
   it("major-unit amounts typed in the forms convert exactly", () => {

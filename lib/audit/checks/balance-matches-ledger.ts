@@ -47,14 +47,15 @@ export function createBalanceCheck(scope: AuditScope = WHOLE_LEDGER): AuditCheck
   return {
     name: BALANCE_CHECK_NAME,
     async run() {
-      const result = await pool().query<{ user_id: string; balance_minor: string; ledger_minor: string; total: number }>(BALANCE_SQL, [
-        scope.userIds,
-        CREDIT_TYPES,
-        DEBIT_TYPES,
-        AUDIT_VIOLATIONS_MAX,
-      ]);
+      const result = await pool().query<{
+        user_id: string;
+        balance_minor: string;
+        ledger_minor: string;
+        total: number;
+      }>(BALANCE_SQL, [scope.userIds, CREDIT_TYPES, DEBIT_TYPES, AUDIT_VIOLATIONS_MAX]);
       const violations = result.rows.map(
-        (row) => `user ${row.user_id}: wallet balance ${row.balance_minor} but succeeded credits minus debits are ${row.ledger_minor}`,
+        (row) =>
+          `user ${row.user_id}: wallet balance ${row.balance_minor} but succeeded credits minus debits are ${row.ledger_minor}`,
       );
       return checkResult(BALANCE_CHECK_NAME, violations, result.rows[0]?.total ?? 0);
     },

@@ -22,7 +22,10 @@ SELECT user_id, type, ref_id, status, lease_owner, lease_expires_at, attempt, co
  LIMIT $2`;
 
 /** The expired-lease check (7.5) over `scope`. Throws only when the database cannot be queried. */
-export function createNoExpiredUnfinishedRowsCheck(bank: AuditBankOptions, scope: AuditScope = WHOLE_LEDGER): AuditCheck {
+export function createNoExpiredUnfinishedRowsCheck(
+  bank: AuditBankOptions,
+  scope: AuditScope = WHOLE_LEDGER,
+): AuditCheck {
   return {
     name: EXPIRED_LEASES_CHECK_NAME,
     async run() {

@@ -31,8 +31,10 @@ export async function readAllBankCharges(bank: AuditBankOptions): Promise<BankCh
   let startingAfter: string | undefined;
   for (let page = 0; page < AUDIT_CHARGE_PAGES_MAX; page++) {
     const listed = await listChargesSince(EPOCH_ISO, { ...bank, limit: PAGE_LIMIT, startingAfter });
-    if (listed.kind === "unknown") return { kind: "unreachable", reason: listed.detail ? `${listed.reason}: ${listed.detail}` : listed.reason };
-    if (listed.kind === "rejected") return { kind: "unreachable", reason: `the bank refused the listing: ${listed.status} ${listed.code}` };
+    if (listed.kind === "unknown")
+      return { kind: "unreachable", reason: listed.detail ? `${listed.reason}: ${listed.detail}` : listed.reason };
+    if (listed.kind === "rejected")
+      return { kind: "unreachable", reason: `the bank refused the listing: ${listed.status} ${listed.code}` };
     charges.push(...listed.charges);
     const last = listed.charges.at(-1);
     if (!listed.hasMore || !last) return { kind: "charges", charges };

@@ -86,14 +86,23 @@ export function createRewardCapCheck(options: RewardCapCheckOptions = {}): Rewar
         AUDIT_VIOLATIONS_MAX + 1,
       ]);
       for (const row of overCap.rows) {
-        violations.push(`user ${row.user_id} day ${row.day}: rewards credited ${row.credited_minor} exceed the daily cap ${capMinor}`);
+        violations.push(
+          `user ${row.user_id} day ${row.day}: rewards credited ${row.credited_minor} exceed the daily cap ${capMinor}`,
+        );
       }
 
       const store = options.capStore === undefined ? rewardCapStore() : options.capStore;
       if (!store) {
         notes.push("Redis counters not compared: no cap store");
       } else {
-        await compareCounters(store, db, userIds, options.staleReservationMs ?? STALE_RESERVATION_MS, violations, notes);
+        await compareCounters(
+          store,
+          db,
+          userIds,
+          options.staleReservationMs ?? STALE_RESERVATION_MS,
+          violations,
+          notes,
+        );
       }
       return result(violations, notes);
     },
@@ -145,7 +154,10 @@ async function compareDay(
     state = await store.readDay(userId, day);
   } catch (error) {
     if (error instanceof CapStoreUnavailableError && error.reason === "rejected") {
-      return { violations: [`user ${userId} day ${day}: the counter key holds garbage (${error.message})`], mismatch: false };
+      return {
+        violations: [`user ${userId} day ${day}: the counter key holds garbage (${error.message})`],
+        mismatch: false,
+      };
     }
     if (error instanceof CapStoreUnavailableError) return { violations: [], mismatch: false };
     throw error;
@@ -188,9 +200,10 @@ async function compareDay(
 
 function result(violations: string[], notes: string[]): RewardCapCheckResult {
   // The ledger query and the counter loop stop one past the limit, so the exact total is not known here.
-  const listed = violations.length > AUDIT_VIOLATIONS_MAX
-    ? [...violations.slice(0, AUDIT_VIOLATIONS_MAX - 1), "... and more not listed"]
-    : violations;
+  const listed =
+    violations.length > AUDIT_VIOLATIONS_MAX
+      ? [...violations.slice(0, AUDIT_VIOLATIONS_MAX - 1), "... and more not listed"]
+      : violations;
   const base = { name: REWARD_CAP_CHECK_NAME, ok: violations.length === 0, violations: listed };
   return notes.length > 0 ? { ...base, notes } : base;
 }

@@ -27,7 +27,12 @@ export interface AuditCheckReport extends AuditCheckResult {
  * Builds a result from the violations found (`total` may exceed the list when a query was bounded): at most
  * {@link AUDIT_VIOLATIONS_MAX} lines, the last one saying how many more there were when they do not all fit.
  */
-export function checkResult(name: string, violations: string[], total: number = violations.length, notes: string[] = []): AuditCheckReport {
+export function checkResult(
+  name: string,
+  violations: string[],
+  total: number = violations.length,
+  notes: string[] = [],
+): AuditCheckReport {
   const count = Math.max(total, violations.length);
   const fits = count <= AUDIT_VIOLATIONS_MAX;
   const listed = violations.slice(0, fits ? AUDIT_VIOLATIONS_MAX : AUDIT_VIOLATIONS_MAX - 1);

@@ -71,7 +71,8 @@ export function createStoredResponsesCheck(scope: AuditScope = WHOLE_LEDGER): Au
           const problem = problemWith(row);
           if (problem === null) continue;
           total += 1;
-          if (violations.length < AUDIT_VIOLATIONS_MAX) violations.push(`${row.type} ${row.ref_id} of user ${row.user_id}: ${problem}`);
+          if (violations.length < AUDIT_VIOLATIONS_MAX)
+            violations.push(`${row.type} ${row.ref_id} of user ${row.user_id}: ${problem}`);
         }
         const last = page.rows.at(-1);
         if (!last || page.rows.length < PAGE_ROWS) break;

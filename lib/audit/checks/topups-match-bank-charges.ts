@@ -41,14 +41,20 @@ function describeCharge(charge: BankCharge): string {
  * The top-up/charge check (7.2) over `scope`, reading the bank at `bank`. Throws only when the database cannot
  * be queried; an unreachable bank is a failed check.
  */
-export function createTopupsMatchBankChargesCheck(bank: AuditBankOptions, scope: AuditScope = WHOLE_LEDGER): AuditCheck {
+export function createTopupsMatchBankChargesCheck(
+  bank: AuditBankOptions,
+  scope: AuditScope = WHOLE_LEDGER,
+): AuditCheck {
   return {
     name: BANK_CHARGES_CHECK_NAME,
     async run() {
       const read = await readAllBankCharges(bank);
-      if (read.kind === "unreachable") return checkResult(BANK_CHARGES_CHECK_NAME, [`bank unreachable (${read.reason}): charges cannot be compared`]);
+      if (read.kind === "unreachable")
+        return checkResult(BANK_CHARGES_CHECK_NAME, [`bank unreachable (${read.reason}): charges cannot be compared`]);
       if (read.kind === "too_many") {
-        return checkResult(BANK_CHARGES_CHECK_NAME, [`the bank lists more than ${read.pagesRead} pages of charges: this audit does not compare that many`]);
+        return checkResult(BANK_CHARGES_CHECK_NAME, [
+          `the bank lists more than ${read.pagesRead} pages of charges: this audit does not compare that many`,
+        ]);
       }
       const inScope = (userId: string) => scope.userIds === null || scope.userIds.includes(userId);
       const rows = await pool().query<TopupRow>(TOPUPS_SQL, [scope.userIds]);
@@ -79,9 +85,14 @@ export function createTopupsMatchBankChargesCheck(bank: AuditBankOptions, scope:
         } else if (row.status === "failed") {
           violations.push(`${describeCharge(charge)} succeeded but its top-up failed: money taken, nothing credited`);
         } else if (row.status !== "succeeded") {
-          if (!row.in_flight) violations.push(`${describeCharge(charge)} succeeded but its top-up is still ${row.status} with an expired lease`);
+          if (!row.in_flight)
+            violations.push(
+              `${describeCharge(charge)} succeeded but its top-up is still ${row.status} with an expired lease`,
+            );
         } else if (row.amount_minor !== charge.amount || row.currency !== charge.currency) {
-          violations.push(`${describeCharge(charge)} succeeded but its top-up credited ${row.amount_minor} ${row.currency}`);
+          violations.push(
+            `${describeCharge(charge)} succeeded but its top-up credited ${row.amount_minor} ${row.currency}`,
+          );
         } else if (row.bank_charge_id !== null && row.bank_charge_id !== charge.id) {
           violations.push(`${describeCharge(charge)} succeeded but its top-up records charge ${row.bank_charge_id}`);
         }
@@ -93,12 +104,18 @@ export function createTopupsMatchBankChargesCheck(bank: AuditBankOptions, scope:
         try {
           merchantRef = merchantRefFor(row.user_id, row.ref_id);
         } catch {
-          violations.push(`top-up ${row.ref_id} of user ${row.user_id} succeeded but its key cannot be a merchant reference`);
+          violations.push(
+            `top-up ${row.ref_id} of user ${row.user_id} succeeded but its key cannot be a merchant reference`,
+          );
           continue;
         }
         const charge = chargeByRef.get(merchantRef);
-        if (!charge) violations.push(`top-up ${merchantRef} credited ${row.amount_minor} ${row.currency} without any bank charge`);
-        else if (charge.status !== "succeeded") violations.push(`top-up ${merchantRef} credited ${row.amount_minor} ${row.currency} but the bank's charge ${charge.id} is ${charge.status}`);
+        if (!charge)
+          violations.push(`top-up ${merchantRef} credited ${row.amount_minor} ${row.currency} without any bank charge`);
+        else if (charge.status !== "succeeded")
+          violations.push(
+            `top-up ${merchantRef} credited ${row.amount_minor} ${row.currency} but the bank's charge ${charge.id} is ${charge.status}`,
+          );
       }
       return checkResult(BANK_CHARGES_CHECK_NAME, violations);
     },

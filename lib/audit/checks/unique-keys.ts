@@ -32,7 +32,9 @@ export function createUniqueKeysCheck(scope: AuditScope = WHOLE_LEDGER): AuditCh
     name: UNIQUE_KEYS_CHECK_NAME,
     async run() {
       const violations: string[] = [];
-      const index = await pool().query<{ is_unique: boolean; is_valid: boolean; definition: string }>(INDEX_SQL, [CLAIM_INDEX]);
+      const index = await pool().query<{ is_unique: boolean; is_valid: boolean; definition: string }>(INDEX_SQL, [
+        CLAIM_INDEX,
+      ]);
       const row = index.rows[0];
       if (!row) {
         violations.push(`the claim index ${CLAIM_INDEX} does not exist on ledger_entries`);
@@ -43,11 +45,15 @@ export function createUniqueKeysCheck(scope: AuditScope = WHOLE_LEDGER): AuditCh
           violations.push(`the claim index ${CLAIM_INDEX} is not on (user_id, type, ref_id): ${row.definition}`);
         }
       }
-      const duplicates = await pool().query<{ user_id: string; type: string; ref_id: string; n: number; total: number }>(DUPLICATES_SQL, [
-        scope.userIds,
-        AUDIT_VIOLATIONS_MAX,
-      ]);
-      for (const dup of duplicates.rows) violations.push(`key (${dup.user_id}, ${dup.type}, ${dup.ref_id}) has ${dup.n} rows`);
+      const duplicates = await pool().query<{
+        user_id: string;
+        type: string;
+        ref_id: string;
+        n: number;
+        total: number;
+      }>(DUPLICATES_SQL, [scope.userIds, AUDIT_VIOLATIONS_MAX]);
+      for (const dup of duplicates.rows)
+        violations.push(`key (${dup.user_id}, ${dup.type}, ${dup.ref_id}) has ${dup.n} rows`);
       const total = violations.length - duplicates.rows.length + (duplicates.rows[0]?.total ?? 0);
       return checkResult(UNIQUE_KEYS_CHECK_NAME, violations, total);
     },

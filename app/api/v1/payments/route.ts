@@ -12,7 +12,10 @@ export const POST = withPrincipal(async (request, principal) => {
   const settings = env();
   const body = await readJsonBody(request, settings.BODY_LIMIT_BYTES);
   if (!body.ok) return problemResponse(body.code, body.detail);
-  const input = validatePaymentRequest(body.value, body.raw, { maxAmountMinor: settings.MAX_AMOUNT_MINOR, walletCurrency: settings.WALLET_CURRENCY });
+  const input = validatePaymentRequest(body.value, body.raw, {
+    maxAmountMinor: settings.MAX_AMOUNT_MINOR,
+    walletCurrency: settings.WALLET_CURRENCY,
+  });
   if (!input.ok) return problemResponse("invalid_request", input.detail);
   return operationResponse(await createPayment({ userId: principal.userId, ...input.value }));
 });

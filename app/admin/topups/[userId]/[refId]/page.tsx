@@ -57,17 +57,52 @@ export default async function TopupTimelinePage({ params }: { params: Promise<{ 
       <section className={`card${stuck ? " stuck" : ""}`} data-testid="timeline-topup" data-status={topup.status}>
         <h1>Top-up {topup.refId}</h1>
         <dl className="counters">
-          <div><dt>status</dt><dd className={`status ${topup.status}`}>{topup.status}{stuck ? " (stuck)" : ""}</dd></div>
-          <div><dt>amount</dt><dd>{formatMinor(topup.amount)} {topup.currency}</dd></div>
-          <div><dt>attempt</dt><dd>{topup.attempt}</dd></div>
+          <div>
+            <dt>status</dt>
+            <dd className={`status ${topup.status}`}>
+              {topup.status}
+              {stuck ? " (stuck)" : ""}
+            </dd>
+          </div>
+          <div>
+            <dt>amount</dt>
+            <dd>
+              {formatMinor(topup.amount)} {topup.currency}
+            </dd>
+          </div>
+          <div>
+            <dt>attempt</dt>
+            <dd>{topup.attempt}</dd>
+          </div>
         </dl>
         <ul>
-          <li>User <code>{topup.userId}</code></li>
-          <li>Merchant reference <code>{merchantRef ?? "—"}</code></li>
-          <li>Bank charge id <code data-testid="charge-id">{topup.chargeId ?? "—"}</code></li>
-          <li>Lease {topup.leaseOwner ? <>{topup.leaseOwner} until {shortTime(topup.leaseExpiresAt)}</> : "none (finished)"}</li>
-          {topup.failureReason && <li>Failure: {describeFailure(topup.failureReason)} (<code>{topup.failureReason}</code>)</li>}
-          <li>Created {shortTime(topup.createdAt)}, updated {shortTime(topup.updatedAt)}</li>
+          <li>
+            User <code>{topup.userId}</code>
+          </li>
+          <li>
+            Merchant reference <code>{merchantRef ?? "—"}</code>
+          </li>
+          <li>
+            Bank charge id <code data-testid="charge-id">{topup.chargeId ?? "—"}</code>
+          </li>
+          <li>
+            Lease{" "}
+            {topup.leaseOwner ? (
+              <>
+                {topup.leaseOwner} until {shortTime(topup.leaseExpiresAt)}
+              </>
+            ) : (
+              "none (finished)"
+            )}
+          </li>
+          {topup.failureReason && (
+            <li>
+              Failure: {describeFailure(topup.failureReason)} (<code>{topup.failureReason}</code>)
+            </li>
+          )}
+          <li>
+            Created {shortTime(topup.createdAt)}, updated {shortTime(topup.updatedAt)}
+          </li>
         </ul>
       </section>
 
@@ -76,8 +111,15 @@ export default async function TopupTimelinePage({ params }: { params: Promise<{ 
         <ol className="timeline" data-testid="transitions">
           {transitions.map((t, index) => (
             <li key={index} data-actor={t.actor} data-to={t.to}>
-              <time dateTime={t.at}>{shortTime(t.at)}</time> — {t.from === t.to ? <>lease taken over ({t.to})</> : <>{t.from ?? "∅"} → {t.to}</>} by{" "}
-              <strong>{t.actor}</strong> (attempt {t.attempt}){t.detail ? `: ${t.detail}` : ""}
+              <time dateTime={t.at}>{shortTime(t.at)}</time> —{" "}
+              {t.from === t.to ? (
+                <>lease taken over ({t.to})</>
+              ) : (
+                <>
+                  {t.from ?? "∅"} → {t.to}
+                </>
+              )}{" "}
+              by <strong>{t.actor}</strong> (attempt {t.attempt}){t.detail ? `: ${t.detail}` : ""}
             </li>
           ))}
         </ol>
@@ -87,10 +129,13 @@ export default async function TopupTimelinePage({ params }: { params: Promise<{ 
         <h2 id="bank-heading">Bank</h2>
         {bank.kind === "charge" && (
           <p data-testid="bank-charge">
-            Charge <code>{bank.charge.id}</code> is <strong>{bank.charge.status}</strong> for {formatMinor(bank.charge.amount)} {bank.charge.currency}, created {shortTime(bank.charge.createdAt)}.
+            Charge <code>{bank.charge.id}</code> is <strong>{bank.charge.status}</strong> for{" "}
+            {formatMinor(bank.charge.amount)} {bank.charge.currency}, created {shortTime(bank.charge.createdAt)}.
           </p>
         )}
-        {bank.kind === "no_charge" && <p data-testid="bank-charge">The bank has no charge for this merchant reference.</p>}
+        {bank.kind === "no_charge" && (
+          <p data-testid="bank-charge">The bank has no charge for this merchant reference.</p>
+        )}
         {bank.kind === "unreachable" && <p role="alert">The bank could not be asked ({bank.reason}).</p>}
       </section>
 
@@ -101,7 +146,15 @@ export default async function TopupTimelinePage({ params }: { params: Promise<{ 
         ) : (
           <table data-testid="webhooks">
             <thead>
-              <tr><th>Event</th><th>Type</th><th>Charge</th><th>Amount</th><th>Outcome</th><th>Deliveries</th><th>First / last seen</th></tr>
+              <tr>
+                <th>Event</th>
+                <th>Type</th>
+                <th>Charge</th>
+                <th>Amount</th>
+                <th>Outcome</th>
+                <th>Deliveries</th>
+                <th>First / last seen</th>
+              </tr>
             </thead>
             <tbody>
               {webhooks.map((w) => (
@@ -112,7 +165,9 @@ export default async function TopupTimelinePage({ params }: { params: Promise<{ 
                   <td>{w.amount === null ? "—" : `${formatMinor(w.amount)} ${w.currency ?? ""}`}</td>
                   <td>{w.outcome}</td>
                   <td>{w.deliveries}</td>
-                  <td>{shortTime(w.firstSeenAt)} / {shortTime(w.lastSeenAt)}</td>
+                  <td>
+                    {shortTime(w.firstSeenAt)} / {shortTime(w.lastSeenAt)}
+                  </td>
                 </tr>
               ))}
             </tbody>

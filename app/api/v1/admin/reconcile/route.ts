@@ -21,7 +21,8 @@ export const POST = withPrincipal(
     const params = new URL(request.url).searchParams;
     if (params.getAll("userId").length > 1) return problemResponse("invalid_request", "userId: give it at most once");
     const query = querySchema.safeParse({ userId: params.get("userId") ?? undefined });
-    if (!query.success) return problemResponse("invalid_request", `userId: ${query.error.issues[0]?.message ?? "invalid"}`);
+    if (!query.success)
+      return problemResponse("invalid_request", `userId: ${query.error.issues[0]?.message ?? "invalid"}`);
     const { userId } = query.data;
     return jsonResponse(200, await reconcileOnce(userId ? { userIds: [userId] } : {}));
   },
