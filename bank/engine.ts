@@ -356,7 +356,7 @@ export class BankEngine {
   private afterFinished(delivery: DeliveryRecord): void {
     if (delivery.type !== "charge.succeeded") return;
     const charge = this.state.chargesById.get(delivery.chargeId);
-    if (!charge || !charge.faults.reorder || charge.staleFailureQueued) return;
+    if (!charge?.faults.reorder || charge.staleFailureQueued) return;
     charge.staleFailureQueued = true;
     // "Stale": dated at the charge's creation, before the success event, as a late-arriving old event would be.
     this.queueEvent(charge, "charge.failed", charge.createdAt, Date.now());

@@ -234,8 +234,12 @@ export class BankState {
     const snapshot = this.serialize();
     this.writeAtomically(snapshot)
       .then(
-        () => waiters.forEach((w) => w.resolve()),
-        (error: unknown) => waiters.forEach((w) => w.reject(error)),
+        () => {
+          for (const w of waiters) w.resolve();
+        },
+        (error: unknown) => {
+          for (const w of waiters) w.reject(error);
+        },
       )
       .finally(() => {
         this.writing = false;

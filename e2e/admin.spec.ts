@@ -49,6 +49,9 @@ async function waitForBankSuccess(page: Page, merchantRef: string): Promise<void
 test("a stuck top-up appears on the admin page, Reconcile now finishes it, and the user's page shows it succeeded", async ({
   browser,
 }, testInfo) => {
+  // Two accounts, two sign-ups, eight page loads, a reconciler pass and three full-page screenshots: about 15 s
+  // on a quiet machine, and a run with two workers on 2 cores measured 32 s. 90 s bounds it with room to spare.
+  test.setTimeout(90_000);
   // The user: signs up and tops up 15.00 through the API with the page's session.
   const userContext = await browser.newContext();
   const userPage = await userContext.newPage();

@@ -1,7 +1,8 @@
 /**
  * `npm test`: the one gate. Checks prerequisites, builds the app when its sources changed, starts ONE stack
  * (embedded PostgreSQL, redis-server, sandbox bank, built app), hands it to every suite as `TEST_STACK`, and
- * runs, in order: vitest projects `unit`, `integration`, `http`, then Playwright, then a short storm
+ * runs, in order: the static checks (Biome format and lint, `tsc --noEmit` over the whole tree), vitest projects
+ * `unit`, `integration`, `http`, then Playwright, then a short storm
  * (`npm run storm -- --short`, its own two app instances and servers; counted as one test). Each suite writes a
  * machine-readable report under reports/test/; the counts are summed and printed as the very last line:
  *
@@ -11,7 +12,7 @@
  * A suite that exits non-zero without reporting a failed test (crash, unhandled error, setup failure) counts as
  * one failed test, so it cannot pass silently. The stack is stopped on every path, Ctrl-C included.
  *
- * Usage: `npm test [-- --only unit,integration,http,e2e,storm] [-- <args passed to every runner>]`.
+ * Usage: `npm test [-- --only static,unit,integration,http,e2e,storm] [-- <args passed to every runner>]`.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
@@ -19,7 +20,7 @@ import { registerCleanup, runForeground, shutdownSignal } from "./lib/processes"
 import { findRedisServerBinary } from "./lib/redis-server";
 import { ensureBuilt, projectRoot, startStack, testStackJson, type Stack } from "./lib/stack";
 
-const SUITES = ["unit", "integration", "http", "e2e", "storm"] as const;
+const SUITES = ["static", "unit", "integration", "http", "e2e", "storm"] as const;
 type Suite = (typeof SUITES)[number];
 
 /** Counts of one suite or of the whole run. */
@@ -61,7 +62,7 @@ class UsageError extends Error {}
 /** Names the apt package for every missing prerequisite of the chosen suites. */
 function missingPrerequisites(suites: Suite[]): string[] {
   const missing: string[] = [];
-  const needsStack = suites.some((suite) => suite !== "unit" && suite !== "storm");
+  const needsStack = suites.some((suite) => suite !== "static" && suite !== "unit" && suite !== "storm");
   if (needsStack && !findRedisServerBinary()) {
     missing.push("redis-server is not installed: run `apt-get install -y redis-server`");
   }
@@ -180,6 +181,35 @@ async function runStorm(): Promise<Counts> {
   return status.code === 0 ? { passed: 1, failed: 0, skipped: 0 } : { passed: 0, failed: 1, skipped: 0 };
 }
 
+/**
+ * The static checks, one test each: `biome ci` (formatting and lint rules of biome.json, read-only) and
+ * `tsc --noEmit` over every folder (tsconfig.json includes app, lib, tests, scripts, bench, bank and e2e).
+ * A difference in formatting, a lint error or a type error anywhere fails `npm test`.
+ */
+async function runStatic(): Promise<Counts> {
+  const checks = [
+    {
+      name: "biome ci (format and lint)",
+      args: ["node_modules/@biomejs/biome/bin/biome", "ci", "--max-diagnostics=50", "."],
+    },
+    { name: "tsc --noEmit (whole tree)", args: ["node_modules/typescript/bin/tsc", "--noEmit", "-p", "tsconfig.json"] },
+  ];
+  const counts: Counts = { passed: 0, failed: 0, skipped: 0 };
+  for (const check of checks) {
+    const status = await runForeground({
+      name: check.name,
+      command: process.execPath,
+      args: check.args,
+      cwd: projectRoot,
+      env: suiteEnvironment(null),
+    });
+    process.stderr.write(`${status.code === 0 ? "✓" : "✘"} ${check.name}\n`);
+    if (status.code === 0) counts.passed += 1;
+    else counts.failed += 1;
+  }
+  return counts;
+}
+
 function suiteEnvironment(stack: Stack | null): NodeJS.ProcessEnv {
   const environment: NodeJS.ProcessEnv = { ...process.env };
   if (stack) environment.TEST_STACK = testStackJson(stack);
@@ -232,7 +262,7 @@ async function main(): Promise<number> {
     await stack?.stop();
     printSummary();
   });
-  const needsStack = suites.some((suite) => suite !== "unit" && suite !== "storm");
+  const needsStack = suites.some((suite) => suite !== "static" && suite !== "unit" && suite !== "storm");
   if (needsStack && !shutdownSignal()) {
     try {
       stack = await startStack({ withApp: appReady, label: "npm-test" });
@@ -250,6 +280,11 @@ async function main(): Promise<number> {
   try {
     for (const suite of suites) {
       if (shutdownSignal()) break;
+      if (suite === "static") {
+        process.stderr.write("\n=== static ===\n");
+        add(await runStatic());
+        continue;
+      }
       if (suite === "storm") {
         process.stderr.write("\n=== storm (short) ===\n");
         if (!appReady) {

@@ -43,6 +43,7 @@ export function ReconcileNow() {
           {state.result.anomalies && (
             <ul className="anomalies">
               {state.result.anomalies.map((anomaly, index) => (
+                // biome-ignore lint/suspicious/noArrayIndexKey: a list rendered once from one response, never reordered
                 <li key={index}>
                   <strong>{anomaly.kind}</strong> {anomaly.merchantRef ?? ""} {anomaly.chargeId ?? ""}: {anomaly.detail}
                 </li>

@@ -34,11 +34,11 @@ async function signInAction(formData: FormData): Promise<void> {
   const result = await signInWithPassword(form.data, await headers());
   switch (result.kind) {
     case "signed_in":
-      redirect("/wallet");
+      return redirect("/wallet");
     case "wrong_credentials":
-      redirect("/sign-in?error=credentials");
+      return redirect("/sign-in?error=credentials");
     case "throttled":
-      redirect("/sign-in?error=throttled");
+      return redirect("/sign-in?error=throttled");
   }
 }
 

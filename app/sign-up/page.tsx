@@ -39,13 +39,13 @@ async function signUpAction(formData: FormData): Promise<void> {
   const result = await signUpWithPassword(form.data, await headers());
   switch (result.kind) {
     case "created":
-      redirect("/wallet");
+      return redirect("/wallet");
     case "duplicate_email":
-      redirect("/sign-up?error=taken");
+      return redirect("/sign-up?error=taken");
     case "invalid_email":
-      redirect("/sign-up?error=email");
+      return redirect("/sign-up?error=email");
     case "invalid_password":
-      redirect("/sign-up?error=password");
+      return redirect("/sign-up?error=password");
   }
 }
 

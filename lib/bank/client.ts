@@ -141,7 +141,7 @@ async function call(
     if (text.length > MAX_RESPONSE_BYTES) {
       return { kind: "unknown", reason: "bad_response", detail: "response too large" };
     }
-    let json: unknown = undefined;
+    let json: unknown;
     if (text.length > 0) {
       try {
         json = JSON.parse(text);

@@ -59,7 +59,7 @@ export async function readCachedReplay(
   params: OperationParams,
   client: Redis | null = redis(),
 ): Promise<CachedOutcome | null> {
-  if (!client || client.status !== "ready") return null;
+  if (client?.status !== "ready") return null;
   try {
     const raw = await client.get(replayCacheKey(key));
     if (raw === null) return null;

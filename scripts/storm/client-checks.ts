@@ -76,7 +76,10 @@ export function runClientChecks(
       }
       const key = attemptKey(operation, attempt);
       let list = byKey.get(key);
-      if (!list) byKey.set(key, (list = []));
+      if (!list) {
+        list = [];
+        byKey.set(key, list);
+      }
       list.push({ operation, attempt });
     }
   }
@@ -271,7 +274,7 @@ function creditsExplained(
     withoutSeen2xx += 1;
     if (row.type === "topup") {
       const charge = chargeByRef.get(`topup:${row.userId}:${row.refId}`);
-      if (!charge || charge.status !== "succeeded" || charge.amount !== row.amountMinor) {
+      if (charge?.status !== "succeeded" || charge.amount !== row.amountMinor) {
         findings.add(`${key}: credited without a 2xx seen and without a succeeded bank charge of ${row.amountMinor}`);
       }
     } else if (row.responseStatus === null || row.responseStatus < 200 || row.responseStatus >= 300) {

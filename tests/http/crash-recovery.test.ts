@@ -50,7 +50,6 @@ async function startBank(): Promise<SpawnedBank> {
 
 /** Starts `next start` of the current build on `appUrl`'s port against the stack's database and this bank. */
 async function startApp(): Promise<Service> {
-  const stack = testStack();
   appStarts += 1;
   const port = Number(new URL(appUrl).port);
   app = await startExtraApp({

@@ -688,18 +688,16 @@ describe("bank client: answers it cannot trust", () => {
 
   it("a charge for another merchant reference is bad_response", async () => {
     answer = (res) =>
-      res
-        .writeHead(201, { "content-type": "application/json" })
-        .end(
-          JSON.stringify({
-            id: "ch_1",
-            status: "succeeded",
-            merchantRef: "topup:u2:r1",
-            amount: 100,
-            currency: "USD",
-            createdAt: new Date().toISOString(),
-          }),
-        );
+      res.writeHead(201, { "content-type": "application/json" }).end(
+        JSON.stringify({
+          id: "ch_1",
+          status: "succeeded",
+          merchantRef: "topup:u2:r1",
+          amount: 100,
+          currency: "USD",
+          createdAt: new Date().toISOString(),
+        }),
+      );
     expect(await createCharge(input, { bankUrl: fakeUrl, timeoutMs: 2000 })).toMatchObject({
       kind: "unknown",
       reason: "bad_response",

@@ -121,7 +121,7 @@ async function rejectionOf(promise: Promise<unknown>): Promise<unknown> {
 /** Asserts the shapes stack-notes trap 2 describes, so that a Prisma or pg upgrade that changes them is noticed. */
 function expectPrismaShape(error: unknown, prismaCode: string, sqlstate: string): void {
   expect(error).toMatchObject({ name: "PrismaClientKnownRequestError", code: prismaCode });
-  expect(Object.prototype.hasOwnProperty.call(error, "cause")).toBe(false);
+  expect(Object.hasOwn(error as object, "cause")).toBe(false);
   const adapterError = (error as { meta?: { driverAdapterError?: { name?: string; cause?: unknown } } }).meta
     ?.driverAdapterError;
   expect(adapterError?.name).toBe("DriverAdapterError");

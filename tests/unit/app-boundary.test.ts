@@ -17,7 +17,7 @@ const FORBIDDEN_IMPORTS = [
 const SQL = /\b(SELECT\s+[\s\S]+?\s+FROM|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM)\b/;
 
 /** Lines of `source` that break the boundary, as "reason: line". */
-export function boundaryViolations(source: string): string[] {
+function boundaryViolations(source: string): string[] {
   const found: string[] = [];
   for (const line of source.split("\n")) {
     if (FORBIDDEN_IMPORTS.some((pattern) => pattern.test(line))) found.push(`import: ${line.trim()}`);

@@ -27,7 +27,7 @@ type AdapterCause = Record<string, unknown> & { kind: string; originalCode: stri
 class FakeDriverAdapterError extends Error {
   override name = "DriverAdapterError";
   constructor(payload: AdapterCause) {
-    super(typeof payload["message"] === "string" ? payload["message"] : payload.kind);
+    super(typeof payload.message === "string" ? payload.message : payload.kind);
     this.cause = payload;
   }
 }

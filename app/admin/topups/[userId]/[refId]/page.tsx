@@ -110,6 +110,7 @@ export default async function TopupTimelinePage({ params }: { params: Promise<{ 
         <h2 id="transitions-heading">Transitions</h2>
         <ol className="timeline" data-testid="transitions">
           {transitions.map((t, index) => (
+            // biome-ignore lint/suspicious/noArrayIndexKey: a list rendered once from one response, never reordered
             <li key={index} data-actor={t.actor} data-to={t.to}>
               <time dateTime={t.at}>{shortTime(t.at)}</time> —{" "}
               {t.from === t.to ? (
