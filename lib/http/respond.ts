@@ -3,6 +3,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { log } from "../log";
+import { currentRequestId } from "./request-context";
 import { problem, PROBLEM_CONTENT_TYPE, type ProblemCode } from "../problems";
 import type { OperationResult } from "../ledger/outcome";
 
@@ -17,14 +18,28 @@ export function jsonResponse(status: number, value: unknown, headers: Record<str
   });
 }
 
-/** An RFC 9457 problem response for `code` (status from the one map in lib/problems.ts). */
+/**
+ * The extension members of a problem that is answered now and never stored: the caller's `extensions` plus the
+ * current request's `requestId` (contract section 4; absent outside a request, e.g. in a server action).
+ * Stored outcomes (402, 422 balance_limit_exceeded) are built by lib/ledger/views.ts without it, so that a
+ * replay stays byte-identical.
+ */
+function withRequestId(extensions: Record<string, unknown>): Record<string, unknown> {
+  const requestId = currentRequestId();
+  return requestId === undefined ? extensions : { ...extensions, requestId };
+}
+
+/**
+ * An RFC 9457 problem response for `code` (status from the one map in lib/problems.ts), never stored: its body
+ * carries the request id (contract section 4).
+ */
 export function problemResponse(
   code: ProblemCode,
   detail: string,
   extensions: Record<string, unknown> = {},
   headers: Record<string, string> = {},
 ): Response {
-  const body = problem(code, detail, extensions);
+  const body = problem(code, detail, withRequestId(extensions));
   return new Response(JSON.stringify(body), {
     status: body.status,
     headers: { "content-type": PROBLEM_CONTENT_TYPE, "cache-control": "no-store", ...headers },
@@ -60,12 +75,16 @@ export function operationOutcome(result: OperationResult): ActionOutcome & { hea
       const body = problem(
         "idempotency_key_reused",
         `This key was first used with other parameters: ${result.fields.join(", ")}.`,
-        { fields: result.fields },
+        withRequestId({ fields: result.fields }),
       );
       return { status: body.status, body: JSON.stringify(body), replayed: false, headers: {} };
     }
     case "in_progress": {
-      const body = problem("request_in_progress", "The first request with this key is still running; retry shortly.");
+      const body = problem(
+        "request_in_progress",
+        "The first request with this key is still running; retry shortly.",
+        withRequestId({}),
+      );
       return {
         status: body.status,
         body: JSON.stringify(body),
@@ -74,7 +93,7 @@ export function operationOutcome(result: OperationResult): ActionOutcome & { hea
       };
     }
     case "refused": {
-      const body = problem(result.code, result.detail);
+      const body = problem(result.code, result.detail, withRequestId({}));
       return { status: body.status, body: JSON.stringify(body), replayed: false, headers: {} };
     }
   }
@@ -89,11 +108,11 @@ export function operationResponse(result: OperationResult): Response {
 }
 
 /**
- * Logs an unexpected error with a fresh request id and returns the 500 problem that names only that id
- * (contract section 3: no internals in the body).
+ * Logs an unexpected error and returns the 500 problem that names only the request id (contract section 3: no
+ * internals in the body). The id is the current request's (contract section 4), or a fresh one outside a request.
  */
 export function internalErrorResponse(error: unknown, context: Record<string, unknown> = {}): Response {
-  const requestId = randomUUID();
+  const requestId = currentRequestId() ?? randomUUID();
   log().error({ err: error, requestId, ...context }, "unhandled error");
   return problemResponse("internal_error", `Something went wrong on our side. Quote request id ${requestId}.`, {
     requestId,

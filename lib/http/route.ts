@@ -1,9 +1,12 @@
 /**
  * Route handler wrappers: authentication and authorization live here, once (style guide: dub's
- * withWorkspace), and so does the last-resort error handler that turns an unexpected throw into a 500
- * problem with a request id.
+ * withWorkspace), and so do the request id (contract section 4) and the last-resort error handler that turns
+ * an unexpected throw into a 500 problem with that request id. Every `/api/v1` handler goes through
+ * {@link withErrors}, directly or through {@link withPrincipal}.
  */
 import { getPrincipal, type Principal } from "../auth/principal";
+import { log } from "../log";
+import { REQUEST_ID_HEADER, requestIdFrom, runWithRequestContext } from "./request-context";
 import { clientGoneResponse, internalErrorResponse, problemResponse } from "./respond";
 
 export interface RouteContext<P> {
@@ -13,17 +16,39 @@ export interface RouteContext<P> {
 type Handler<P> = (request: Request, context: RouteContext<P>) => Promise<Response>;
 type AuthedHandler<P> = (request: Request, principal: Principal, context: RouteContext<P>) => Promise<Response>;
 
-/** Wraps a public handler: an unexpected throw becomes `500 internal_error` (logged with a request id). */
+/**
+ * Wraps a public handler. The request gets its id (the client's `X-Request-Id` when it is 1..128 characters of
+ * `[A-Za-z0-9._:-]`, else a minted UUID; contract section 4), which every log line written while it runs and every
+ * problem body built for it carry, and which the response echoes in `X-Request-Id`. An unexpected throw becomes
+ * `500 internal_error` naming that id (logged with the error).
+ */
 export function withErrors<P = Record<string, never>>(handler: Handler<P>): Handler<P> {
-  return async (request, context) => {
-    try {
-      return await handler(request, context);
-    } catch (error) {
-      // A client that hung up mid-request (its body stream aborted) is not a fault of ours: nobody reads the
-      // answer, and an error-level log line per disconnect would bury real errors.
-      if (request.signal.aborted) return clientGoneResponse(request);
-      return internalErrorResponse(error, { method: request.method, path: new URL(request.url).pathname });
-    }
+  return (request, context) => {
+    const requestId = requestIdFrom(request.headers.get(REQUEST_ID_HEADER));
+    return runWithRequestContext({ requestId }, async () => {
+      const startedMs = performance.now();
+      let response: Response;
+      try {
+        response = await handler(request, context);
+      } catch (error) {
+        // A client that hung up mid-request (its body stream aborted) is not a fault of ours: nobody reads the
+        // answer, and an error-level log line per disconnect would bury real errors.
+        response = request.signal.aborted
+          ? clientGoneResponse(request)
+          : internalErrorResponse(error, { method: request.method, path: new URL(request.url).pathname });
+      }
+      response.headers.set(REQUEST_ID_HEADER, requestId);
+      log().debug(
+        {
+          method: request.method,
+          path: new URL(request.url).pathname,
+          status: response.status,
+          durationMs: Math.round(performance.now() - startedMs),
+        },
+        "request answered",
+      );
+      return response;
+    });
   };
 }
 
