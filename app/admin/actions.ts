@@ -3,7 +3,11 @@
  * Server actions of the admin page. Thin: check the admin, call one lib function, return its result.
  */
 import { revalidatePath } from "next/cache";
+import { z } from "zod";
+import { adminTopupsQuerySchema } from "@/lib/http/list-query";
+import type { PageResult } from "@/lib/pagination/cursor";
 import { reconcileOnce, type ReconcileResult } from "@/lib/reconciler/reconcile-once";
+import { type AdminTopupFilters, type AdminTopupRow, listAdminTopupRows } from "./admin-topup-rows";
 import { currentAdmin } from "./require-admin";
 
 export type ReconcileActionState =
@@ -25,4 +29,26 @@ export async function reconcileNowAction(
   const result = await reconcileOnce();
   revalidatePath("/admin");
   return { kind: "done", result, finishedAt: new Date().toISOString() };
+}
+
+const filtersSchema = z.strictObject({
+  status: adminTopupsQuerySchema.shape.status,
+  stuck: z.boolean(),
+  limit: z.int().min(1).max(100).optional(),
+});
+
+/**
+ * "Show more" under the admin page's top-ups: the page after `cursor` for the same `filters` (issue 14 item 3).
+ * Admins only; a non-admin, or a malformed or foreign cursor (another list or other filters), gets `ok: false`.
+ */
+export async function moreAdminTopupsAction(
+  filters: AdminTopupFilters,
+  cursor: string,
+): Promise<PageResult<AdminTopupRow>> {
+  const admin = await currentAdmin();
+  if (!admin) return { ok: false, detail: "administrators only" };
+  // The arguments come from the browser: checked like any other input before they reach a query.
+  const checked = filtersSchema.safeParse(filters);
+  if (!checked.success || typeof cursor !== "string") return { ok: false, detail: "invalid filters or cursor" };
+  return await listAdminTopupRows(checked.data, cursor);
 }

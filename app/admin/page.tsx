@@ -2,14 +2,15 @@ import { forbidden } from "next/navigation";
 import Link from "next/link";
 import { Suspense } from "react";
 import { countTopupsByStatus } from "@/lib/admin/count-topups-by-status";
-import { listAdminTopups, type AdminTopupView } from "@/lib/admin/list-admin-topups";
-import { listStuckTopups } from "@/lib/admin/list-stuck-topups";
 import { listWebhookAnomalies } from "@/lib/admin/list-webhook-anomalies";
-import { isStuckTopup, STUCK_AGE_MS } from "@/lib/admin/stuck";
-import { parseListQuery } from "@/lib/http/list-query";
+import { STUCK_AGE_MS } from "@/lib/admin/stuck";
+import { adminTopupsQuerySchema, parseQuery } from "@/lib/http/list-query";
 import { formatMinor } from "@/lib/money";
-import { describeFailure } from "@/lib/web/failure-reasons";
+import { firstPageOrThrow } from "@/lib/pagination/cursor";
+import { listAdminTopupRows } from "./admin-topup-rows";
+import { AdminTopupsTable } from "./admin-topups-table";
 import { AuditReport } from "./audit-report";
+import { shortTime } from "./short-time";
 import { ReconcileNow } from "./reconcile-now";
 import { currentAdmin } from "./require-admin";
 import "./admin.css";
@@ -30,10 +31,6 @@ function toSearchParams(params: SearchParams): URLSearchParams {
   return result;
 }
 
-function shortTime(iso: string | null): string {
-  return iso ? `${iso.replace("T", " ").slice(0, 19)} UTC` : "—";
-}
-
 /**
  * The admin page: top-up counts by status, the top-up list with filters (`?status=`, `?stuck=1`) and stuck rows
  * highlighted, webhook anomalies, "Reconcile now", and the invariant report. Admins only (others see a 403
@@ -43,16 +40,14 @@ export default async function AdminPage({ searchParams }: { searchParams: Promis
   const admin = await currentAdmin();
   if (!admin) forbidden();
 
-  const query = parseListQuery(toSearchParams(await searchParams));
-  const filters = query.ok ? query.value : { stuck: false };
+  // The filters only: a cursor in the address is ignored (the page starts at the newest row; "Show more" pages).
+  const query = parseQuery(adminTopupsQuerySchema.omit({ cursor: true }), toSearchParams(await searchParams));
+  const filters = query.ok ? { ...query.value, stuck: query.value.stuck ?? false } : { stuck: false };
   const [counts, topups, anomalies] = await Promise.all([
     countTopupsByStatus(),
-    filters.stuck ? listStuckTopups(filters.limit) : listAdminTopups({ status: filters.status, limit: filters.limit }),
+    listAdminTopupRows({ status: filters.status, stuck: filters.stuck, limit: filters.limit }).then(firstPageOrThrow),
     listWebhookAnomalies(),
   ]);
-  const shown: AdminTopupView[] =
-    filters.stuck && filters.status ? topups.filter((t) => t.status === filters.status) : topups;
-  const nowMs = Date.now();
 
   return (
     <main className="admin">
@@ -102,65 +97,10 @@ export default async function AdminPage({ searchParams }: { searchParams: Promis
         <p className="muted">
           Stuck: unfinished with an expired lease, or unfinished for more than {STUCK_AGE_MS / 60_000} minutes.
         </p>
-        {shown.length === 0 ? (
-          <p>No top-ups match.</p>
-        ) : (
-          <table data-testid="admin-topups">
-            <thead>
-              <tr>
-                <th>Reference</th>
-                <th>User</th>
-                <th>Amount</th>
-                <th>Status</th>
-                <th>Bank charge</th>
-                <th>Lease</th>
-                <th>Created</th>
-              </tr>
-            </thead>
-            <tbody>
-              {shown.map((t) => {
-                const stuck = isStuckTopup(t, nowMs);
-                return (
-                  <tr
-                    key={`${t.userId}:${t.refId}`}
-                    className={stuck ? "stuck" : undefined}
-                    data-ref={t.refId}
-                    data-status={t.status}
-                    data-stuck={stuck}
-                  >
-                    <td>
-                      <Link href={`/admin/topups/${encodeURIComponent(t.userId)}/${encodeURIComponent(t.refId)}`}>
-                        {t.refId}
-                      </Link>
-                    </td>
-                    <td title={t.userId}>{t.userEmail}</td>
-                    <td>
-                      {formatMinor(t.amount)} {t.currency}
-                    </td>
-                    <td className={`status ${t.status}`}>
-                      {t.status}
-                      {stuck ? " (stuck)" : ""}
-                      {t.failureReason ? ` — ${describeFailure(t.failureReason)}` : ""}
-                    </td>
-                    <td className="mono">{t.chargeId ?? "—"}</td>
-                    <td>
-                      {t.leaseOwner ? (
-                        <>
-                          {t.leaseOwner} (attempt {t.attempt}) until {shortTime(t.leaseExpiresAt)}
-                        </>
-                      ) : (
-                        "—"
-                      )}
-                    </td>
-                    <td>
-                      <time dateTime={t.createdAt}>{shortTime(t.createdAt)}</time>
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        )}
+        <AdminTopupsTable
+          first={topups}
+          filters={{ status: filters.status, stuck: filters.stuck, limit: filters.limit }}
+        />
       </section>
 
       <section className="card" aria-labelledby="anomalies-heading">

@@ -1,6 +1,7 @@
 import { pool } from "../db";
 import { entryColumns, toLedgerEntry, topupView, type EntryStatus, type LedgerEntry, type TopupView } from "../ledger";
-import { LIST_LIMIT_MAX } from "../topups/list-topups";
+import { boundedLimit, keysetAfter, pageOf, type PageResult } from "../pagination/cursor";
+import { positionOf } from "../topups/list-topups";
 
 export interface AdminTopupView extends TopupView {
   userId: string;
@@ -11,25 +12,50 @@ export interface AdminTopupView extends TopupView {
   attempt: number;
 }
 
+const LIST_ADMIN_TOPUPS_SQL = `
+SELECT ${entryColumns("e")}, u.email AS user_email
+  FROM ledger_entries e JOIN "user" u ON u.id = e.user_id
+ WHERE e.type = 'topup'
+   AND ($1::text IS NULL OR e.status = $1)
+   AND (NOT $2::boolean OR (e.status IN ('initiated', 'processing') AND e.lease_expires_at < now()))
+   AND ($3::timestamptz IS NULL OR (e.created_at, e.id) < ($3::timestamptz, $4::bigint))
+ ORDER BY e.created_at DESC, e.id DESC
+ LIMIT $5`;
+
 /**
- * Every user's top-ups for admins (contract section 4: `GET /api/v1/admin/topups?status=&stuck=1`), newest
- * first. `stuck` keeps unfinished rows whose lease has expired (what the reconciler will take over).
- * At most `limit` rows (1..100).
+ * One page of every user's top-ups for admins (contract section 4: `GET /api/v1/admin/topups?status=&stuck=1&limit=
+ * &cursor=`), newest first by `(created_at, id)`. `stuck` keeps unfinished rows whose lease has expired (what the
+ * reconciler will take over). At most `limit` rows (1..100, default 50) after the position of `cursor`
+ * (lib/pagination/cursor.ts; a cursor is bound to the filters it was made with).
+ *
+ * Returns the page and its `nextCursor` (null on the last page), or `ok: false` with a 400 detail for a malformed
+ * or foreign cursor. Throws database errors.
  */
 export async function listAdminTopups(
-  options: { status?: EntryStatus; stuck?: boolean; limit?: number } = {},
-): Promise<AdminTopupView[]> {
-  const limit = Math.min(Math.max(options.limit ?? LIST_LIMIT_MAX, 1), LIST_LIMIT_MAX);
-  const result = await pool().query(
-    `SELECT ${entryColumns("e")}, u.email AS user_email
-       FROM ledger_entries e JOIN "user" u ON u.id = e.user_id
-      WHERE e.type = 'topup'
-        AND ($1::text IS NULL OR e.status = $1)
-        AND (NOT $2::boolean OR (e.status IN ('initiated', 'processing') AND e.lease_expires_at < now()))
-      ORDER BY e.created_at DESC, e.id DESC LIMIT $3`,
-    [options.status ?? null, options.stuck ?? false, limit],
-  );
-  return result.rows.map((row) => adminTopupView(toLedgerEntry(row), row.user_email as string));
+  options: { status?: EntryStatus; stuck?: boolean; limit?: number; cursor?: string } = {},
+): Promise<PageResult<AdminTopupView>> {
+  const limit = boundedLimit(options.limit);
+  const scope = `status:${options.status ?? "*"}|stuck:${options.stuck ? 1 : 0}`;
+  const after = keysetAfter(options.cursor, "admin-topups", scope);
+  if (!after.ok) return after;
+  const result = await pool().query(LIST_ADMIN_TOPUPS_SQL, [
+    options.status ?? null,
+    options.stuck ?? false,
+    ...after.params,
+    limit + 1,
+  ]);
+  const rows = result.rows.map((row) => ({ entry: toLedgerEntry(row), email: row.user_email as string }));
+  return {
+    ok: true,
+    ...pageOf(
+      rows,
+      limit,
+      "admin-topups",
+      scope,
+      (row) => positionOf(row.entry),
+      (row) => adminTopupView(row.entry, row.email),
+    ),
+  };
 }
 
 /** The admin's view of a top-up row: `T` plus owner, charge and lease fields (contract section 4). */

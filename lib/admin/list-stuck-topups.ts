@@ -1,26 +1,48 @@
 import { pool } from "../db";
-import { entryColumns, toLedgerEntry } from "../ledger";
-import { LIST_LIMIT_MAX } from "../topups/list-topups";
+import { entryColumns, toLedgerEntry, type EntryStatus } from "../ledger";
+import { boundedLimit, keysetAfter, pageOf, type PageResult } from "../pagination/cursor";
+import { positionOf } from "../topups/list-topups";
 import { adminTopupView, type AdminTopupView } from "./list-admin-topups";
 import { STUCK_AGE_MS } from "./stuck";
 
 // The partial index ledger_entries_unfinished_idx holds exactly the unfinished rows, so this never scans
-// finished ones. $1 stuck age in ms, $2 limit.
+// finished ones. $1 stuck age in ms, $2 status filter, $3/$4 keyset position, $5 limit + 1.
 const STUCK_SQL = `
 SELECT ${entryColumns("e")}, u.email AS user_email
   FROM ledger_entries e JOIN "user" u ON u.id = e.user_id
  WHERE e.status IN ('initiated', 'processing')
    AND e.type = 'topup'
    AND (e.lease_expires_at < now() OR e.created_at < now() - $1::int * interval '1 millisecond')
+   AND ($2::text IS NULL OR e.status = $2)
+   AND ($3::timestamptz IS NULL OR (e.created_at, e.id) < ($3::timestamptz, $4::bigint))
  ORDER BY e.created_at DESC, e.id DESC
- LIMIT $2`;
+ LIMIT $5`;
 
 /**
- * Every user's stuck top-ups (see ./stuck.ts: unfinished with an expired lease, or unfinished for longer than
- * {@link STUCK_AGE_MS}), newest first, at most `limit` (1..100). Throws database errors.
+ * One page of every user's stuck top-ups for the admin page (see ./stuck.ts: unfinished with an expired lease, or
+ * unfinished for longer than {@link STUCK_AGE_MS}), optionally only those in `status`, newest first by
+ * `(created_at, id)`, at most `limit` (1..100, default 50) after the position of `cursor`.
+ * Returns the page and its `nextCursor`, or `ok: false` with a detail for a malformed or foreign cursor.
+ * Throws database errors.
  */
-export async function listStuckTopups(limit: number = LIST_LIMIT_MAX): Promise<AdminTopupView[]> {
-  const bounded = Math.min(Math.max(Math.trunc(limit), 1), LIST_LIMIT_MAX);
-  const result = await pool().query(STUCK_SQL, [STUCK_AGE_MS, bounded]);
-  return result.rows.map((row) => adminTopupView(toLedgerEntry(row), row.user_email as string));
+export async function listStuckTopups(
+  options: { status?: EntryStatus; limit?: number; cursor?: string } = {},
+): Promise<PageResult<AdminTopupView>> {
+  const limit = boundedLimit(options.limit);
+  const scope = `status:${options.status ?? "*"}`;
+  const after = keysetAfter(options.cursor, "admin-stuck-topups", scope);
+  if (!after.ok) return after;
+  const result = await pool().query(STUCK_SQL, [STUCK_AGE_MS, options.status ?? null, ...after.params, limit + 1]);
+  const rows = result.rows.map((row) => ({ entry: toLedgerEntry(row), email: row.user_email as string }));
+  return {
+    ok: true,
+    ...pageOf(
+      rows,
+      limit,
+      "admin-stuck-topups",
+      scope,
+      (row) => positionOf(row.entry),
+      (row) => adminTopupView(row.entry, row.email),
+    ),
+  };
 }

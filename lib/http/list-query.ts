@@ -1,37 +1,72 @@
 /**
- * Query strings of list endpoints (contract section 4): `status` one of the row states, `limit` 1..100,
- * `stuck=1` for the admin list. Anything else in these parameters is 400 invalid_request.
+ * Query strings of the list endpoints (contract section 4): `status` one of the row states, `limit` 1..100
+ * (default 50), `cursor` an opaque cursor from a previous page's `nextCursor`, `stuck=1` for the admin list.
+ * Anything else in these parameters is 400 invalid_request. The schemas are the ones the OpenAPI document
+ * describes (lib/openapi), so the description and the validation cannot differ.
  */
 import { z } from "zod";
+import { CURSOR_PATTERN, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX } from "../pagination/cursor";
 import type { Validated } from "./operation-requests";
 
-const querySchema = z.object({
-  status: z.enum(["initiated", "processing", "succeeded", "failed"]).optional(),
-  limit: z
-    .string()
-    .regex(/^[1-9][0-9]{0,2}$/, "must be an integer from 1 to 100")
-    .transform(Number)
-    .refine((n) => n <= 100, "must be an integer from 1 to 100")
-    .optional(),
-  stuck: z.enum(["0", "1", "true", "false"]).optional(),
+const statusParam = z.enum(["initiated", "processing", "succeeded", "failed"]).meta({
+  description: "Only rows in this state.",
 });
 
-export type ListQuery = {
-  status?: "initiated" | "processing" | "succeeded" | "failed";
-  limit?: number;
-  stuck?: boolean;
-};
-
-/** Parses `status`, `limit` and `stuck` from `params`; returns the values or a 400 detail. */
-export function parseListQuery(params: URLSearchParams): Validated<ListQuery> {
-  const parsed = querySchema.safeParse({
-    status: params.get("status") ?? undefined,
-    limit: params.get("limit") ?? undefined,
-    stuck: params.get("stuck") ?? undefined,
+/** 1..100 written as a plain decimal integer (no sign, no leading zero), matched exactly. */
+const limitParam = z
+  .string()
+  .regex(/^(?:[1-9][0-9]?|100)$/, `must be an integer from 1 to ${LIST_LIMIT_MAX}`)
+  .transform(Number)
+  .meta({
+    description: `Most items on the page: an integer from 1 to ${LIST_LIMIT_MAX}; ${LIST_LIMIT_DEFAULT} when absent.`,
+    example: "50",
   });
+
+const cursorParam = z
+  .string()
+  .regex(CURSOR_PATTERN, "must be a cursor from a previous page's nextCursor")
+  .meta({
+    description:
+      "Opaque: the `nextCursor` of the previous page of the same list, for the same caller and filters. Absent for " +
+      "the first page. A malformed or foreign cursor is 400 invalid_request.",
+  });
+
+const stuckParam = z
+  .enum(["0", "1", "true", "false"])
+  .transform((value) => value === "1" || value === "true")
+  .meta({ description: "`1` (or `true`): only unfinished rows whose lease has expired." });
+
+/** `GET /api/v1/topups`. */
+export const topupsQuerySchema = z.object({
+  status: statusParam.optional(),
+  limit: limitParam.optional(),
+  cursor: cursorParam.optional(),
+});
+
+/** `GET /api/v1/entries`. */
+export const entriesQuerySchema = z.object({ limit: limitParam.optional(), cursor: cursorParam.optional() });
+
+/** `GET /api/v1/admin/topups` (and the admin page's filters). */
+export const adminTopupsQuerySchema = z.object({
+  status: statusParam.optional(),
+  stuck: stuckParam.optional(),
+  limit: limitParam.optional(),
+  cursor: cursorParam.optional(),
+});
+
+/**
+ * Parses the members of `schema` from `params` (the first value of each; others are ignored) and returns the
+ * values, or a 400 detail naming each invalid parameter.
+ */
+export function parseQuery<S extends z.ZodObject>(schema: S, params: URLSearchParams): Validated<z.output<S>> {
+  const raw: Record<string, string> = {};
+  for (const name of Object.keys(schema.shape)) {
+    const value = params.get(name);
+    if (value !== null) raw[name] = value;
+  }
+  const parsed = schema.safeParse(raw);
   if (!parsed.success) {
     return { ok: false, detail: parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ") };
   }
-  const { status, limit, stuck } = parsed.data;
-  return { ok: true, value: { status, limit, stuck: stuck === "1" || stuck === "true" } };
+  return { ok: true, value: parsed.data };
 }

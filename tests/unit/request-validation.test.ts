@@ -11,7 +11,7 @@ import {
   validateTopupRequest,
 } from "../../lib/http/operation-requests";
 import { isJsonContentType } from "../../lib/http/read-json-body";
-import { parseListQuery } from "../../lib/http/list-query";
+import { adminTopupsQuerySchema, entriesQuerySchema, parseQuery } from "../../lib/http/list-query";
 import { parseMajorAmount } from "../../lib/web/form-refs";
 import { formatMinor } from "../../lib/money";
 
@@ -132,16 +132,25 @@ describe("small parsers", () => {
   });
 
   it("list queries", () => {
-    expect(parseListQuery(new URLSearchParams(""))).toEqual({
+    const admin = (text: string) => parseQuery(adminTopupsQuerySchema, new URLSearchParams(text));
+    expect(admin("")).toEqual({ ok: true, value: {} });
+    expect(admin("status=failed&limit=100&stuck=1&cursor=abc_-9")).toEqual({
       ok: true,
-      value: { status: undefined, limit: undefined, stuck: false },
+      value: { status: "failed", limit: 100, stuck: true, cursor: "abc_-9" },
     });
-    expect(parseListQuery(new URLSearchParams("status=failed&limit=100&stuck=1"))).toEqual({
+    expect(admin("limit=1&stuck=false").ok && admin("limit=1&stuck=false")).toEqual({
       ok: true,
-      value: { status: "failed", limit: 100, stuck: true },
+      value: { limit: 1, stuck: false },
     });
-    for (const bad of ["limit=0", "limit=101", "limit=1.5", "limit=-1", "status=done", "stuck=yes"])
-      expect(parseListQuery(new URLSearchParams(bad)).ok).toBe(false);
+    for (const good of ["1", "9", "10", "99", "100"]) expect(admin(`limit=${good}`).ok).toBe(true);
+    const bad = ["limit=0", "limit=101", "limit=1.5", "limit=-1", "limit=01", "limit=", "limit=1e2", "status=done"];
+    for (const text of [...bad, "stuck=yes", "cursor=", "cursor=a.b", `cursor=${"a".repeat(257)}`])
+      expect(admin(text).ok, text).toBe(false);
+    // The statement has no status filter: the parameter is not read there.
+    expect(parseQuery(entriesQuerySchema, new URLSearchParams("status=done&limit=2"))).toEqual({
+      ok: true,
+      value: { limit: 2 },
+    });
   });
 
   it("major-unit amounts typed in the forms convert exactly", () => {

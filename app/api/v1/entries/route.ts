@@ -1,13 +1,15 @@
-import { parseListQuery } from "@/lib/http/list-query";
+import { entriesQuerySchema, parseQuery } from "@/lib/http/list-query";
 import { jsonResponse, problemResponse } from "@/lib/http/respond";
 import { withPrincipal } from "@/lib/http/route";
 import { listEntries } from "@/lib/wallet/list-entries";
 
 export const dynamic = "force-dynamic";
 
-/** GET /api/v1/entries?limit=: every movement, newest first (contract section 4). */
+/** GET /api/v1/entries?limit=&cursor=: every movement, newest first, one page (contract section 4). */
 export const GET = withPrincipal(async (request, principal) => {
-  const query = parseListQuery(new URL(request.url).searchParams);
+  const query = parseQuery(entriesQuerySchema, new URL(request.url).searchParams);
   if (!query.ok) return problemResponse("invalid_request", query.detail);
-  return jsonResponse(200, { entries: await listEntries(principal.userId, { limit: query.value.limit }) });
+  const page = await listEntries(principal.userId, query.value);
+  if (!page.ok) return problemResponse("invalid_request", page.detail);
+  return jsonResponse(200, { entries: page.items, nextCursor: page.nextCursor });
 });

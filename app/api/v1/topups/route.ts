@@ -3,7 +3,7 @@ import { readJsonBody } from "@/lib/http/read-json-body";
 import { validateTopupRequest } from "@/lib/http/operation-requests";
 import { jsonResponse, operationResponse, problemResponse } from "@/lib/http/respond";
 import { withPrincipal } from "@/lib/http/route";
-import { parseListQuery } from "@/lib/http/list-query";
+import { parseQuery, topupsQuerySchema } from "@/lib/http/list-query";
 import { createTopup } from "@/lib/topups/create-topup";
 import { listTopups } from "@/lib/topups/list-topups";
 
@@ -22,9 +22,11 @@ export const POST = withPrincipal(async (request, principal) => {
   return operationResponse(await createTopup({ userId: principal.userId, ...input.value }));
 });
 
-/** GET /api/v1/topups?status=&limit= (contract section 4). */
+/** GET /api/v1/topups?status=&limit=&cursor=: the caller's top-ups, newest first, one page (contract section 4). */
 export const GET = withPrincipal(async (request, principal) => {
-  const query = parseListQuery(new URL(request.url).searchParams);
+  const query = parseQuery(topupsQuerySchema, new URL(request.url).searchParams);
   if (!query.ok) return problemResponse("invalid_request", query.detail);
-  return jsonResponse(200, { topups: await listTopups(principal.userId, query.value) });
+  const page = await listTopups(principal.userId, query.value);
+  if (!page.ok) return problemResponse("invalid_request", page.detail);
+  return jsonResponse(200, { topups: page.items, nextCursor: page.nextCursor });
 });

@@ -1,16 +1,18 @@
 import { listAdminTopups } from "@/lib/admin/list-admin-topups";
-import { parseListQuery } from "@/lib/http/list-query";
+import { adminTopupsQuerySchema, parseQuery } from "@/lib/http/list-query";
 import { jsonResponse, problemResponse } from "@/lib/http/respond";
 import { withPrincipal } from "@/lib/http/route";
 
 export const dynamic = "force-dynamic";
 
-/** GET /api/v1/admin/topups?status=&stuck=1: admins only (contract section 4). */
+/** GET /api/v1/admin/topups?status=&stuck=1&limit=&cursor=: admins only, one page (contract section 4). */
 export const GET = withPrincipal(
   async (request) => {
-    const query = parseListQuery(new URL(request.url).searchParams);
+    const query = parseQuery(adminTopupsQuerySchema, new URL(request.url).searchParams);
     if (!query.ok) return problemResponse("invalid_request", query.detail);
-    return jsonResponse(200, { topups: await listAdminTopups(query.value) });
+    const page = await listAdminTopups(query.value);
+    if (!page.ok) return problemResponse("invalid_request", page.detail);
+    return jsonResponse(200, { topups: page.items, nextCursor: page.nextCursor });
   },
   { admin: true },
 );
