@@ -4,10 +4,13 @@
  * and both see the same connection limits. Created lazily: importing this module during `next build`
  * opens nothing.
  */
-import { Pool, types, type PoolClient } from "pg";
+import { Pool, types, type PoolClient, type QueryConfig, type QueryResult, type QueryResultRow } from "pg";
 import { PrismaPg } from "@prisma/adapter-pg";
 import { PrismaClient } from "../generated/prisma/client";
 import { env } from "./env";
+import { log } from "./log";
+import type { Queryable } from "./ledger/queryable";
+import { withTransactionRetry } from "./ledger/retry";
 
 // int8 (OID 20) values are parsed to JS numbers: every amount and balance in this schema is CHECKed below
 // 2^53, so the conversion is exact, and a value that is not safe is refused loudly instead of rounded.
@@ -25,8 +28,28 @@ interface Clients {
 const globalKey = Symbol.for("wallet.db.clients");
 type GlobalWithClients = typeof globalThis & { [globalKey]?: Clients };
 
+/**
+ * True when the app sends named (server-side prepared) statements: DB_NAMED_STATEMENTS `on`, or `auto` without a
+ * transaction pooler (stack-notes 27: behind PgBouncer in transaction pooling they fail with 42P05/26000).
+ */
+export function usesNamedStatements(): boolean {
+  const { DB_NAMED_STATEMENTS, DB_POOLER } = env();
+  return DB_NAMED_STATEMENTS === "on" || (DB_NAMED_STATEMENTS === "auto" && DB_POOLER !== "transaction");
+}
+
+/**
+ * The session timeouts as `SET LOCAL` statements, for transactions behind a transaction pooler: PgBouncer refuses
+ * startup `options` (08P01) and a plain `SET` would leak into another client's transactions, while `SET LOCAL`
+ * ends with the transaction. Autocommit statements there get the role's settings (`ALTER ROLE ... SET`, which
+ * `npm run cluster` applies; docs/scaling.md).
+ */
+function setLocalTimeoutsSql(): string {
+  const { DB_STATEMENT_TIMEOUT_MS, DB_IDLE_IN_TRANSACTION_TIMEOUT_MS } = env();
+  return `SET LOCAL statement_timeout = ${DB_STATEMENT_TIMEOUT_MS}; SET LOCAL idle_in_transaction_session_timeout = ${DB_IDLE_IN_TRANSACTION_TIMEOUT_MS}`;
+}
+
 function create(): Clients {
-  const { DATABASE_URL, DB_POOL_MAX } = env();
+  const { DATABASE_URL, DB_POOL_MAX, DB_POOLER, DB_STATEMENT_TIMEOUT_MS, DB_IDLE_IN_TRANSACTION_TIMEOUT_MS } = env();
   if (!DATABASE_URL) {
     throw new Error("DATABASE_URL is not set: start the app with `npm run demo`, or set DATABASE_URL");
   }
@@ -37,13 +60,25 @@ function create(): Clients {
     connectionTimeoutMillis: 10_000,
     // Idle connections are closed after 30 s so a quiet app does not pin server processes.
     idleTimeoutMillis: 30_000,
-    // No statement may run for more than 15 s (a stuck lock surfaces as an error, not a hung request);
-    // an idle-in-transaction session is killed after 10 s so a crashed handler cannot hold row locks.
-    options: "-c statement_timeout=15000 -c idle_in_transaction_session_timeout=10000",
+    // No statement may run for more than DB_STATEMENT_TIMEOUT_MS (a stuck lock surfaces as an error, not a hung
+    // request); an idle-in-transaction session is killed after DB_IDLE_IN_TRANSACTION_TIMEOUT_MS so a crashed
+    // handler cannot hold row locks. Behind a transaction pooler these go in SET LOCAL and role settings instead.
+    options:
+      DB_POOLER === "transaction"
+        ? undefined
+        : `-c statement_timeout=${DB_STATEMENT_TIMEOUT_MS} -c idle_in_transaction_session_timeout=${DB_IDLE_IN_TRANSACTION_TIMEOUT_MS}`,
     application_name: "wallet-app",
   });
-  // An idle client's error (e.g. the server restarted) must not crash the process; the pool drops it.
-  pool.on("error", () => {});
+  // An idle client's error (the server restarted, a failover closed the socket) must not crash the process; the
+  // pool drops that client by itself. Logged, so a failover or a flapping network shows in the logs.
+  pool.on("error", (error) => {
+    const code = (error as { code?: unknown }).code;
+    // Message and code only: pg hangs the whole client object off some of these errors.
+    log().warn(
+      { code: typeof code === "string" ? code : undefined, message: error.message },
+      "idle database connection dropped",
+    );
+  });
   const prisma = new PrismaClient({
     adapter: new PrismaPg(pool),
     // Interactive transactions are not used on the money path; these bounds are explicit so that none can
@@ -71,22 +106,57 @@ export function prisma(): PrismaClient {
 
 /**
  * Runs `work` inside BEGIN ... COMMIT on one pooled connection at READ COMMITTED (the claim's isolation,
- * contract section 1). Rolls back and rethrows on any error; always releases the connection.
+ * contract section 1); behind a transaction pooler the timeouts are set with SET LOCAL in the same round trip as
+ * BEGIN. Rolls back and rethrows on any error; always releases the connection (a connection that failed is
+ * destroyed instead of returned to the pool).
  */
 export async function withTransaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
   const client = await pool().connect();
+  let broken: Error | undefined;
+  // A checked-out client has no pool listener: its socket dying between two statements would emit an unhandled
+  // 'error' and crash the process. The next statement fails on its own; this only keeps the event handled and
+  // makes sure the dead connection is destroyed, not returned to the pool.
+  const onError = (error: Error) => {
+    broken ??= error;
+  };
+  client.on("error", onError);
   try {
-    await client.query("BEGIN ISOLATION LEVEL READ COMMITTED");
+    await client.query(
+      env().DB_POOLER === "transaction"
+        ? `BEGIN ISOLATION LEVEL READ COMMITTED; ${setLocalTimeoutsSql()}`
+        : "BEGIN ISOLATION LEVEL READ COMMITTED",
+    );
     const result = await work(client);
     await client.query("COMMIT");
     return result;
   } catch (error) {
-    await client.query("ROLLBACK").catch(() => {});
+    await client.query("ROLLBACK").catch((rollbackError: unknown) => {
+      broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
+    });
     throw error;
   } finally {
-    client.release();
+    client.off("error", onError);
+    client.release(broken);
   }
 }
+
+/**
+ * The pool as a {@link Queryable} whose single autocommit statements are retried after a lost connection (a
+ * failover), as `withTransactionRetry` retries whole transactions, for at most DB_FAILOVER_RETRY_MS. Only for
+ * statements that are safe to run again after they may have committed: every ledger statement is (a claim finds
+ * its own row, transitions and stored responses are guarded by status, fencing attempt or `response IS NULL`).
+ */
+export function autocommit(): Queryable {
+  return retryingPool;
+}
+
+const retryingPool: Queryable = {
+  query<R extends QueryResultRow>(config: QueryConfig | string, values?: unknown[]): Promise<QueryResult<R>> {
+    return withTransactionRetry(() =>
+      typeof config === "string" ? pool().query<R>(config, values) : pool().query<R>(config),
+    );
+  },
+};
 
 /** Closes the pool and Prisma (for CLIs and tests). Safe to call when nothing was opened. */
 export async function closeDb(): Promise<void> {

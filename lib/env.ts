@@ -69,6 +69,44 @@ const schema = z
      * for long; PostgreSQL's default max_connections (100) leaves room for two app instances and tools.
      */
     DB_POOL_MAX: intFrom(1, 200).default(20),
+    /**
+     * What sits between the app and PostgreSQL. `none`: a direct connection or a TCP proxy such as HAProxy
+     * (session state survives). `transaction`: PgBouncer in transaction pooling, where consecutive transactions
+     * of one client run on different server connections, so startup `options` are refused (08P01) and named
+     * statements collide (42P05/26000, stack-notes 27): timeouts then go in `SET LOCAL` and role settings, and
+     * named statements default to off (docs/decisions/015-failover-and-poolers.md).
+     */
+    DB_POOLER: z.enum(["none", "transaction"]).default("none"),
+    /**
+     * Server-side prepared (named) statements on the ledger's hot path. `auto`: on unless DB_POOLER is
+     * `transaction`. `on` behind a transaction pooler breaks every query (the PgBouncer test's negative control).
+     */
+    DB_NAMED_STATEMENTS: z.enum(["auto", "on", "off"]).default("auto"),
+    /**
+     * Longest one statement may run, in ms. 15 s: a stuck lock surfaces as an error instead of a hung request,
+     * and it is far above the slowest statement of this schema (a few ms).
+     */
+    DB_STATEMENT_TIMEOUT_MS: intFrom(100, 600_000).default(15_000),
+    /** A session idle inside a transaction longer than this is killed, in ms, so no crash holds row locks. */
+    DB_IDLE_IN_TRANSACTION_TIMEOUT_MS: intFrom(100, 600_000).default(10_000),
+    /**
+     * How long a transaction that lost its connection (failover: connection errors, 57P01, 57P03, 25006) is
+     * retried as a whole, in ms. 20 s: the measured write outage of a lost primary behind Patroni and HAProxy is
+     * ~11 s (stack-notes 26, docs/scaling.md), plus ~3 s for HAProxy to see the new primary, plus margin; it
+     * stays below the 30 s a browser or SDK typically waits. 0 turns the failover retry off.
+     */
+    DB_FAILOVER_RETRY_MS: intFrom(0, 120_000).default(20_000),
+    /**
+     * Redis Cluster seed nodes, comma-separated `host:port` (e.g. `127.0.0.1:7000,127.0.0.1:7001`). When set,
+     * the app uses an ioredis Cluster client instead of REDIS_URL.
+     */
+    REDIS_CLUSTER_NODES: z.preprocess(
+      (v) => (v === "" ? undefined : v),
+      z
+        .string()
+        .regex(/^[A-Za-z0-9.-]+:\d{1,5}(,[A-Za-z0-9.-]+:\d{1,5})*$/, "must be host:port[,host:port...]")
+        .optional(),
+    ),
     /** Largest request body accepted, in bytes. 16 KiB is far above any valid body of this API. */
     BODY_LIMIT_BYTES: intFrom(256, 1_048_576).default(16_384),
     LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),

@@ -5,7 +5,7 @@
  * differ. Never check-then-act.
  */
 import { env } from "../env";
-import { pool } from "../db";
+import { autocommit } from "../db";
 import { ENTRY_COLUMNS, toLedgerEntry, type LedgerEntry, type StoredResponse, type TransitionActor } from "./entry";
 import { differingFields, fingerprint, type OperationParams } from "./fingerprint";
 import type { OperationKey } from "./keys";
@@ -96,7 +96,7 @@ export async function insertClaimOrLose(db: Queryable, request: ClaimRequest): P
 }
 
 /** Reads the row of `key` in its own statement (a fresh READ COMMITTED snapshot); null when none exists. */
-export async function findEntryByKey(key: OperationKey, db: Queryable = pool()): Promise<LedgerEntry | null> {
+export async function findEntryByKey(key: OperationKey, db: Queryable = autocommit()): Promise<LedgerEntry | null> {
   const result = await db.query(prepared("ledger_select_by_key", SELECT_BY_KEY_SQL, [key.userId, key.type, key.refId]));
   const row = result.rows[0];
   return row ? toLedgerEntry(row) : null;
@@ -154,6 +154,11 @@ const CLAIM_ROUNDS_MAX = 3;
  * commit the claim before the call: a rollback cannot take back a bank charge).
  * Returns `claimed` to exactly one caller per key; every other caller gets `replay`, `mismatch` or
  * `in_progress` (see {@link awaitStoredResponse}), from the Redis copy of the stored response when one exists.
+ *
+ * The claim is retried after a lost connection (lib/db.ts `autocommit`). When the lost INSERT had committed, the
+ * retry finds the key taken, and the row's lease owner is this request's own (`request.leaseOwner` must be unique
+ * per request: lib/ledger/worker.ts `newLeaseOwner`): the request carries on as the winner instead of waiting for
+ * a response that only it would store (issue 11).
  * Throws on database errors.
  */
 export async function claimOperation(request: ClaimRequest, waitMs?: number): Promise<ClaimOutcome> {
@@ -161,10 +166,25 @@ export async function claimOperation(request: ClaimRequest, waitMs?: number): Pr
   const cached = await readCachedReplay(request.key, request.params);
   if (cached) return cached;
   for (let round = 0; round < CLAIM_ROUNDS_MAX; round++) {
-    const entry = await insertClaimOrLose(pool(), request);
+    const entry = await insertClaimOrLose(autocommit(), request);
     if (entry) return { kind: "claimed", entry };
+    const own = await findOwnClaim(request);
+    if (own) return { kind: "claimed", entry: own };
     const existing = await awaitStoredResponse(request.key, request.params, waitMs);
     if (existing) return existing;
   }
   throw new Error(`claim: key ${request.key.type}/${request.key.refId} neither inserts nor reads`);
+}
+
+/**
+ * The row of `request.key` when this very request claimed it: its lease owner is the request's own, its
+ * fingerprint matches and no response is stored yet. That happens when the claim's commit succeeded but its answer
+ * was lost with the connection and the retried INSERT found the row (issue 11). Null otherwise, including when the
+ * reconciler has taken the row over (another lease owner) or it is terminal (no lease owner).
+ */
+async function findOwnClaim(request: ClaimRequest): Promise<LedgerEntry | null> {
+  const entry = await findEntryByKey(request.key);
+  // A stored response means the request finished: it is a replay now, whoever asks.
+  if (!entry || entry.leaseOwner !== request.leaseOwner || entry.response !== null) return null;
+  return entry.fingerprint === fingerprint(request.key.type, request.params) ? entry : null;
 }

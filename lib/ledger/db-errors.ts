@@ -12,8 +12,10 @@
  *
  * The classifier walks that whole graph (breadth first, so the outermost evidence comes first) with a depth cap,
  * a node budget and a cycle guard, collects every SQLSTATE it finds together with the constraint named next to
- * it, and decides from structured fields only. It never reads message text to decide a verdict: the one use of
- * a message is to fill the diagnostic `constraint` of a CHECK violation, which Prisma reports nowhere else.
+ * it, and decides from structured fields only. It never reads a database error's message text to decide a
+ * verdict: one use of a message is to fill the diagnostic `constraint` of a CHECK violation, which Prisma reports
+ * nowhere else; the other is node-postgres's own fixed connection messages, on errors that carry no SQLSTATE at
+ * all (see DRIVER_CONNECTION_MESSAGES), and only when no SQLSTATE was found anywhere in the chain.
  */
 import { CLAIM_INDEX } from "./constants";
 
@@ -28,6 +30,12 @@ export type RetryableSqlstate = "40001" | "40P01";
  *  - `check_violation`: 23514. A guard failed (e.g. the balance CHECK, contract section 8): 500.
  *  - `foreign_key_violation`: 23503. 500.
  *  - `retryable`: 40001 or 40P01; `withTransactionRetry` (./retry.ts) runs the transaction again.
+ *  - `connection_lost`: the session, not the statement, failed: a connection exception (class 08), the server
+ *    shutting down or not yet accepting connections (57P01, 57P02, 57P03), a read-only transaction (25006: the
+ *    node is a replica now, a failover is under way), or a driver error with no SQLSTATE that node-postgres
+ *    raises when the socket dies or cannot be opened. The transaction may or may not have committed if the
+ *    COMMIT was in flight; `withTransactionRetry` runs it again as a whole within a time bound, and the ledger's
+ *    keys settle the uncertain case (docs/decisions/015-failover-and-poolers.md).
  *  - `unknown`: no SQLSTATE found, another SQLSTATE, or contradictory evidence. 500, never a replay.
  * `constraint` is the index or constraint name when the error carries one, else null; it is diagnostic only.
  */
@@ -37,6 +45,7 @@ export type DbErrorVerdict =
   | { kind: "check_violation"; constraint: string | null }
   | { kind: "foreign_key_violation"; constraint: string | null }
   | { kind: "retryable"; sqlstate: RetryableSqlstate }
+  | { kind: "connection_lost"; cause: string }
   | { kind: "unknown" };
 
 /**
@@ -86,6 +95,45 @@ const SQLSTATE_CHECK_VIOLATION = "23514";
 const SQLSTATE_FOREIGN_KEY_VIOLATION = "23503";
 const RETRYABLE_SQLSTATES: ReadonlySet<string> = new Set<RetryableSqlstate>(["40001", "40P01"]);
 
+/**
+ * SQLSTATEs that mean the session is gone or is on the wrong node (PostgreSQL docs, Appendix A): admin_shutdown
+ * (57P01, the node is being stopped or demoted), crash_shutdown (57P02), cannot_connect_now (57P03, starting up
+ * or in recovery) and read_only_sql_transaction (25006: the node HAProxy still routes to was demoted to a replica;
+ * stack-notes 26 measured it during failovers). Class 08 (connection_exception) is matched by its prefix.
+ */
+const CONNECTION_LOST_SQLSTATES: ReadonlySet<string> = new Set(["57P01", "57P02", "57P03", "25006"]);
+const CONNECTION_EXCEPTION_CLASS = "08";
+
+/**
+ * Socket error codes (Node's errno names, on `code`) that mean the connection to the server failed or broke.
+ * Unlike SQLSTATEs they come from the operating system, never from PostgreSQL.
+ */
+const SOCKET_ERROR_CODES: ReadonlySet<string> = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ECONNABORTED",
+]);
+
+/**
+ * node-postgres (pg 8.23, pg-pool 3) raises these errors with no `code` at all when the socket closes under a
+ * query, when a connect times out, or when a query is sent on a client whose connection already failed
+ * (node_modules/pg/lib/client.js and pg-pool/index.js). They are the driver's own fixed strings, not database
+ * messages, so matching them exactly is the only structured signal there is; a database error (which always has
+ * a SQLSTATE) is never decided this way.
+ */
+const DRIVER_CONNECTION_MESSAGES: ReadonlySet<string> = new Set([
+  "Connection terminated unexpectedly",
+  "Connection terminated",
+  "Connection terminated due to connection timeout",
+  "timeout exceeded when trying to connect",
+  "Client has encountered a connection error and is not queryable",
+  "Client was closed and is not queryable",
+]);
+
 /** One SQLSTATE found in the chain, with the names found on the same object. */
 interface Finding {
   readonly sqlstate: string;
@@ -121,13 +169,14 @@ export function classifyDbError(error: unknown, options: ClassifyDbErrorOptions 
     throw new RangeError(`maxDepth must be an integer in 0..${MAX_DEPTH_CEILING}, got ${String(maxDepth)}`);
   }
   let findings: Finding[];
+  let driverFailure: string | null;
   try {
-    findings = collectFindings(error, maxDepth);
+    ({ findings, driverFailure } = collectFindings(error, maxDepth));
   } catch {
     // A hostile or broken error object (throwing getter, revoked proxy): nothing trustworthy can be said.
     return { kind: "unknown" };
   }
-  return decide(findings);
+  return decide(findings, driverFailure);
 }
 
 /**
@@ -139,9 +188,28 @@ export function isRetryableTransactionError(error: unknown): boolean {
   return classifyDbError(error).kind === "retryable";
 }
 
-function decide(findings: readonly Finding[]): DbErrorVerdict {
+/**
+ * True when `error` says the database connection was lost or points at a node that cannot take writes (see
+ * `connection_lost` in {@link DbErrorVerdict}). Never throws.
+ */
+export function isConnectionLostError(error: unknown): boolean {
+  return classifyDbError(error).kind === "connection_lost";
+}
+
+function isConnectionLostSqlstate(sqlstate: string): boolean {
+  return CONNECTION_LOST_SQLSTATES.has(sqlstate) || sqlstate.startsWith(CONNECTION_EXCEPTION_CLASS);
+}
+
+function decide(findings: readonly Finding[], driverFailure: string | null): DbErrorVerdict {
   const first = findings[0];
-  if (first === undefined) return { kind: "unknown" };
+  if (first === undefined) {
+    return driverFailure === null ? { kind: "unknown" } : { kind: "connection_lost", cause: driverFailure };
+  }
+  // A lost session can surface with a second, consequential SQLSTATE further down (e.g. 57P01 wrapped around the
+  // 08006 of the dying socket): every SQLSTATE found must say "connection", or the verdict stays below.
+  if (findings.every((f) => isConnectionLostSqlstate(f.sqlstate))) {
+    return { kind: "connection_lost", cause: first.sqlstate };
+  }
 
   const sqlstates = new Set(findings.map((f) => f.sqlstate));
   if (sqlstates.size > 1) {
@@ -171,8 +239,9 @@ function decide(findings: readonly Finding[]): DbErrorVerdict {
   }
 }
 
-function collectFindings(root: unknown, maxDepth: number): Finding[] {
+function collectFindings(root: unknown, maxDepth: number): { findings: Finding[]; driverFailure: string | null } {
   const findings: Finding[] = [];
+  let driverFailure: string | null = null;
   const visited = new Set<object>();
   const queue: Array<{ node: unknown; depth: number }> = [{ node: root, depth: 0 }];
 
@@ -183,11 +252,21 @@ function collectFindings(root: unknown, maxDepth: number): Finding[] {
 
     const finding = findingOf(node);
     if (finding !== null) findings.push(finding);
+    else driverFailure ??= driverConnectionFailureOf(node);
 
     if (depth >= maxDepth) continue;
     for (const next of neighbours(node)) queue.push({ node: next, depth: depth + 1 });
   }
-  return findings;
+  return { findings, driverFailure };
+}
+
+/** A socket errno (`code`) or one of node-postgres's own connection messages on `node`, else null. */
+function driverConnectionFailureOf(node: object): string | null {
+  const code = read(node, "code");
+  if (typeof code === "string" && SOCKET_ERROR_CODES.has(code)) return code;
+  const message = read(node, "message");
+  if (typeof message === "string" && DRIVER_CONNECTION_MESSAGES.has(message)) return message;
+  return null;
 }
 
 /** The objects one hop further down the chain. */

@@ -7,4 +7,4 @@ export * from "./transitions";
 export * from "./outcome";
 export * from "./views";
 export * from "./replay-cache";
-export { WORKER_ID } from "./worker";
+export { newLeaseOwner, WORKER_ID } from "./worker";

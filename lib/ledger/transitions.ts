@@ -5,7 +5,7 @@
  * Every transition appends its audit row in the same statement, and a credit changes the wallet in the same
  * statement (hence the same transaction) as the row's final state.
  */
-import { pool } from "../db";
+import { autocommit } from "../db";
 import {
   entryColumns,
   ENTRY_COLUMNS,
@@ -115,7 +115,7 @@ async function transition(ref: EntryRef, spec: TransitionSpec, db: Queryable): P
 }
 
 /** Reads one row by its primary key; null when absent. */
-export async function getEntryById(ref: EntryRef, db: Queryable = pool()): Promise<LedgerEntry | null> {
+export async function getEntryById(ref: EntryRef, db: Queryable = autocommit()): Promise<LedgerEntry | null> {
   const result = await db.query(prepared("ledger_select_by_id", SELECT_BY_ID_SQL, [ref.userId, ref.entryId]));
   const row = result.rows[0];
   return row ? toLedgerEntry(row) : null;
@@ -144,7 +144,7 @@ export function markProcessing(
       guard: { kind: "lease", attempt },
       detail: null,
     },
-    options.db ?? pool(),
+    options.db ?? autocommit(),
   );
 }
 
@@ -166,7 +166,7 @@ export interface CompleteOptions {
 export function completeEntry(
   ref: EntryRef,
   options: CompleteOptions,
-  db: Queryable = pool(),
+  db: Queryable = autocommit(),
 ): Promise<TransitionOutcome> {
   return transition(
     ref,
@@ -194,7 +194,11 @@ export interface FailOptions {
 }
 
 /** Moves an unfinished row to `failed` with a reason. Nothing moves money. Same outcomes as {@link completeEntry}. */
-export function failEntry(ref: EntryRef, options: FailOptions, db: Queryable = pool()): Promise<TransitionOutcome> {
+export function failEntry(
+  ref: EntryRef,
+  options: FailOptions,
+  db: Queryable = autocommit(),
+): Promise<TransitionOutcome> {
   return transition(
     ref,
     {
@@ -223,7 +227,7 @@ RETURNING ${ENTRY_COLUMNS}`;
 export async function attachCharge(
   ref: EntryRef,
   bankChargeId: string,
-  db: Queryable = pool(),
+  db: Queryable = autocommit(),
 ): Promise<LedgerEntry | null> {
   const result = await db.query(
     prepared("ledger_attach_charge", ATTACH_CHARGE_SQL, [ref.userId, ref.entryId, bankChargeId]),
@@ -245,7 +249,7 @@ RETURNING response_status, response_body`;
 export async function storeResponse(
   ref: EntryRef,
   response: StoredResponse,
-  db: Queryable = pool(),
+  db: Queryable = autocommit(),
 ): Promise<{ stored: boolean; response: StoredResponse }> {
   const result = await db.query(
     prepared("ledger_store_response", STORE_RESPONSE_SQL, [ref.userId, ref.entryId, response.status, response.body]),

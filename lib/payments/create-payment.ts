@@ -19,7 +19,7 @@ import {
   paymentView,
   problemStoredResponse,
   storeResponse,
-  WORKER_ID,
+  newLeaseOwner,
   type OperationResult,
   type StoredResponse,
 } from "../ledger";
@@ -69,7 +69,7 @@ export async function createPayment(input: CreatePaymentInput): Promise<Operatio
         amountMinor: input.amountMinor,
         currency: input.currency,
         params,
-        leaseOwner: WORKER_ID,
+        leaseOwner: newLeaseOwner(),
         leaseMs: settings.LEASE_MS,
         actor: "request",
       });

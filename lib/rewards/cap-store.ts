@@ -109,10 +109,17 @@ export interface RewardCapStore {
    * the ledger first. Throws {@link CapStoreUnavailableError} on any Redis failure.
    */
   reserve(op: CapOperation, amountMinor: number, capMinor: number): Promise<ReserveOutcome>;
-  /** Gives `op`'s reservation back when its credit did not land. Idempotent. Throws {@link CapStoreUnavailableError}. */
-  release(op: CapOperation): Promise<ReleaseOutcome>;
-  /** Records that `op`'s credit of `amountMinor` landed. Idempotent. Throws {@link CapStoreUnavailableError}. */
-  settle(op: CapOperation, amountMinor: number): Promise<SettleOutcome>;
+  /**
+   * Gives `op`'s reservation back when its credit did not land, then raises the counter to at least
+   * `floorMinor` (the day's credited total in the ledger) when given. Idempotent. Throws
+   * {@link CapStoreUnavailableError}.
+   */
+  release(op: CapOperation, floorMinor?: number): Promise<ReleaseOutcome>;
+  /**
+   * Records that `op`'s credit of `amountMinor` landed, then raises the counter to at least `floorMinor` when
+   * given. Idempotent. Throws {@link CapStoreUnavailableError}.
+   */
+  settle(op: CapOperation, amountMinor: number, floorMinor?: number): Promise<SettleOutcome>;
 }
 
 /** One reward operation's hash as read back (audit, tests). */
@@ -186,6 +193,13 @@ local function counter_or_error(key, raw)
     error({err = 'CAPGARBAGE ' .. key .. ' does not hold a counter'})
   end
   return tonumber(raw)
+end
+-- Raises the counter to at least floor (the day's credited total in the ledger, never above the truth), keeping
+-- whatever reservations it holds above that. floor < 0: nothing to do.
+local function raise_to_floor(key, floor, expiry)
+  if floor < 0 then return end
+  local counted = counter_or_error(key, redis.call('GET', key))
+  if counted == nil or counted < floor then redis.call('SET', key, floor, 'EXAT', expiry) end
 end`;
 
 // KEYS[1] counter, KEYS[2] operation. ARGV[1] attempt id, ARGV[2] amount, ARGV[3] cap (minor units),
@@ -214,8 +228,10 @@ redis.call('HSET', KEYS[2], 'state', 'reserved', 'amount', ARGV[2], 'holders', 1
 redis.call('EXPIREAT', KEYS[2], ARGV[4], 'NX')
 return {'reserved', counted + amount}`;
 
-// KEYS[1] counter, KEYS[2] operation. ARGV[1] attempt id, ARGV[2] key expiry (unix s).
+// KEYS[1] counter, KEYS[2] operation. ARGV[1] attempt id, ARGV[2] key expiry (unix s), ARGV[3] floor (the
+// day's ledger total in minor units, or -1: see raise_to_floor), applied after the release.
 const RELEASE_LUA = `${LUA_COUNTER_CHECK}
+local function release()
 local attempt = 'a:' .. ARGV[1]
 local mine = redis.call('HGET', KEYS[2], attempt)
 if mine == 'released' or mine == 'settled' then return {'noop', -1} end
@@ -236,11 +252,16 @@ local amount = tonumber(amount_raw)
 -- it: taking the amount off would drop the counter below what landed.
 if counted == nil or counted < amount then return {'counter_reset', -1} end
 redis.call('DECRBY', KEYS[1], amount)
-return {'released', counted - amount}`;
+return {'released', counted - amount}
+end
+local reply = release()
+raise_to_floor(KEYS[1], tonumber(ARGV[3]), ARGV[2])
+return reply`;
 
 // KEYS[1] counter, KEYS[2] operation. ARGV[1] attempt id, ARGV[2] amount, ARGV[3] key expiry (unix s),
-// ARGV[4] now (unix ms).
+// ARGV[4] now (unix ms), ARGV[5] floor (the day's ledger total in minor units, or -1), applied after the settle.
 const SETTLE_LUA = `${LUA_COUNTER_CHECK}
+local function settle()
 local attempt = 'a:' .. ARGV[1]
 local mine = redis.call('HGET', KEYS[2], attempt)
 if mine == 'settled' then return {'noop', -1} end
@@ -261,7 +282,11 @@ end
 if counted ~= nil then redis.call('INCRBY', KEYS[1], ARGV[2]) end
 redis.call('HSET', KEYS[2], 'state', 'settled', 'amount', ARGV[2], 'holders', 0, 'at', ARGV[4], attempt, 'settled')
 redis.call('EXPIREAT', KEYS[2], ARGV[3], 'NX')
-return {'recounted', -1}`;
+return {'recounted', -1}
+end
+local reply = settle()
+raise_to_floor(KEYS[1], tonumber(ARGV[5]), ARGV[3])
+return reply`;
 
 type ScriptReply = [string, number];
 
@@ -399,14 +424,16 @@ export class RedisRewardCapStore implements RewardCapStore {
   }
 
   /**
-   * Releases `op`'s reservation (contract section 6: on every path where the credit does not land).
+   * Releases `op`'s reservation (contract section 6: on every path where the credit does not land), then raises
+   * the counter to at least `floorMinor` (the day's ledger total) when given: a counter a failover left below the
+   * truth comes back up (issue 11).
    * Idempotent: a second release, or a release before the reserve ran, changes the counter at most once;
    * the tombstone it leaves makes a reserve that arrives later change nothing (C06).
    *
    * Returns a {@link ReleaseOutcome}. Throws {@link CapStoreUnavailableError}.
    */
-  async release(op: CapOperation): Promise<ReleaseOutcome> {
-    const [status] = await this.script("rewardCapRelease", op, [op.keysExpireAtS]);
+  async release(op: CapOperation, floorMinor?: number): Promise<ReleaseOutcome> {
+    const [status] = await this.script("rewardCapRelease", op, [op.keysExpireAtS, floorArgument(floorMinor)]);
     switch (status) {
       case "released":
       case "shared":
@@ -423,12 +450,18 @@ export class RedisRewardCapStore implements RewardCapStore {
   /**
    * Records that `op`'s credit of `amountMinor` landed: its reservation becomes part of the credited sum and
    * the counter is unchanged; if the reservation had been given back or lost, the amount is counted again,
-   * so the counter never stays below what landed. Idempotent.
+   * so the counter never stays below what landed; then the counter is raised to at least `floorMinor` (the day's
+   * ledger total, read in the credit's own transaction) when given. Idempotent.
    *
    * Returns a {@link SettleOutcome}. Throws {@link CapStoreUnavailableError}.
    */
-  async settle(op: CapOperation, amountMinor: number): Promise<SettleOutcome> {
-    const [status] = await this.script("rewardCapSettle", op, [amountMinor, op.keysExpireAtS, Date.now()]);
+  async settle(op: CapOperation, amountMinor: number, floorMinor?: number): Promise<SettleOutcome> {
+    const [status] = await this.script("rewardCapSettle", op, [
+      amountMinor,
+      op.keysExpireAtS,
+      Date.now(),
+      floorArgument(floorMinor),
+    ]);
     switch (status) {
       case "settled":
       case "already_settled":
@@ -501,6 +534,18 @@ export class RedisRewardCapStore implements RewardCapStore {
     } while (cursor !== "0");
     return [...keys];
   }
+}
+
+/**
+ * The floor as the scripts take it: a non-negative safe integer, or -1 for none. Throws {@link
+ * CapStoreUnavailableError} "malformed" for anything else, before Redis is touched.
+ */
+function floorArgument(floorMinor: number | undefined): number {
+  if (floorMinor === undefined) return -1;
+  if (!Number.isSafeInteger(floorMinor) || floorMinor < 0) {
+    throw new CapStoreUnavailableError("malformed", `floor ${floorMinor} is not a non-negative integer`);
+  }
+  return floorMinor;
 }
 
 /** Escapes Redis glob characters so a user id is matched literally by SCAN MATCH. */

@@ -18,7 +18,7 @@ import {
   operationKey,
   rewardView,
   storeResponse,
-  WORKER_ID,
+  newLeaseOwner,
   type LedgerEntry,
   type OperationKey,
   type OperationParams,
@@ -32,6 +32,7 @@ import {
   type CapOperation,
   type RewardCapStore,
 } from "./cap-store";
+import { raiseRewardDayCredit } from "./raise-reward-day-credit";
 import { rewardDay } from "./reward-day";
 import { rewardRulesFromEnv, type RewardRules } from "./rules";
 
@@ -48,6 +49,12 @@ export interface ClaimRewardInput {
 export interface ClaimRewardDependencies {
   readonly capStore?: RewardCapStore;
   readonly rules?: RewardRules;
+  /**
+   * Whether PostgreSQL holds the cap too (`reward_cap_days`, issue 11). Always true in the app; false exists only
+   * for the negative control that shows the Redis-loses-writes test fails without it
+   * (tests/integration/rewards-cap-ledger.test.ts).
+   */
+  readonly ledgerCap?: boolean;
 }
 
 /** What the reward's stored 201 and its replays say: `{ reward: RewardView }`. */
@@ -65,12 +72,16 @@ function creditedResponse(entry: LedgerEntry): StoredResponse {
  * 2. Otherwise the cap is reserved in Redis first (atomically, case C13). Redis off, unreachable, timing out
  *    or holding garbage: `refused cap_store_unavailable` (503). Over the cap: `refused daily_cap_reached`
  *    (429). Neither creates a row nor is stored.
- * 3. Then one READ COMMITTED transaction claims the row, credits the wallet and stores the 201 (as
+ * 3. Then one READ COMMITTED transaction claims the row, counts the credit against the day's row in PostgreSQL
+ *    (`reward_cap_days`: refused past the cap, whatever Redis said), credits the wallet and stores the 201 (as
  *    createPayment does). A concurrent duplicate blocks on the claim and then replays the winner's response.
+ *    PostgreSQL refusing means Redis handed back a counter below the truth (a failover lost acknowledged
+ *    writes): the transaction rolls back (no row), the answer is 429, and the counter is raised back to the
+ *    ledger's total (issue 11).
  * 4. Whatever happens after the reserve, exactly one of release or settle follows (a `finally`): settle when
- *    the credit landed, release on every other path (lost claim race, mismatch, database error, timeout).
- *    A failed release or settle is logged and leaves the reservation counted: the safe direction, which can
- *    refuse a reward but never exceed the cap.
+ *    the credit landed (raising the counter to at least the day's ledger total), release on every other path
+ *    (lost claim race, mismatch, database error, timeout). A failed release or settle is logged and leaves the
+ *    reservation counted: the safe direction, which can refuse a reward but never exceed the cap.
  *
  * Returns `response` (201, new or replayed), `mismatch` (422), `in_progress` (409) or `refused` (429/503).
  * Throws database errors (500; the reservation is released first) and bugs.
@@ -119,11 +130,7 @@ export async function claimReward(
   if (reserved.kind === "over_cap") {
     // Nothing was reserved and this attempt id is never sent again (no resend: lib/redis.ts), so there is
     // nothing to release.
-    return {
-      kind: "refused",
-      code: "daily_cap_reached",
-      detail: `Today's rewards reached the daily cap of ${rules.dailyCapMinor} (minor units of ${rules.currency}); come back tomorrow.`,
-    };
+    return dailyCapReached(rules);
   }
   if (reserved.kind === "after_release") {
     // A fresh attempt id cannot have been released already.
@@ -132,11 +139,31 @@ export async function claimReward(
 
   // 3 and 4. Claim and credit; settle or release in every case.
   let landed: boolean | "unknown" = false;
+  // The day's credited total in the ledger, when known: the counter is never left below it.
+  let ledgerTotalMinor: number | undefined;
   try {
-    const outcome = await creditInOneTransaction(key, params, rules);
-    landed = outcome.landed;
-    if (outcome.response) return { kind: "response", response: outcome.response, replayed: false };
-    // Lost the claim race: the winner's row is committed, so it can be read and replayed (or it differs).
+    const outcome = await creditInOneTransaction(key, params, rules, day, dependencies.ledgerCap ?? true);
+    if (outcome.kind === "credited") {
+      landed = true;
+      ledgerTotalMinor = outcome.creditedTodayMinor ?? undefined;
+      return { kind: "response", response: outcome.response, replayed: false };
+    }
+    if (outcome.kind === "over_cap") {
+      ledgerTotalMinor = outcome.creditedTodayMinor;
+      log().warn(
+        {
+          userId: input.userId,
+          day,
+          ledgerTotalMinor,
+          counterMinor: "counterMinor" in reserved ? reserved.counterMinor : null,
+        },
+        "reward cap store counter was below the ledger: refused by PostgreSQL, counter raised",
+      );
+      return dailyCapReached(rules);
+    }
+    // Lost the claim race, or our own earlier attempt committed before its connection died (the retry then finds
+    // the key taken): the ledger says whether this operation's credit landed.
+    landed = await creditLandedAfterError(key, params);
     const existing = await awaitStoredResponse(key, params);
     if (!existing) throw new Error(`reward ${key.refId}: claimed row vanished`);
     return fromExisting(existing);
@@ -144,39 +171,80 @@ export async function claimReward(
     if (error instanceof CommitUncertainError) landed = await creditLandedAfterError(key, params);
     throw error;
   } finally {
-    if (landed === true) await settleQuietly(capStore, operation, rules.amountMinor);
-    else if (landed === false) await releaseQuietly(capStore, operation, "credit did not land");
+    if (landed === true) await settleQuietly(capStore, operation, rules.amountMinor, ledgerTotalMinor);
+    else if (landed === false) await releaseQuietly(capStore, operation, "credit did not land", ledgerTotalMinor);
     // "unknown": the ledger could not be read; the reservation stays counted (never exceeds the cap).
   }
 }
 
+function dailyCapReached(rules: RewardRules): OperationResult {
+  return {
+    kind: "refused",
+    code: "daily_cap_reached",
+    detail: `Today's rewards reached the daily cap of ${rules.dailyCapMinor} (minor units of ${rules.currency}); come back tomorrow.`,
+  };
+}
+
+type CreditOutcome =
+  /** The credit landed; `creditedTodayMinor` is the day's ledger total with it (null without the ledger cap). */
+  | { readonly kind: "credited"; readonly response: StoredResponse; readonly creditedTodayMinor: number | null }
+  /** Another request holds the key (or this request's own committed earlier attempt does). Nothing written now. */
+  | { readonly kind: "lost_claim" }
+  /** PostgreSQL refused the credit past the cap; rolled back, no row. */
+  | { readonly kind: "over_cap"; readonly creditedTodayMinor: number };
+
+/** Thrown inside the transaction to roll it back when the day's row refuses the credit. */
+class LedgerCapRefusal extends Error {
+  constructor(readonly creditedTodayMinor: number) {
+    super("reward: the day's ledger total would pass the cap");
+    this.name = "LedgerCapRefusal";
+  }
+}
+
 /**
- * Claims, credits and stores the first response in one transaction. Returns the stored 201 and
- * `landed: true`, or `{ response: null, landed: false }` when another request holds the key. Throws the
- * database error as it comes when the transaction body failed (rolled back: nothing landed), and a
- * {@link CommitUncertainError} when the body finished but COMMIT failed (the commit may have happened).
+ * Claims, counts the credit against the day's row (unless `ledgerCap` is false), credits and stores the first
+ * response in one transaction, retried as a whole after a conflict or a lost connection. Returns `credited`,
+ * `lost_claim` (another request, or this request's own committed earlier attempt, holds the key) or `over_cap`
+ * (rolled back). Throws the database error as it comes when no attempt's body finished (nothing landed), and a
+ * {@link CommitUncertainError} when some attempt's body finished but the call still failed (a COMMIT may have
+ * happened).
  */
 async function creditInOneTransaction(
   key: OperationKey,
   params: OperationParams,
   rules: RewardRules,
-): Promise<{ response: StoredResponse | null; landed: boolean }> {
-  let bodyFinished = false;
+  day: string,
+  ledgerCap: boolean,
+): Promise<CreditOutcome> {
+  // Sticky across attempts: once any attempt sent COMMIT, a later failure cannot prove nothing landed.
+  let commitSent = false;
+  const leaseOwner = newLeaseOwner();
   try {
-    const response = await withTransactionRetry(() => {
-      bodyFinished = false;
-      return withTransaction(async (tx): Promise<StoredResponse | null> => {
+    return await withTransactionRetry(() =>
+      withTransaction(async (tx): Promise<CreditOutcome> => {
         const entry = await insertClaim(tx, {
           key,
           amountMinor: rules.amountMinor,
           currency: rules.currency,
           params,
-          leaseOwner: WORKER_ID,
+          leaseOwner,
           leaseMs: env().LEASE_MS,
           actor: "request",
         });
         // No row back: another request holds the key and has committed (stack-notes 15). Not a result.
-        if (!entry) return null;
+        if (!entry) return { kind: "lost_claim" };
+        let creditedTodayMinor: number | null = null;
+        if (ledgerCap) {
+          const counted = await raiseRewardDayCredit(tx, {
+            userId: key.userId,
+            day,
+            amountMinor: rules.amountMinor,
+            capMinor: rules.dailyCapMinor,
+          });
+          // Throwing rolls the claim back with everything else: a 429 leaves no row (contract section 3).
+          if (counted.kind === "over_cap") throw new LedgerCapRefusal(counted.creditedMinor);
+          creditedTodayMinor = counted.creditedMinor;
+        }
         const ref = { userId: key.userId, entryId: entry.id };
         const moved = await completeEntry(
           ref,
@@ -186,13 +254,13 @@ async function creditInOneTransaction(
         // The row was inserted by this transaction and nobody else can see it yet: the guard cannot refuse.
         if (moved.kind !== "moved") throw new Error(`reward ${key.refId}: fresh claim refused its transition`);
         const stored = (await storeResponse(ref, creditedResponse(moved.entry), tx)).response;
-        bodyFinished = true;
-        return stored;
-      });
-    });
-    return { response, landed: response !== null };
+        commitSent = true;
+        return { kind: "credited", response: stored, creditedTodayMinor };
+      }),
+    );
   } catch (error) {
-    if (bodyFinished) throw new CommitUncertainError(error);
+    if (error instanceof LedgerCapRefusal) return { kind: "over_cap", creditedTodayMinor: error.creditedTodayMinor };
+    if (commitSent) throw new CommitUncertainError(error);
     throw error;
   }
 }
@@ -206,9 +274,11 @@ class CommitUncertainError extends Error {
 }
 
 /**
- * After an error, whether the operation's credit landed, decided by the ledger: a succeeded row with this
- * request's fingerprint means it did (settle keeps it counted). Only for a {@link CommitUncertainError};
- * every other error rolled the transaction back. Returns "unknown" when the ledger cannot be read.
+ * Whether this operation's credit landed, decided by the ledger: a succeeded row with this request's fingerprint
+ * means it did (settle keeps it counted). Used when the transaction's own answer cannot say: after a
+ * {@link CommitUncertainError}, and when the claim found the key taken (by a concurrent duplicate, or by this
+ * request's own attempt that committed before its connection died). Returns "unknown" when the ledger cannot be
+ * read.
  */
 async function creditLandedAfterError(key: OperationKey, params: OperationParams): Promise<boolean | "unknown"> {
   try {
@@ -226,9 +296,14 @@ async function answerFromExistingRow(key: OperationKey, params: OperationParams)
   return fromExisting(existing);
 }
 
-async function releaseQuietly(capStore: RewardCapStore, operation: CapOperation, why: string): Promise<void> {
+async function releaseQuietly(
+  capStore: RewardCapStore,
+  operation: CapOperation,
+  why: string,
+  floorMinor?: number,
+): Promise<void> {
   try {
-    await capStore.release(operation);
+    await capStore.release(operation, floorMinor);
   } catch (error) {
     // The release may still run later (it was sent); if it never does, the reservation stays counted until
     // the day's keys expire and the audit lists it as stale. Refusing a reward is the safe failure.
@@ -239,9 +314,14 @@ async function releaseQuietly(capStore: RewardCapStore, operation: CapOperation,
   }
 }
 
-async function settleQuietly(capStore: RewardCapStore, operation: CapOperation, amountMinor: number): Promise<void> {
+async function settleQuietly(
+  capStore: RewardCapStore,
+  operation: CapOperation,
+  amountMinor: number,
+  floorMinor?: number,
+): Promise<void> {
   try {
-    await capStore.settle(operation, amountMinor);
+    await capStore.settle(operation, amountMinor, floorMinor);
   } catch (error) {
     // Unsettled, the reservation still counts the credit: the counter is right; only its state says "in flight".
     log().warn(

@@ -19,7 +19,7 @@ import {
   operationKey,
   storeResponse,
   topupView,
-  WORKER_ID,
+  newLeaseOwner,
   type LedgerEntry,
   type OperationResult,
 } from "../ledger";
@@ -58,7 +58,7 @@ export async function createTopup(input: CreateTopupInput): Promise<OperationRes
     amountMinor: input.amountMinor,
     currency: input.currency,
     params,
-    leaseOwner: WORKER_ID,
+    leaseOwner: newLeaseOwner(),
     leaseMs: settings.LEASE_MS,
     actor: "request",
   });
@@ -67,7 +67,14 @@ export async function createTopup(input: CreateTopupInput): Promise<OperationRes
   const ref = { userId: input.userId, entryId: claim.entry.id };
   const guard = { kind: "lease", attempt: claim.entry.attempt } as const;
   const processing = await markProcessing(ref, claim.entry.attempt);
-  if (processing.kind === "refused") {
+  // Refused but already `processing` under our own lease and attempt: our first try committed and its answer
+  // was lost with the connection (the statement was retried, lib/db.ts `autocommit`). We still own the row.
+  const ownProcessing =
+    processing.kind === "refused" &&
+    processing.entry.status === "processing" &&
+    processing.entry.attempt === claim.entry.attempt &&
+    processing.entry.leaseOwner === claim.entry.leaseOwner;
+  if (processing.kind === "refused" && !ownProcessing) {
     // Our lease was taken over (this request stalled past LEASE_MS before reaching the bank): the new owner
     // drives the row now, so this request must not call the bank. It answers with what the row says.
     const stored = await storeResponse(ref, jsonStoredResponse(201, { topup: topupView(processing.entry) }));

@@ -271,6 +271,12 @@ describe("GET /api/v1/health and /api/v1/wallet", () => {
     expect(result.json).toEqual({ db: "ok", redis: "ok" });
   });
 
+  it("the liveness route answers without touching the database (what HAProxy checks)", async () => {
+    const result = await api("/api/v1/health/live");
+    expect(result.status).toBe(200);
+    expect(result.json).toEqual({ live: true });
+  });
+
   it("the wallet of a new user is 0 in the wallet currency", async () => {
     const user = await createApiUser();
     const result = await api("/api/v1/wallet", { token: user.token });

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { awaitStoredResponse, claimOperation, findEntryByKey, insertClaim } from "../../lib/ledger/claim";
 import { storeResponse } from "../../lib/ledger/transitions";
 import { closeDb } from "../../lib/db";
-import { createTestUser } from "../helpers/db";
+import { createTestUser, testPool } from "../helpers/db";
 import { claimRequest, countRows, dedicatedClient, transitionsOf, waitForBlockedSessions } from "../helpers/ledger";
 
 afterAll(async () => {
@@ -108,7 +108,8 @@ describe("claimOperation and the loser's path", () => {
     const request = claimRequest(user.id);
     expect((await claimOperation(request, 0)).kind).toBe("claimed");
     const started = Date.now();
-    const loser = await claimOperation(request, 300);
+    // Another request (its own lease owner, as every request has: lib/ledger/worker.ts newLeaseOwner).
+    const loser = await claimOperation({ ...request, leaseOwner: "another-request" }, 300);
     expect(loser).toMatchObject({ kind: "in_progress", retryAfterS: 1 });
     expect(Date.now() - started).toBeGreaterThanOrEqual(290);
     expect(await countRows(user.id, "topup", request.key.refId)).toBe(1);
@@ -119,7 +120,7 @@ describe("claimOperation and the loser's path", () => {
     const request = claimRequest(user.id);
     const first = await claimOperation(request, 0);
     if (first.kind !== "claimed") throw new Error("expected a claim");
-    const waiting = claimOperation(request, 5_000);
+    const waiting = claimOperation({ ...request, leaseOwner: "another-request" }, 5_000);
     await storeResponse({ userId: user.id, entryId: first.entry.id }, { status: 201, body: "{}" });
     expect(await waiting).toMatchObject({ kind: "replay", response: { status: 201, body: "{}" } });
   });
@@ -130,7 +131,10 @@ describe("claimOperation and the loser's path", () => {
     const first = await claimOperation(request, 0);
     if (first.kind !== "claimed") throw new Error("expected a claim");
     let storedAt = 0;
-    const waiting = claimOperation(request, 10_000).then((outcome) => ({ outcome, answeredAt: Date.now() }));
+    const waiting = claimOperation({ ...request, leaseOwner: "another-request" }, 10_000).then((outcome) => ({
+      outcome,
+      answeredAt: Date.now(),
+    }));
     await new Promise((resolve) => setTimeout(resolve, 150));
     await storeResponse({ userId: user.id, entryId: first.entry.id }, { status: 201, body: "{}" });
     storedAt = Date.now();
@@ -138,6 +142,22 @@ describe("claimOperation and the loser's path", () => {
     expect(outcome.kind).toBe("replay");
     // The polling step is capped at 200 ms; a 10 s budget must not be slept through.
     expect(answeredAt - storedAt).toBeLessThan(2_000);
+  });
+
+  it("a request that finds its own claim committed (same lease owner, no response yet) carries on as the winner", async () => {
+    const user = await createTestUser();
+    const request = claimRequest(user.id, { leaseOwner: "request-a" });
+    // The claim commits but its answer is lost (a failover): the request's retry finds the key taken.
+    const committed = await insertClaim(testPool(), request);
+    expect(committed).not.toBeNull();
+    const retried = await claimOperation(request, 0);
+    expect(retried).toMatchObject({ kind: "claimed", entry: { id: committed!.id, leaseOwner: "request-a" } });
+    // Another request on the same key is a loser as before: in progress, never a second winner.
+    expect(await claimOperation({ ...request, leaseOwner: "request-b" }, 0)).toMatchObject({ kind: "in_progress" });
+    // Once the winner stored its response, even its own lease owner gets the replay.
+    await storeResponse({ userId: user.id, entryId: committed!.id }, { status: 201, body: "{}" });
+    expect(await claimOperation(request, 0)).toMatchObject({ kind: "replay" });
+    expect(await countRows(user.id, "topup", request.key.refId)).toBe(1);
   });
 
   it("reading a key that has no row gives null (the caller claims again)", async () => {

@@ -18,7 +18,13 @@ import {
   classifyDbError,
   isRetryableTransactionError,
 } from "../../lib/ledger/db-errors";
-import { TRANSACTION_RETRY_MAX_DELAY_MS, transactionRetryDelayMs, withTransactionRetry } from "../../lib/ledger/retry";
+import {
+  FAILOVER_RETRY_MAX_DELAY_MS,
+  failoverRetryDelayMs,
+  TRANSACTION_RETRY_MAX_DELAY_MS,
+  transactionRetryDelayMs,
+  withTransactionRetry,
+} from "../../lib/ledger/retry";
 
 /** The adapter's payload, as @prisma/adapter-pg 7.10 builds it in `convertDriverError`. */
 type AdapterCause = Record<string, unknown> & { kind: string; originalCode: string; originalMessage: string };
@@ -266,8 +272,12 @@ describe("classifyDbError: walking the chain", () => {
     const prismaNamed = Object.assign(new Error("x"), { name: "PrismaClientKnownRequestError", code: "40001" });
     expect(classifyDbError(prismaNamed)).toEqual({ kind: "unknown" });
     expect(classifyDbError(Object.assign(new Error("x"), { code: "P2002" }))).toEqual({ kind: "unknown" });
-    expect(classifyDbError(Object.assign(new Error("x"), { code: "EPIPE" }))).toEqual({ kind: "unknown" });
-    expect(classifyDbError(Object.assign(new Error("x"), { code: "ECONNRESET" }))).toEqual({ kind: "unknown" });
+    // Socket errnos are not SQLSTATEs: they say the connection failed (issue 11), never anything about a row.
+    expect(classifyDbError(Object.assign(new Error("x"), { code: "EPIPE" }))).toEqual({
+      kind: "connection_lost",
+      cause: "EPIPE",
+    });
+    expect(classifyDbError(Object.assign(new Error("x"), { code: "EACCES" }))).toEqual({ kind: "unknown" });
     // So a wrapper that copies such a code does not count as a second, contradictory database error.
     for (const code of ["P2002", "EPIPE"]) {
       const wrapper = Object.assign(new Error("wrapper", { cause: pgError("23505", CLAIM_INDEX) }), { code });
@@ -435,5 +445,69 @@ describe("withTransactionRetry", () => {
       expect(delay).toBeGreaterThanOrEqual(5);
       expect(delay).toBeLessThanOrEqual(10);
     }
+  });
+});
+
+describe("connection_lost (failover, issue 11)", () => {
+  it("class 08, 57P01/57P02/57P03 and 25006 are a lost connection, through wrappers too", () => {
+    for (const code of ["08006", "08001", "57P01", "57P02", "57P03", "25006"]) {
+      expect(classifyDbError(pgError(code))).toEqual({ kind: "connection_lost", cause: code });
+      expect(classifyDbError(new Error("wrapped", { cause: pgError(code) }))).toMatchObject({
+        kind: "connection_lost",
+      });
+    }
+    expect(
+      classifyDbError(prismaError("P2010", { kind: "postgres", originalCode: "57P01", originalMessage: "x" })),
+    ).toMatchObject({ kind: "connection_lost", cause: "57P01" });
+  });
+
+  it("node-postgres's own connection errors (no SQLSTATE) and socket errnos are a lost connection", () => {
+    expect(classifyDbError(new Error("Connection terminated unexpectedly"))).toEqual({
+      kind: "connection_lost",
+      cause: "Connection terminated unexpectedly",
+    });
+    expect(classifyDbError(new Error("timeout exceeded when trying to connect"))).toMatchObject({
+      kind: "connection_lost",
+    });
+    expect(classifyDbError(Object.assign(new Error("connect ECONNREFUSED"), { code: "ECONNREFUSED" }))).toEqual({
+      kind: "connection_lost",
+      cause: "ECONNREFUSED",
+    });
+  });
+
+  it("a message that merely mentions a connection, or a database error with a SQLSTATE, is not", () => {
+    expect(classifyDbError(new Error("Connection terminated unexpectedly!"))).toEqual({ kind: "unknown" });
+    expect(classifyDbError(pgError("23505", CLAIM_INDEX, "Connection terminated unexpectedly"))).toEqual({
+      kind: "already_claimed",
+    });
+    // A lost connection mixed with another SQLSTATE is ambiguous: unknown, never retried.
+    const mixed = Object.assign(new Error("outer"), { errors: [pgError("57P01"), pgError("23514")] });
+    expect(classifyDbError(mixed)).toEqual({ kind: "unknown" });
+  });
+
+  it("withTransactionRetry runs a transaction that lost its connection again, within the time bound only", async () => {
+    const lost = pgError("57P01");
+    const fn = vi.fn<() => Promise<string>>().mockRejectedValueOnce(lost).mockResolvedValueOnce("committed");
+    const onRetry = vi.fn();
+    await expect(withTransactionRetry(fn, { onRetry, failoverRetryMs: 5_000 })).resolves.toBe("committed");
+    expect(onRetry.mock.calls[0]?.[0]).toMatchObject({ attempt: 1, reason: "connection_lost", sqlstate: null });
+
+    const always = vi.fn<() => Promise<string>>().mockRejectedValue(lost);
+    const started = Date.now();
+    await expect(withTransactionRetry(always, { failoverRetryMs: 300 })).rejects.toBe(lost);
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(always.mock.calls.length).toBeGreaterThanOrEqual(2);
+
+    const off = vi.fn<() => Promise<string>>().mockRejectedValue(lost);
+    await expect(withTransactionRetry(off, { failoverRetryMs: 0 })).rejects.toBe(lost);
+    expect(off).toHaveBeenCalledTimes(1);
+  });
+
+  it("failover back-off: 100 ms doubling to 1 s, equal jitter", () => {
+    expect(failoverRetryDelayMs(1, () => 0)).toBe(50);
+    expect(failoverRetryDelayMs(1, () => 0.999)).toBe(100);
+    expect(failoverRetryDelayMs(2, () => 0)).toBe(100);
+    expect(failoverRetryDelayMs(10, () => 0.999)).toBe(FAILOVER_RETRY_MAX_DELAY_MS);
+    expect(failoverRetryDelayMs(100, () => 0)).toBe(FAILOVER_RETRY_MAX_DELAY_MS / 2);
   });
 });

@@ -1,6 +1,7 @@
 /**
  * Audit check "reward_cap" (contract section 7, invariant 3): for every user and reward day, the rewards
- * credited are at most the daily cap; and, when Redis is reachable, every counter present equals the credited
+ * credited are at most the daily cap and equal the day's row in `reward_cap_days` (the cap PostgreSQL holds,
+ * issue 11); and, when Redis is reachable, every counter present equals the credited
  * sum plus the reservations still in flight (zero when idle: a reservation held long after any request could
  * still be running is reported as leaked).
  */
@@ -55,6 +56,24 @@ HAVING sum(amount_minor) > $2
  ORDER BY user_id, day
  LIMIT $3`;
 
+// The cap's per-(user, day) row in PostgreSQL (reward_cap_days, issue 11) must equal the ledger's credited sum:
+// both change in the reward's one transaction, so any difference is a bug, never a request in flight.
+const DAY_TOTALS_DRIFT_SQL = `
+WITH ledger AS (
+  SELECT user_id, params->>'day' AS day, sum(amount_minor) AS credited_minor
+    FROM ledger_entries
+   WHERE type = 'reward' AND status = 'succeeded' AND ($1::text[] IS NULL OR user_id = ANY ($1::text[]))
+   GROUP BY user_id, params->>'day'
+), days AS (
+  SELECT user_id, day, credited_minor FROM reward_cap_days WHERE ($1::text[] IS NULL OR user_id = ANY ($1::text[]))
+)
+SELECT coalesce(ledger.user_id, days.user_id) AS user_id, coalesce(ledger.day, days.day) AS day,
+       coalesce(ledger.credited_minor, 0)::text AS ledger_minor, coalesce(days.credited_minor, 0)::text AS row_minor
+  FROM ledger FULL JOIN days ON days.user_id = ledger.user_id AND days.day = ledger.day
+ WHERE coalesce(ledger.credited_minor, 0) <> coalesce(days.credited_minor, 0)
+ ORDER BY 1, 2
+ LIMIT $2`;
+
 const DAY_ROWS_SQL = `
 SELECT params->>'adId' AS ad_id, status, amount_minor::text AS amount_minor
   FROM ledger_entries
@@ -88,6 +107,16 @@ export function createRewardCapCheck(options: RewardCapCheckOptions = {}): Rewar
       for (const row of overCap.rows) {
         violations.push(
           `user ${row.user_id} day ${row.day}: rewards credited ${row.credited_minor} exceed the daily cap ${capMinor}`,
+        );
+      }
+
+      const drift = await db.query<{ user_id: string; day: string; ledger_minor: string; row_minor: string }>(
+        DAY_TOTALS_DRIFT_SQL,
+        [userIds ? [...userIds] : null, AUDIT_VIOLATIONS_MAX + 1],
+      );
+      for (const row of drift.rows) {
+        violations.push(
+          `user ${row.user_id} day ${row.day}: reward_cap_days says ${row.row_minor} credited, the ledger ${row.ledger_minor}`,
         );
       }
 

@@ -4,8 +4,11 @@ import { withErrors } from "@/lib/http/route";
 
 export const dynamic = "force-dynamic";
 
-/** GET /api/v1/health (no auth): 200 `{ db, redis }`, 503 when the database is down (contract section 4). */
+/**
+ * GET /api/v1/health (no auth): 200 `{ db, redis }` (`db` "degraded" while a failover retry is under way), 503 when
+ * the database is down (contract section 4). Load balancers check `GET /api/v1/health/live` instead.
+ */
 export const GET = withErrors(async () => {
   const health = await checkHealth();
-  return jsonResponse(health.db === "ok" ? 200 : 503, health);
+  return jsonResponse(health.db === "down" ? 503 : 200, health);
 });

@@ -1,0 +1,126 @@
+/**
+ * The ledger behind PgBouncer in transaction pooling (issue 11; stack-notes 27): a real PgBouncer (apt
+ * `pgbouncer`) is started in front of the test database with 4 server connections, and the ledger's concurrency
+ * suites (tests/integration/ledger-claim.test.ts and payments.test.ts: staged claim races, concurrent debits) run
+ * through it in a child vitest, twice:
+ *  - with DB_POOLER=transaction (named statements off, timeouts in SET LOCAL): every test passes;
+ *  - negative control, the same with DB_NAMED_STATEMENTS=on forced: the run fails, with PostgreSQL's 42P05
+ *    ("prepared statement already exists") or 26000 ("does not exist") in its output.
+ * Skipped, saying why, when pgbouncer is not installed (`.ci/run` installs it).
+ */
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { pgbouncerInstalled, startPgBouncer, type PgBouncer } from "../../scripts/lib/pgbouncer";
+import { projectRoot, testStackJson } from "../../scripts/lib/stack";
+import { testStack } from "../helpers/stack";
+
+const SUITES = ["tests/integration/ledger-claim.test.ts", "tests/integration/payments.test.ts"];
+
+/** A child vitest run of the suites takes ~15 s here; 4 minutes covers a machine loaded by four other runs. */
+const CHILD_TIMEOUT_MS = 240_000;
+
+let bouncer: PgBouncer | null = null;
+
+beforeAll(async () => {
+  if (!pgbouncerInstalled()) return;
+  const server = new URL(testStack().databaseUrl);
+  bouncer = await startPgBouncer({
+    serverHost: server.hostname,
+    serverPort: Number(server.port),
+    database: server.pathname.slice(1),
+    user: decodeURIComponent(server.username),
+    password: decodeURIComponent(server.password),
+    poolMode: "transaction",
+    poolSize: 4,
+  });
+});
+
+afterAll(async () => {
+  await bouncer?.stop();
+});
+
+interface ChildRun {
+  status: number | null;
+  passed: number;
+  failed: number;
+  output: string;
+}
+
+/** Runs the suites in a child vitest whose stack's database is PgBouncer, with `settings` in its environment. */
+function runSuitesThroughPooler(settings: Record<string, string>): ChildRun {
+  const stack = testStack();
+  const reportDir = mkdtempSync(join(tmpdir(), "pgbouncer-suites-"));
+  const report = join(reportDir, "report.json");
+  const environment: Record<string, string> = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (value === undefined || key.startsWith("VITEST") || key === "DATABASE_URL") continue;
+    environment[key] = value;
+  }
+  const childEnvironment: Record<string, string | undefined> = {
+    ...environment,
+    ...settings,
+    TEST_STACK: testStackJson({ ...stack, databaseUrl: bouncer!.url }),
+  };
+  try {
+    const child = spawnSync(
+      process.execPath,
+      [
+        "node_modules/vitest/vitest.mjs",
+        "run",
+        "--project",
+        "integration",
+        "--reporter=default",
+        "--reporter=json",
+        `--outputFile.json=${report}`,
+        ...SUITES,
+      ],
+      {
+        cwd: projectRoot,
+        env: childEnvironment as NodeJS.ProcessEnv,
+        encoding: "utf8",
+        timeout: CHILD_TIMEOUT_MS,
+        maxBuffer: 64 * 1024 * 1024,
+      },
+    );
+    let passed = 0;
+    let failed = 0;
+    try {
+      const json = JSON.parse(readFileSync(report, "utf8")) as { numPassedTests: number; numFailedTests: number };
+      passed = json.numPassedTests;
+      failed = json.numFailedTests;
+    } catch {
+      // No report: the run crashed; the status says so.
+    }
+    return { status: child.status, passed, failed, output: `${child.stdout}\n${child.stderr}` };
+  } finally {
+    rmSync(reportDir, { recursive: true, force: true });
+  }
+}
+
+describe("the ledger through PgBouncer in transaction pooling", () => {
+  it.skipIf(!pgbouncerInstalled())(
+    "DB_POOLER=transaction: the claim races and concurrent debits pass through the pooler",
+    () => {
+      const run = runSuitesThroughPooler({ DB_POOLER: "transaction", DB_NAMED_STATEMENTS: "auto" });
+      if (run.status !== 0) process.stderr.write(run.output.slice(-8000));
+      expect(run.status).toBe(0);
+      expect(run.failed).toBe(0);
+      expect(run.passed).toBeGreaterThanOrEqual(10);
+    },
+    CHILD_TIMEOUT_MS + 10_000,
+  );
+
+  it.skipIf(!pgbouncerInstalled())(
+    "negative control: the same suites with named statements forced on fail with 42P05/26000",
+    () => {
+      const run = runSuitesThroughPooler({ DB_POOLER: "transaction", DB_NAMED_STATEMENTS: "on" });
+      expect(run.status).not.toBe(0);
+      expect(run.failed).toBeGreaterThan(0);
+      expect(run.output).toMatch(/prepared statement "[a-z_]+" (already exists|does not exist)/);
+    },
+    CHILD_TIMEOUT_MS + 10_000,
+  );
+});
