@@ -5,8 +5,7 @@
  * holding something unreadable) falls back to the ledger, so behaviour is unchanged without Redis; only the
  * cost of a replay differs.
  */
-import type Redis from "ioredis";
-import { redis } from "../redis";
+import { redis, type RedisClient } from "../redis";
 import { differingFields, fingerprint, type OperationParams } from "./fingerprint";
 import type { StoredResponse } from "./entry";
 import type { OperationKey } from "./keys";
@@ -57,7 +56,7 @@ function isRecord(value: unknown): value is CacheRecord {
 export async function readCachedReplay(
   key: OperationKey,
   params: OperationParams,
-  client: Redis | null = redis(),
+  client: RedisClient | null = redis(),
 ): Promise<CachedOutcome | null> {
   if (client?.status !== "ready") return null;
   try {
@@ -81,7 +80,7 @@ export async function cacheStoredResponse(
   key: OperationKey,
   params: OperationParams,
   response: StoredResponse,
-  client: Redis | null = redis(),
+  client: RedisClient | null = redis(),
 ): Promise<void> {
   if (!client) return;
   try {

@@ -24,8 +24,8 @@
  * garbage) is thrown as {@link CapStoreUnavailableError}, so callers fail closed (503 cap_store_unavailable).
  * Redis is never the guarantee of exactly-once: PostgreSQL is.
  */
-import type Redis from "ioredis";
-import { ensureRedisConnected, redis } from "../redis";
+import { Cluster } from "ioredis";
+import { ensureRedisConnected, redis, type RedisClient } from "../redis";
 import { rewardDayEndsAt } from "./reward-day";
 import { sumCreditedRewards } from "./sum-credited-rewards";
 
@@ -296,17 +296,17 @@ interface CapScripts {
   rewardCapSettle(counterKey: string, operationKey: string, ...args: (string | number)[]): Promise<unknown>;
 }
 
-const clientsWithScripts = new WeakSet<Redis>();
+const clientsWithScripts = new WeakSet<RedisClient>();
 
 /** Registers the scripts on `client` once (ioredis sends EVALSHA and falls back to EVAL on NOSCRIPT). */
-function withScripts(client: Redis): Redis & CapScripts {
+function withScripts(client: RedisClient): RedisClient & CapScripts {
   if (!clientsWithScripts.has(client)) {
     client.defineCommand("rewardCapReserve", { numberOfKeys: 2, lua: RESERVE_LUA });
     client.defineCommand("rewardCapRelease", { numberOfKeys: 2, lua: RELEASE_LUA });
     client.defineCommand("rewardCapSettle", { numberOfKeys: 2, lua: SETTLE_LUA });
     clientsWithScripts.add(client);
   }
-  return client as Redis & CapScripts;
+  return client as RedisClient & CapScripts;
 }
 
 function isScriptReply(value: unknown): value is ScriptReply {
@@ -338,7 +338,7 @@ export class RedisRewardCapStore implements RewardCapStore {
   private readonly seedMinor: (userId: string, day: string) => Promise<number>;
 
   constructor(
-    private readonly client: Redis | null,
+    private readonly client: RedisClient | null,
     options: RedisRewardCapStoreOptions = {},
   ) {
     this.seedMinor =
@@ -346,7 +346,7 @@ export class RedisRewardCapStore implements RewardCapStore {
   }
 
   /** Runs `command` on a connected client, turning every failure into {@link CapStoreUnavailableError}. */
-  private async run<T>(command: (client: Redis & CapScripts) => Promise<T>): Promise<T> {
+  private async run<T>(command: (client: RedisClient & CapScripts) => Promise<T>): Promise<T> {
     const client = this.client;
     if (!client) throw new CapStoreUnavailableError("off", "REDIS_URL is not set");
     try {
@@ -524,14 +524,21 @@ export class RedisRewardCapStore implements RewardCapStore {
     return [...seen.values()];
   }
 
+  /**
+   * Every key matching `pattern`. SCAN walks one node's keyspace, so on a Cluster every master is walked (the
+   * replicas hold copies of the same keys).
+   */
   private async scanKeys(pattern: string): Promise<string[]> {
     const keys = new Set<string>();
-    let cursor = "0";
-    do {
-      const [next, batch] = await this.run((client) => client.scan(cursor, "MATCH", pattern, "COUNT", SCAN_COUNT));
-      for (const key of batch) keys.add(key);
-      cursor = next;
-    } while (cursor !== "0");
+    const nodes = await this.run(async (client) => (client instanceof Cluster ? client.nodes("master") : [client]));
+    for (const node of nodes) {
+      let cursor = "0";
+      do {
+        const [next, batch] = await this.run(() => node.scan(cursor, "MATCH", pattern, "COUNT", SCAN_COUNT));
+        for (const key of batch) keys.add(key);
+        cursor = next;
+      } while (cursor !== "0");
+    }
     return [...keys];
   }
 }
@@ -553,7 +560,7 @@ function escapeGlob(text: string): string {
   return text.replace(/[*?[\]\\]/g, "\\$&");
 }
 
-const defaultStores = new WeakMap<Redis, RedisRewardCapStore>();
+const defaultStores = new WeakMap<RedisClient, RedisRewardCapStore>();
 let offStore: RedisRewardCapStore | undefined;
 
 /**

@@ -26,6 +26,10 @@ export interface StartRedisServerOptions {
   port?: number;
   /** Log destination for the server's output, as in `spawnService` ("stderr", "silent" or a file). Default "silent". */
   log?: string;
+  /** More redis-server flags after the safe defaults (e.g. `--cluster-enabled yes` for a Cluster node). */
+  extraArgs?: string[];
+  /** Working folder of the server (cluster nodes keep their nodes.conf there). Default: this process's. */
+  cwd?: string;
 }
 
 /** Folders searched after PATH: where Debian's package and a source build put the binary. */
@@ -65,12 +69,12 @@ export async function startRedisServer(options: StartRedisServerOptions = {}): P
   if (!binary) {
     throw new Error("redis-server not found: install it with `apt-get install -y redis-server`");
   }
-  if (options.port !== undefined) return startOn(binary, options.port, options.log);
+  if (options.port !== undefined) return startOn(binary, options.port, options);
   // A free port can be taken by another process between freePort() and the bind; 3 attempts make that race
   // (already rare) irrelevant, while a real problem still fails quickly.
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startOn(binary, await freePort(), options.log);
+      return await startOn(binary, await freePort(), options);
     } catch (error) {
       const inUse = error instanceof Error && /Address already in use/i.test(error.message);
       if (!inUse || attempt >= 3) throw error;
@@ -78,14 +82,27 @@ export async function startRedisServer(options: StartRedisServerOptions = {}): P
   }
 }
 
-async function startOn(binary: string, port: number, log: string | undefined): Promise<RedisServer> {
+async function startOn(binary: string, port: number, options: StartRedisServerOptions): Promise<RedisServer> {
   const service = spawnService({
-    name: "redis",
+    name: `redis:${port}`,
     command: binary,
     // `--save ''` turns off RDB snapshots and `--appendonly no` the AOF; `--dir` is left at the working
-    // folder, which nothing is ever written to with both off.
-    args: ["--bind", "127.0.0.1", "--port", String(port), "--save", "", "--appendonly", "no", "--daemonize", "no"],
-    log: log ?? "silent",
+    // folder, which nothing is ever written to with both off (a Cluster node writes its nodes.conf there).
+    args: [
+      "--bind",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--save",
+      "",
+      "--appendonly",
+      "no",
+      "--daemonize",
+      "no",
+      ...(options.extraArgs ?? []),
+    ],
+    cwd: options.cwd,
+    log: options.log ?? "silent",
   });
   try {
     await waitForPong(port, service);

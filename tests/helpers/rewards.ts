@@ -3,7 +3,7 @@
  * shutdown would disturb other test files sharing the stack's Redis), clients with exactly the app's options,
  * and readers of what the ledger credited.
  */
-import Redis from "ioredis";
+import Redis, { Cluster } from "ioredis";
 import { redis } from "../../lib/redis";
 import { RedisRewardCapStore, type RedisRewardCapStoreOptions } from "../../lib/rewards/cap-store";
 import { startRedisServer, type RedisServer } from "../../scripts/lib/redis-server";
@@ -28,7 +28,7 @@ export interface OwnRedis {
 export async function startOwnRedis(storeOptions: RedisRewardCapStoreOptions = {}): Promise<OwnRedis> {
   const server = await startRedisServer();
   const shared = redis();
-  if (!shared) throw new Error("REDIS_URL is not set: run under the integration project");
+  if (!shared || shared instanceof Cluster) throw new Error("REDIS_URL is not set: run under the integration project");
   const client = shared.duplicate({ host: "127.0.0.1", port: server.port });
   client.on("error", () => {});
   // No command timeout and a plain offline queue: staging commands must wait out a pause, not fail.

@@ -4,10 +4,10 @@
  * Destructive Redis scenarios (pause, flush, garbage, shutdown) live in rewards-redis.test.ts on private servers.
  */
 import { afterAll, describe, expect, it } from "vitest";
-import type Redis from "ioredis";
+
 import { closeDb, pool } from "../../lib/db";
 import { insertClaim, operationKey, type OperationResult } from "../../lib/ledger";
-import { closeRedis, ensureRedisConnected, redis } from "../../lib/redis";
+import { closeRedis, ensureRedisConnected, redis, type RedisClient } from "../../lib/redis";
 import { createRewardCapCheck } from "../../lib/audit/checks/reward-cap";
 import {
   capCounterKey,
@@ -36,7 +36,7 @@ const CAP_MINOR = 50;
 
 const today = () => rewardDay(new Date(), "UTC");
 
-function sharedRedis(): Redis {
+function sharedRedis(): RedisClient {
   const client = redis();
   if (!client) throw new Error("REDIS_URL is not set");
   return client;
@@ -104,7 +104,7 @@ class ReadThenIncrementCapStore implements RewardCapStore {
   private readonly reserved = new Set<string>();
 
   constructor(
-    private readonly client: Redis,
+    private readonly client: RedisClient,
     private readonly racers: number,
   ) {}
 
