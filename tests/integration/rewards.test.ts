@@ -72,14 +72,14 @@ async function creditSequentially(userId: string, count: number, prefix = "early
  * Case C13 on `capStore`: a user at 45 of 50 (nine rewards credited through the real store), then 50 rewards
  * of 5 for distinct ads released at one instant. Returns what the race produced.
  */
-async function runC13Scenario(capStoreForRace: RewardCapStore | undefined) {
+async function runC13Scenario(capStoreForRace: RewardCapStore | undefined, ledgerCap = true) {
   const user = await createTestUser();
   await creditSequentially(user.id, 9);
   expect(await counterOf(user.id)).toBe(45);
   const start = deferred();
   const racers = Array.from({ length: 50 }, async (_, i) => {
     await start.promise;
-    return await claimReward({ userId: user.id, adId: `race-${i}` }, { capStore: capStoreForRace });
+    return await claimReward({ userId: user.id, adId: `race-${i}` }, { capStore: capStoreForRace, ledgerCap });
   });
   start.resolve();
   const results = await Promise.all(racers);
@@ -164,7 +164,9 @@ describe("claimReward", () => {
   });
 
   it("C13 negative control: a read-then-increment cap run through the same scenario over-credits (so the C13 test would catch it)", async () => {
-    const race = await runC13Scenario(new ReadThenIncrementCapStore(sharedRedis(), 50));
+    // The Redis reservation alone, as case C13 is about it: PostgreSQL's cap (issue 11) is switched off here,
+    // or it would hold the cap by itself (next test).
+    const race = await runC13Scenario(new ReadThenIncrementCapStore(sharedRedis(), 50), false);
     expect(race.created).toBe(50);
     expect(race.creditedMinor).toBe(45 + 50 * AMOUNT_MINOR);
     expect(race.creditedMinor).toBeGreaterThan(CAP_MINOR);
@@ -172,6 +174,13 @@ describe("claimReward", () => {
     const audit = await createRewardCapCheck({ userIds: [race.user.id] }).run();
     expect(audit.ok).toBe(false);
     expect(audit.violations.join("\n")).toContain("exceed the daily cap 50");
+  });
+
+  it("with the same broken Redis cap, PostgreSQL's per-day row still lets exactly one of the 50 through (issue 11)", async () => {
+    const race = await runC13Scenario(new ReadThenIncrementCapStore(sharedRedis(), 50));
+    expect(race.created).toBe(1);
+    expect(race.creditedMinor).toBe(CAP_MINOR);
+    expect(race.balanceMinor).toBe(CAP_MINOR);
   });
 
   it("a replay at the cap replays the stored 201 instead of answering 429", async () => {
