@@ -42,6 +42,8 @@ import {
   type StormServices,
 } from "./storm/services";
 import { renderChecks, renderTotals, totalsByKind } from "./storm/summary";
+import { startClusterStorm, type ClusterStorm, type FaultReport } from "./storm/cluster-faults";
+import { missingClusterPackages } from "./lib/ha-cluster";
 import { runTraffic, type StormUser } from "./storm/traffic";
 
 const EXIT_OK = 0;
@@ -56,6 +58,8 @@ const APP_INSTANCES = 2;
  * about 3-8 s, plus one 10 s client timeout; past this bound they are abandoned (and recorded as such).
  */
 const RETRY_GRACE_MS = 25_000;
+/** The cluster storm's clients retry for up to ~30 s (CLUSTER_CLIENT_RETRY) plus one 10 s timeout. */
+const CLUSTER_RETRY_GRACE_MS = 45_000;
 
 /** The staged crash: the second instance is SIGKILLed at 35% of the traffic phase and stays down 2 s. */
 const APP_CRASH_AT_FRACTION = 0.35;
@@ -182,14 +186,43 @@ function finalReconcileSummary(final: FinalReconcile): string {
   return `${final.passes} final passes: examined ${final.examined}, completed ${final.completed}, failed ${final.failed}, redriven ${final.redriven}; unfinished rows left ${final.unfinishedLeft}${final.bankUnreachable ? `; bank unreachable: ${final.bankUnreachable}` : ""}`;
 }
 
+/**
+ * Client retry budget in the cluster storm: 12 attempts, back-off up to 4 s (~30 s in all), so a user rides out
+ * the ~11-20 s write outage of a lost PostgreSQL primary by retrying with the same key, as the issue asks.
+ */
+const CLUSTER_CLIENT_RETRY = { attemptsMax: 12, backoffMsMax: 4000 } as const;
+/** The cluster storm's instances: three behind HAProxy; one in the short version that `npm test` runs. */
+const CLUSTER_APP_INSTANCES = 3;
+const CLUSTER_SHORT_APP_INSTANCES = 1;
+
 async function run(options: StormOptions): Promise<number> {
   const startedMs = Date.now();
+  const instances = options.cluster
+    ? options.short
+      ? CLUSTER_SHORT_APP_INSTANCES
+      : CLUSTER_APP_INSTANCES
+    : APP_INSTANCES;
   say(
-    `storm: seed ${options.seed}, ${options.users} users, ${options.durationS} s of traffic, ${APP_INSTANCES} app instances`,
+    `storm: seed ${options.seed}, ${options.users} users, ${options.durationS} s of traffic, ${instances} app instances${options.cluster ? " behind HAProxy (cluster)" : ""}`,
   );
 
   let services: StormServices;
-  if (options.target.kind === "own") {
+  let clusterStorm: ClusterStorm | null = null;
+  if (options.cluster) {
+    const missing = missingClusterPackages({ pooler: options.pooler });
+    if (missing.length > 0) {
+      throw new Error(
+        `--cluster needs apt packages that are missing: ${missing.join(" ")} (apt-get install -y ${missing.join(" ")})`,
+      );
+    }
+    ensureBuilt();
+    say(
+      "starting etcd, Patroni x3 (PostgreSQL 15), HAProxy, a 6-node Redis Cluster, the bank, the app and the reconciler",
+    );
+    clusterStorm = await startClusterStorm({ seed: options.seed, appInstances: instances, pooler: options.pooler });
+    services = clusterStorm.services;
+    say(`cluster ready after ${((Date.now() - startedMs) / 1000).toFixed(1)} s`);
+  } else if (options.target.kind === "own") {
     ensureBuilt();
     say("starting PostgreSQL, Redis, the sandbox bank (faults on), two app instances and the reconciler");
     services = await startOwnServices({ seed: options.seed, appInstances: APP_INSTANCES });
@@ -207,6 +240,7 @@ async function run(options: StormOptions): Promise<number> {
   process.env.DATABASE_URL = services.databaseUrl;
   if (services.redisUrl) process.env.REDIS_URL = services.redisUrl;
   else delete process.env.REDIS_URL;
+  if (clusterStorm) process.env.REDIS_CLUSTER_NODES = clusterStorm.cluster.redisSeeds;
   process.env.BANK_URL = services.bankUrl;
   process.env.BANK_TIMEOUT_MS = STORM_SETTINGS.BANK_TIMEOUT_MS;
   process.env.LEASE_MS = STORM_SETTINGS.LEASE_MS;
@@ -250,15 +284,20 @@ async function run(options: StormOptions): Promise<number> {
       bar.update(Math.min(options.durationS, Math.floor((Date.now() - trafficStartMs) / 1000)), payload());
     }, PROGRESS_REDRAW_MS);
 
+    let faults: FaultReport[] = [];
     let drain: DrainResult;
     let final: FinalReconcile;
     let checks: CheckResult[];
     let auditNotes: string[];
     let rowsForTotals;
     try {
-      const crashes = services.canCrash
-        ? stageCrashes(services, trafficStartMs, durationMs, events)
-        : Promise.resolve();
+      const crashes = clusterStorm
+        ? clusterStorm.injectFaults(trafficStartMs, durationMs).then((reports) => {
+            faults = reports;
+          })
+        : services.canCrash
+          ? stageCrashes(services, trafficStartMs, durationMs, events)
+          : Promise.resolve();
       await Promise.all([
         runTraffic({
           users,
@@ -266,9 +305,10 @@ async function run(options: StormOptions): Promise<number> {
           agents,
           seed: options.seed,
           deadlineMs,
-          hardStopMs: deadlineMs + RETRY_GRACE_MS,
+          hardStopMs: deadlineMs + (clusterStorm ? CLUSTER_RETRY_GRACE_MS : RETRY_GRACE_MS),
           operations,
           counters,
+          ...(clusterStorm ? { retry: CLUSTER_CLIENT_RETRY } : {}),
         }),
         crashes,
       ]);
@@ -315,6 +355,14 @@ async function run(options: StormOptions): Promise<number> {
       bar.stop();
     }
 
+    if (clusterStorm) {
+      checks.push({
+        name: "cluster: every fault recovered",
+        ok: faults.length === 3 && faults.every((fault) => fault.outageMs !== null),
+        scope: `${faults.length} faults`,
+        violations: faults.filter((fault) => fault.outageMs === null).map((fault) => `${fault.what}: not recovered`),
+      });
+    }
     const violated = checks.filter((check) => !check.ok);
     const out: string[] = [];
     out.push("");
@@ -332,9 +380,19 @@ async function run(options: StormOptions): Promise<number> {
     );
     out.push("");
     out.push(`duplication: ${patternSummary(operations)}`);
-    out.push(
-      `crashes:     ${events.length > 0 ? events.map((event) => event.what).join("; ") : "none staged (given services)"}`,
-    );
+    if (clusterStorm) {
+      out.push("failovers (outage = last successful probe before the fault to the first after it):");
+      for (const fault of faults) {
+        out.push(
+          `  at ${fault.atS.toFixed(1)} s  ${fault.what}: outage ${fault.outageMs === null ? "NOT RECOVERED" : `${(fault.outageMs / 1000).toFixed(1)} s`}; ${fault.detail}`,
+        );
+      }
+      out.push(`money:       ${await moneySummary(db, userIds)}`);
+    } else {
+      out.push(
+        `crashes:     ${events.length > 0 ? events.map((event) => event.what).join("; ") : "none staged (given services)"}`,
+      );
+    }
     out.push(`webhooks:    ${await webhookSummary(db, userIds, services)}`);
     out.push(
       `drain:       ${drain.pendingLeft === 0 ? "no delivery pending" : `${drain.pendingLeft ?? "unknown"} deliveries still pending`} after ${(drain.waitedMs / 1000).toFixed(1)} s`,
@@ -376,6 +434,38 @@ async function corruptOnPurpose(db: pg.Pool, userIds: readonly string[]): Promis
                               WHERE user_id = ANY ($1::text[]) AND response_status = 201 ORDER BY id LIMIT 1)`,
     [userIds],
   );
+}
+
+/**
+ * The cluster storm's money line: lost acknowledged operations (from the client check), double credits (a bank
+ * charge credited by more than one row, or a wallet whose balance differs from its ledger), and the highest reward
+ * total of any user-day against the cap.
+ */
+async function moneySummary(db: pg.Pool, userIds: readonly string[]): Promise<string> {
+  const doubleCharges = await db.query<{ n: string }>(
+    `SELECT count(*)::text AS n FROM (
+       SELECT bank_charge_id FROM ledger_entries
+        WHERE user_id = ANY ($1::text[]) AND status = 'succeeded' AND bank_charge_id IS NOT NULL
+        GROUP BY bank_charge_id HAVING count(*) > 1) t`,
+    [userIds],
+  );
+  const walletDrift = await db.query<{ n: string }>(
+    `SELECT count(*)::text AS n FROM wallets w
+       LEFT JOIN (SELECT user_id, sum(CASE WHEN type = 'payment' THEN -amount_minor ELSE amount_minor END) AS net
+                    FROM ledger_entries WHERE status = 'succeeded' AND user_id = ANY ($1::text[]) GROUP BY user_id) l
+         ON l.user_id = w.user_id
+      WHERE w.user_id = ANY ($1::text[]) AND w.balance_minor <> coalesce(l.net, 0)`,
+    [userIds],
+  );
+  const rewardMax = await db.query<{ max: string | null }>(
+    `SELECT max(total)::text AS max FROM (
+       SELECT sum(amount_minor) AS total FROM ledger_entries
+        WHERE user_id = ANY ($1::text[]) AND type = 'reward' AND status = 'succeeded'
+        GROUP BY user_id, params->>'day') t`,
+    [userIds],
+  );
+  const doubleCredits = Number(doubleCharges.rows[0]?.n ?? 0) + Number(walletDrift.rows[0]?.n ?? 0);
+  return `double credits ${doubleCredits} (charges credited twice ${doubleCharges.rows[0]?.n}, wallets off their ledger ${walletDrift.rows[0]?.n}); highest reward day ${rewardMax.rows[0]?.max ?? 0} of cap ${STORM_SETTINGS.REWARD_DAILY_CAP_MINOR}`;
 }
 
 function patternSummary(operations: readonly OperationRecord[]): string {

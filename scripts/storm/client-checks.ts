@@ -89,6 +89,7 @@ export function runClientChecks(
   return [
     identicalAnswers(byKey),
     executedOnce(byKey),
+    acknowledgedInLedger(byKey, rowByKey),
     answersMatchLedger(byKey, rowByKey),
     noPhantomRows(operations, rows),
     refusalsLeftNothing(byKey, rowByKey),
@@ -179,6 +180,33 @@ function answersMatchLedger(byKey: Map<string, KeyedAttempt[]>, rowByKey: Map<st
     }
   }
   return findings.result("client: answers are the rows' stored responses", `${keys} keys`);
+}
+
+/** The name of the check that counts lost acknowledged operations (the cluster storm's summary reads it). */
+export const ACKNOWLEDGED_CHECK_NAME = "client: every 2xx seen is in the ledger with its effect (0 lost acknowledged)";
+
+/**
+ * Issue 11: every operation a client saw acknowledged (a 2xx) is in the ledger with its effect: a row exists, and
+ * when the answer said `succeeded` the row is succeeded (its money moved). A failover must not lose one.
+ */
+function acknowledgedInLedger(byKey: Map<string, KeyedAttempt[]>, rowByKey: Map<string, LedgerRow>): CheckResult {
+  const findings = new Findings();
+  let acknowledged = 0;
+  for (const [key, attempts] of byKey) {
+    const ok = attempts.find(
+      ({ attempt }) =>
+        attempt.outcome.kind === "response" && attempt.outcome.status >= 200 && attempt.outcome.status < 300,
+    );
+    if (!ok || ok.attempt.outcome.kind !== "response") continue;
+    acknowledged += 1;
+    const row = rowByKey.get(key);
+    const body = parseJson(ok.attempt.outcome.body);
+    const view = body?.topup ?? body?.payment ?? body?.reward;
+    if (!row) findings.add(`${key}: acknowledged ${ok.attempt.outcome.status}, no row in the ledger`);
+    else if (view?.status === "succeeded" && row.status !== "succeeded")
+      findings.add(`${key}: acknowledged as succeeded, the row is ${row.status}`);
+  }
+  return findings.result(ACKNOWLEDGED_CHECK_NAME, `${acknowledged} keys acknowledged`);
 }
 
 /** Every row of the storm's users belongs to an operation a client sent, with the amount the client sent. */

@@ -26,6 +26,14 @@ export interface StormOptions {
   readonly seed: number;
   readonly short: boolean;
   /**
+   * `--cluster` (issue 11): run against `npm run cluster`'s topology (Patroni, HAProxy, Redis Cluster, three app
+   * instances) and inject its three faults instead of the single-machine crashes. `--short` with it: one app
+   * instance, shorter traffic (the version `npm test` runs when the apt packages are present).
+   */
+  readonly cluster: boolean;
+  /** `--pooler` with `--cluster`: PgBouncer in transaction pooling between HAProxy and the app. */
+  readonly pooler: boolean;
+  /**
    * Negative control: after the reconciler and before the checks, corrupt the storm's own database on purpose (one
    * wallet credited without a ledger row, one stored response altered), so the run must end with violations and
    * exit 1. Shows that the checks bite. Own services only.
@@ -53,6 +61,17 @@ export const SHORT_USERS = 40;
 export const SHORT_DURATION_S = 18;
 
 /**
+ * `--cluster`: 150 users for 90 s. Three faults happen in the traffic phase, the PostgreSQL one taking up to ~20 s
+ * of write outage; 90 s leaves traffic before, between and after them. 150 users (not 200): three instances,
+ * three PostgreSQL nodes, six Redis nodes, etcd and HAProxy share the same 2 cores.
+ */
+export const CLUSTER_USERS = 150;
+export const CLUSTER_DURATION_S = 90;
+/** `--cluster --short` (inside `npm test`): 30 users for 60 s on one app instance. */
+export const CLUSTER_SHORT_USERS = 30;
+export const CLUSTER_SHORT_DURATION_S = 60;
+
+/**
  * Upper bounds on the flags, so that a typo cannot start an unbounded run: 2000 users (ten times the default;
  * beyond it PostgreSQL's 100 connections and the machine's 2 cores are the limit, not the storm) and 30 minutes.
  */
@@ -64,7 +83,7 @@ export const DURATION_S_MAX = 1800;
  */
 export const DURATION_S_MIN = 10;
 
-export const USAGE = `usage: npm run storm -- [--short] [--users N] [--duration SECONDS] [--seed N] [--negative-control]
+export const USAGE = `usage: npm run storm -- [--short] [--cluster [--pooler]] [--users N] [--duration SECONDS] [--seed N] [--negative-control]
                      [--app-url URL --app-url URL --database-url URL --bank-url URL [--redis-url URL]]
 
   --short           CI mode: ${SHORT_USERS} users, ${SHORT_DURATION_S} s of traffic (~30 s in all)
@@ -72,6 +91,10 @@ export const USAGE = `usage: npm run storm -- [--short] [--users N] [--duration 
   --duration S      seconds of traffic (default ${DEFAULT_DURATION_S}, ${DURATION_S_MIN}..${DURATION_S_MAX})
   --seed N          seed for the traffic and the bank's fault draws (default: random, printed)
   --negative-control  corrupt the storm's own database before the checks: the run must fail (exit 1)
+  --cluster         run on npm run cluster's topology (Patroni, HAProxy, Redis Cluster, 3 instances) and inject
+                    its faults: primary node lost, Redis lagging-replica failover, an app instance killed
+                    (default ${CLUSTER_USERS} users, ${CLUSTER_DURATION_S} s; with --short: 1 instance, ${CLUSTER_SHORT_USERS} users, ${CLUSTER_SHORT_DURATION_S} s)
+  --pooler          with --cluster: PgBouncer in transaction pooling between HAProxy and the app
   --app-url URL     target a running app instance instead of starting two (give it twice); needs
                     --database-url and --bank-url (a sandbox bank); crashes are then not staged.
 All URLs must point at 127.0.0.1, localhost or ::1.`;
@@ -128,6 +151,8 @@ export function parseStormOptions(argv: readonly string[], randomSeed: () => num
         duration: { type: "string" },
         seed: { type: "string" },
         "negative-control": { type: "boolean" },
+        cluster: { type: "boolean" },
+        pooler: { type: "boolean" },
         "app-url": { type: "string", multiple: true },
         "database-url": { type: "string" },
         "bank-url": { type: "string" },
@@ -140,20 +165,27 @@ export function parseStormOptions(argv: readonly string[], randomSeed: () => num
   }
   if (values.help) throw new StormUsageError("help requested");
   const short = values.short ?? false;
-  const users = integerFlag("--users", values.users, short ? SHORT_USERS : DEFAULT_USERS, 2, USERS_MAX);
-  const durationS = integerFlag(
-    "--duration",
-    values.duration,
-    short ? SHORT_DURATION_S : DEFAULT_DURATION_S,
-    DURATION_S_MIN,
-    DURATION_S_MAX,
-  );
+  const cluster = values.cluster ?? false;
+  const pooler = values.pooler ?? false;
+  if (pooler && !cluster) throw new StormUsageError("--pooler only works with --cluster");
+  const defaultUsers = cluster ? (short ? CLUSTER_SHORT_USERS : CLUSTER_USERS) : short ? SHORT_USERS : DEFAULT_USERS;
+  const defaultDurationS = cluster
+    ? short
+      ? CLUSTER_SHORT_DURATION_S
+      : CLUSTER_DURATION_S
+    : short
+      ? SHORT_DURATION_S
+      : DEFAULT_DURATION_S;
+  const users = integerFlag("--users", values.users, defaultUsers, 2, USERS_MAX);
+  const durationS = integerFlag("--duration", values.duration, defaultDurationS, DURATION_S_MIN, DURATION_S_MAX);
   const seed = integerFlag("--seed", values.seed, randomSeed(), 0, 2 ** 32 - 1);
   const negativeControl = values["negative-control"] ?? false;
 
   const appUrls = values["app-url"] ?? [];
   const anyTargetFlag = appUrls.length > 0 || values["database-url"] || values["bank-url"] || values["redis-url"];
-  if (!anyTargetFlag) return { users, durationS, seed, short, negativeControl, target: { kind: "own" } };
+  if (!anyTargetFlag)
+    return { users, durationS, seed, short, cluster, pooler, negativeControl, target: { kind: "own" } };
+  if (cluster) throw new StormUsageError("--cluster starts its own topology: it takes no target URLs");
   // Never corrupt a database the storm did not create.
   if (negativeControl) throw new StormUsageError("--negative-control only works on services the storm starts itself");
 
@@ -167,6 +199,8 @@ export function parseStormOptions(argv: readonly string[], randomSeed: () => num
     durationS,
     seed,
     short,
+    cluster,
+    pooler,
     negativeControl,
     target: {
       kind: "given",

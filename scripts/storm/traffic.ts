@@ -36,6 +36,12 @@ export interface TrafficOptions {
   readonly hardStopMs: number;
   readonly operations: OperationRecord[];
   readonly counters: TrafficCounters;
+  /**
+   * Attempts per request and the longest back-off, when not the defaults (6 and 1.6 s, ~3-8 s of retrying). The
+   * cluster storm gives clients 12 attempts up to 4 s apart (~30 s), like a user retrying through a database
+   * failover (~11-20 s of write outage behind Patroni, docs/scaling.md).
+   */
+  readonly retry?: { readonly attemptsMax: number; readonly backoffMsMax: number };
 }
 
 /**
@@ -236,7 +242,9 @@ async function sendWithRetries(
   const body = requestBody(operation, plan.amountMinor);
   let instance = plan.instance;
   let last: HttpOutcome = { kind: "network", code: "not sent" };
-  for (let attempt = 0; attempt < ATTEMPTS_MAX && Date.now() < options.hardStopMs; attempt++) {
+  const attemptsMax = options.retry?.attemptsMax ?? ATTEMPTS_MAX;
+  const backoffMsMax = options.retry?.backoffMsMax ?? BACKOFF_MS_MAX;
+  for (let attempt = 0; attempt < attemptsMax && Date.now() < options.hardStopMs; attempt++) {
     const sentAtMs = Date.now();
     options.counters.requests += 1;
     last = await postJson(
@@ -262,7 +270,7 @@ async function sendWithRetries(
       options.counters.failures += 1;
       instance = (instance + 1) % options.appUrls.length;
     }
-    const backoffMs = Math.min(BACKOFF_MS_FIRST * 2 ** attempt, BACKOFF_MS_MAX);
+    const backoffMs = Math.min(BACKOFF_MS_FIRST * 2 ** attempt, backoffMsMax);
     const waitMs =
       last.kind === "response" && last.retryAfterS !== null
         ? last.retryAfterS * 1000
