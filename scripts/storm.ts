@@ -219,7 +219,14 @@ async function run(options: StormOptions): Promise<number> {
     say(
       "starting etcd, Patroni x3 (PostgreSQL 15), HAProxy, a 6-node Redis Cluster, the bank, the app and the reconciler",
     );
-    clusterStorm = await startClusterStorm({ seed: options.seed, appInstances: instances, pooler: options.pooler });
+    clusterStorm = await startClusterStorm({
+      seed: options.seed,
+      appInstances: instances,
+      pooler: options.pooler,
+      // Patroni's leader TTL: 20 s in the short version (a loaded 2-core CI machine must not fail over
+      // spuriously), 10 s in the full storm (a lost primary is replaced sooner).
+      patroniTtlS: options.short ? 20 : 10,
+    });
     services = clusterStorm.services;
     say(`cluster ready after ${((Date.now() - startedMs) / 1000).toFixed(1)} s`);
   } else if (options.target.kind === "own") {
@@ -367,7 +374,7 @@ async function run(options: StormOptions): Promise<number> {
     const out: string[] = [];
     out.push("");
     out.push(
-      `storm summary: seed ${options.seed}, ${options.users} users, ${options.durationS} s of traffic on ${services.appUrls.length} app instances, ` +
+      `storm summary: seed ${options.seed}, ${options.users} users, ${options.durationS} s of traffic on ${instances} app instances${clusterStorm ? " behind HAProxy" : ""}, ` +
         `${((Date.now() - startedMs) / 1000).toFixed(0)} s in all`,
     );
     out.push("");

@@ -12,15 +12,18 @@
  * A suite that exits non-zero without reporting a failed test (crash, unhandled error, setup failure) counts as
  * one failed test, so it cannot pass silently. The stack is stopped on every path, Ctrl-C included.
  *
- * Usage: `npm test [-- --only static,unit,integration,http,e2e,storm] [-- <args passed to every runner>]`.
+ * Then the short cluster storm (`npm run storm -- --cluster --short`, issue 11) when the apt packages are present.
+ *
+ * Usage: `npm test [-- --only static,unit,integration,http,e2e,storm,cluster] [-- <args passed to every runner>]`.
  */
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { registerCleanup, runForeground, shutdownSignal } from "./lib/processes";
+import { missingClusterPackages } from "./lib/ha-cluster";
 import { findRedisServerBinary } from "./lib/redis-server";
 import { ensureBuilt, projectRoot, startStack, testStackJson, type Stack } from "./lib/stack";
 
-const SUITES = ["static", "unit", "integration", "http", "e2e", "storm"] as const;
+const SUITES = ["static", "unit", "integration", "http", "e2e", "storm", "cluster"] as const;
 type Suite = (typeof SUITES)[number];
 
 /** Counts of one suite or of the whole run. */
@@ -62,7 +65,9 @@ class UsageError extends Error {}
 /** Names the apt package for every missing prerequisite of the chosen suites. */
 function missingPrerequisites(suites: Suite[]): string[] {
   const missing: string[] = [];
-  const needsStack = suites.some((suite) => suite !== "static" && suite !== "unit" && suite !== "storm");
+  const needsStack = suites.some(
+    (suite) => suite !== "static" && suite !== "unit" && suite !== "storm" && suite !== "cluster",
+  );
   if (needsStack && !findRedisServerBinary()) {
     missing.push("redis-server is not installed: run `apt-get install -y redis-server`");
   }
@@ -182,6 +187,27 @@ async function runStorm(): Promise<Counts> {
 }
 
 /**
+ * The short cluster storm (issue 11): `npm run storm -- --cluster --short`, one app instance behind HAProxy on
+ * Patroni, a Redis Cluster and the three faults, with its own servers on free ports. Counted as one test; skipped
+ * (and said so) when the apt packages it needs are missing (`.ci/run` installs them).
+ */
+async function runClusterStorm(): Promise<Counts> {
+  const missing = missingClusterPackages();
+  if (missing.length > 0) {
+    process.stderr.write(`cluster storm skipped: missing apt packages ${missing.join(" ")}\n`);
+    return { passed: 0, failed: 0, skipped: 1 };
+  }
+  const status = await runForeground({
+    name: "cluster storm",
+    command: process.execPath,
+    args: ["--import", "tsx", "scripts/storm.ts", "--cluster", "--short"],
+    cwd: projectRoot,
+    env: suiteEnvironment(null),
+  });
+  return status.code === 0 ? { passed: 1, failed: 0, skipped: 0 } : { passed: 0, failed: 1, skipped: 0 };
+}
+
+/**
  * The static checks, one test each: `biome ci` (formatting and lint rules of biome.json, read-only) and
  * `tsc --noEmit` over every folder (tsconfig.json includes app, lib, tests, scripts, bench, bank and e2e).
  * A difference in formatting, a lint error or a type error anywhere fails `npm test`.
@@ -243,7 +269,9 @@ async function main(): Promise<number> {
   }
   mkdirSync(REPORT_DIR, { recursive: true });
 
-  const appSuites = suites.filter((suite) => suite === "http" || suite === "e2e" || suite === "storm");
+  const appSuites = suites.filter(
+    (suite) => suite === "http" || suite === "e2e" || suite === "storm" || suite === "cluster",
+  );
   let appReady = appSuites.length > 0;
   if (appReady) {
     try {
@@ -262,7 +290,9 @@ async function main(): Promise<number> {
     await stack?.stop();
     printSummary();
   });
-  const needsStack = suites.some((suite) => suite !== "static" && suite !== "unit" && suite !== "storm");
+  const needsStack = suites.some(
+    (suite) => suite !== "static" && suite !== "unit" && suite !== "storm" && suite !== "cluster",
+  );
   if (needsStack && !shutdownSignal()) {
     try {
       stack = await startStack({ withApp: appReady, label: "npm-test" });
@@ -283,6 +313,16 @@ async function main(): Promise<number> {
       if (suite === "static") {
         process.stderr.write("\n=== static ===\n");
         add(await runStatic());
+        continue;
+      }
+      if (suite === "cluster") {
+        process.stderr.write("\n=== cluster storm (short) ===\n");
+        if (!appReady) {
+          process.stderr.write("cluster storm: not run (the app could not be built): counted as 1 failed\n");
+          add({ passed: 0, failed: 1, skipped: 0 });
+        } else {
+          add(await runClusterStorm());
+        }
         continue;
       }
       if (suite === "storm") {

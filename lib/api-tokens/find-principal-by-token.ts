@@ -1,4 +1,4 @@
-import { pool } from "../db";
+import { autocommit } from "../db";
 import type { Principal } from "../auth/principal";
 import { API_TOKEN_PATTERN, hashApiToken } from "./create-api-token";
 
@@ -11,12 +11,13 @@ import { API_TOKEN_PATTERN, hashApiToken } from "./create-api-token";
  *
  * @param token the text after `Bearer ` exactly as sent.
  * @returns the principal (`via: "token"`), or null when the token is malformed, unknown or revoked.
- * @throws the pg driver's error when the database is unreachable.
+ * @throws the pg driver's error when the database is unreachable for longer than DB_FAILOVER_RETRY_MS (a read,
+ *   retried through a failover like the ledger's statements: lib/db.ts `autocommit`).
  */
 export async function findPrincipalByToken(token: string): Promise<Principal | null> {
   // A malformed token cannot match any stored hash: skip the query.
   if (!API_TOKEN_PATTERN.test(token)) return null;
-  const { rows } = await pool().query<{ user_id: string; email: string; role: string }>(
+  const { rows } = await autocommit().query<{ user_id: string; email: string; role: string }>(
     `SELECT t.user_id, u.email, u.role
        FROM api_tokens t
        JOIN "user" u ON u.id = t.user_id

@@ -419,7 +419,7 @@ export async function startHaCluster(options: HaClusterOptions): Promise<HaClust
         command: process.execPath,
         args: ["--import", "tsx", "scripts/reconcile.ts", "--watch"],
         cwd: projectRoot,
-        env: { ...appEnvironment(0), NODE_ENV: "production", RECONCILE_INTERVAL_MS: "2000", ...options.appEnv },
+        env: reconcilerEnvironment(appEnvironment(instancePorts[0] ?? appPort)),
         log: join(logDir, "reconciler.log"),
       });
     }
@@ -482,6 +482,16 @@ export async function startHaCluster(options: HaClusterOptions): Promise<HaClust
     await stop();
     throw error;
   }
+}
+
+/**
+ * The reconciler's environment: the app's, with a pass every 2 s (several passes per fault, each finding the rows
+ * whose lease just expired) and no PORT of its own.
+ */
+function reconcilerEnvironment(app: Record<string, string>): Record<string, string> {
+  const environment: Record<string, string> = { ...app, NODE_ENV: "production", RECONCILE_INTERVAL_MS: "2000" };
+  delete environment.PORT;
+  return environment;
 }
 
 function childEnvironment(): Record<string, string> {

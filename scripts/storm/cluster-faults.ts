@@ -55,12 +55,14 @@ export async function startClusterStorm(options: {
   seed: number;
   appInstances: number;
   pooler: boolean;
+  patroniTtlS: number;
 }): Promise<ClusterStorm> {
   const logDir = join(projectRoot, "reports", "stack-logs", "storm-cluster");
   const cluster = await startHaCluster({
     appInstances: options.appInstances,
     pooler: options.pooler,
     logDir,
+    patroniTtlS: options.patroniTtlS,
     appEnv: {
       LEASE_MS: STORM_SETTINGS.LEASE_MS,
       BANK_TIMEOUT_MS: STORM_SETTINGS.BANK_TIMEOUT_MS,
@@ -203,6 +205,11 @@ async function failOverToLaggingReplica(cluster: HaCluster, at: (ms: number) => 
     await client.set(probeKey, "0");
     await sleep(200);
     process.kill(replicaPid, "SIGSTOP");
+    // Loopback socket buffers hold a few MB of replication stream, which a resumed replica would still read:
+    // 24 MB written to the same slot first fill them, so what follows stays in the master's buffer only and is
+    // lost with it (the lag that cost 49 increments in stack-notes 28).
+    const filler = "x".repeat(2 * 1024 * 1024);
+    for (let i = 0; i < 12; i++) await client.set(`storm:{failover-probe}:filler:${i}`, filler).catch(() => {});
     // While the replica is frozen the master keeps acknowledging: count every INCR it acknowledged.
     let acknowledged = 0;
     const freezeEnd = Date.now() + REPLICA_FREEZE_MS;
