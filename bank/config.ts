@@ -1,10 +1,12 @@
 /**
  * The sandbox bank's settings, validated once with zod at start-up (docs/bank-sandbox.md lists every one).
  * The bank is a separate service, so it has its own settings module instead of the app's lib/env.ts; the shared
- * names (`PORT`, `BANK_PORT`, `APP_URL`, `BANK_WEBHOOK_SECRETS`) have the same defaults as there (contract
- * section 4).
+ * names (`PORT`, `BANK_PORT`, `APP_URL`) have the same defaults as there (contract section 4), and
+ * `BANK_WEBHOOK_SECRETS` has none: it is checked by the app's own secret rule (lib/env.ts `secretProblems`,
+ * contract section 9), so the sandbox never signs with a missing, short or published secret.
  */
 import { z } from "zod";
+import { secretProblems, splitSecrets } from "../lib/env";
 
 /** Empty strings count as unset, so `FOO=` in a shell or .env file means "use the default". */
 const unsetIfEmpty = (v: unknown) => (typeof v === "string" && v.trim() === "" ? undefined : v);
@@ -26,8 +28,8 @@ const schema = z
     BANK_HOST: z.preprocess(unsetIfEmpty, z.string().default("127.0.0.1")),
     /** Contract section 4: http://127.0.0.1:$PORT. Webhooks go to `${APP_URL}/api/v1/bank/webhook`. */
     APP_URL: z.preprocess(unsetIfEmpty, z.url().optional()),
-    /** Comma-separated; every secret signs (one `v1=` each) during rotation. Same default as lib/env.ts. */
-    BANK_WEBHOOK_SECRETS: z.preprocess(unsetIfEmpty, z.string().default("whsec_dev_only_change_me")),
+    /** Comma-separated; every secret signs (one `v1=` each) during rotation. Required (contract section 9). */
+    BANK_WEBHOOK_SECRETS: z.preprocess(unsetIfEmpty, z.string().optional()),
     /** Where the bank keeps its state across restarts (written atomically). */
     BANK_STATE_FILE: z.preprocess(unsetIfEmpty, z.string().default(".data/bank-state.json")),
 
@@ -69,9 +71,7 @@ const schema = z
   .transform((raw) => {
     const appPort = raw.PORT ?? 3000;
     const appUrl = (raw.APP_URL ?? `http://127.0.0.1:${appPort}`).replace(/\/+$/, "");
-    const webhookSecrets = raw.BANK_WEBHOOK_SECRETS.split(",")
-      .map((s) => s.trim())
-      .filter((s) => s.length > 0);
+    const webhookSecrets = splitSecrets(raw.BANK_WEBHOOK_SECRETS);
     return {
       host: raw.BANK_HOST,
       port: raw.BANK_PORT ?? appPort + 1,
@@ -105,9 +105,6 @@ const schema = z
     };
   })
   .superRefine((config, ctx) => {
-    if (config.webhookSecrets.length === 0) {
-      ctx.addIssue({ code: "custom", path: ["BANK_WEBHOOK_SECRETS"], message: "needs at least one non-empty secret" });
-    }
     if (config.retryMaxMs < config.retryBaseMs) {
       ctx.addIssue({
         code: "custom",
@@ -135,8 +132,10 @@ export class BankConfigError extends Error {
  */
 export function parseBankConfig(source: Record<string, string | undefined> = process.env): BankConfig {
   const result = schema.safeParse(source);
+  const problems = secretProblems(source, ["BANK_WEBHOOK_SECRETS"]);
   if (!result.success) {
-    throw new BankConfigError(result.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`));
+    problems.push(...result.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`));
   }
+  if (problems.length > 0 || !result.success) throw new BankConfigError(problems);
   return result.data;
 }

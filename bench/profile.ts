@@ -17,7 +17,8 @@ import { parseArgs } from "node:util";
 import pg from "pg";
 import { freePort, waitForHttp } from "../scripts/lib/ports";
 import type { Service } from "../scripts/lib/processes";
-import { ensureBuilt, projectRoot, spawnApp, spawnBank, startStack, TEST_WEBHOOK_SECRET } from "../scripts/lib/stack";
+import { randomAuthSecret, randomWebhookSecret } from "../scripts/lib/secrets";
+import { ensureBuilt, projectRoot, spawnApp, spawnBank, startStack } from "../scripts/lib/stack";
 import { loadRoute, type RequestGenerator } from "./http-load";
 import { createHttpUsers } from "./http-users";
 import { renderTable } from "./report";
@@ -126,6 +127,8 @@ async function main(): Promise<number> {
     const [appPort, bankPort] = await Promise.all([freePort(), freePort()]);
     const appUrl = `http://127.0.0.1:${appPort}`;
     const bankUrl = `http://127.0.0.1:${bankPort}`;
+    // Secrets of this profile run only (case C16).
+    const webhookSecrets = randomWebhookSecret();
     const inherited = Object.fromEntries(
       Object.entries(process.env).filter(([key]) => key !== "DATABASE_URL" && key !== "REDIS_URL"),
     );
@@ -134,7 +137,7 @@ async function main(): Promise<number> {
         ...inherited,
         BANK_PORT: String(bankPort),
         APP_URL: appUrl,
-        BANK_WEBHOOK_SECRETS: TEST_WEBHOOK_SECRET,
+        BANK_WEBHOOK_SECRETS: webhookSecrets,
         BANK_STATE_FILE: join(bankStateDir, "state.json"),
         BANK_LOG_LEVEL: "warn",
       },
@@ -152,7 +155,8 @@ async function main(): Promise<number> {
         BANK_URL: bankUrl,
         APP_URL: appUrl,
         BETTER_AUTH_URL: appUrl,
-        BANK_WEBHOOK_SECRETS: TEST_WEBHOOK_SECRET,
+        BANK_WEBHOOK_SECRETS: webhookSecrets,
+        BETTER_AUTH_SECRET: randomAuthSecret(),
         LOG_LEVEL: "warn",
       },
       log: join(stack.logDir, "app.log"),

@@ -3,10 +3,22 @@
  * (and `next build`, which imports this module from next.config.ts) with a readable list of what is wrong.
  * Defaults and units are documented in `.env.example`; the contract (../shared/docs/wallet-contract.md,
  * section 4) fixes the defaults marked "contract".
+ *
+ * Secrets have no default (contract section 9, case C16): {@link secretProblems} is the one rule for them, run at
+ * server start by instrumentation.ts (not at `next build`, which must work without them), by the sandbox bank's
+ * settings, and by any start script that wants to refuse early.
  */
 import { z } from "zod";
 
 const intFrom = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+
+/** The entries of a comma-separated secrets list, trimmed, empty ones dropped (`BANK_WEBHOOK_SECRETS`). */
+export function splitSecrets(value: string | undefined): string[] {
+  return (value ?? "")
+    .split(",")
+    .map((secret) => secret.trim())
+    .filter((secret) => secret.length > 0);
+}
 const optionalUrl = z.preprocess((v) => (v === "" ? undefined : v), z.url().optional());
 
 const schema = z
@@ -24,10 +36,13 @@ const schema = z
     BANK_URL: optionalUrl,
     /** Contract: http://127.0.0.1:$PORT. The bank sends its webhooks here. */
     APP_URL: optionalUrl,
-    /** Comma-separated; every one is accepted when verifying, the first one signs (secret rotation). */
-    BANK_WEBHOOK_SECRETS: z.string().min(1).default("whsec_dev_only_change_me"),
-    /** Session signing secret for better-auth; at least 32 characters. */
-    BETTER_AUTH_SECRET: z.string().min(32).default("dev-only-secret-change-me-0123456789abcdef"),
+    /**
+     * Comma-separated; every one is accepted when verifying (secret rotation). No default: the server refuses to
+     * start without valid ones ({@link secretProblems}); CLIs and tests that never verify a webhook may omit it.
+     */
+    BANK_WEBHOOK_SECRETS: z.string().optional(),
+    /** Session signing secret for better-auth. No default; checked like the webhook secrets at server start. */
+    BETTER_AUTH_SECRET: z.string().optional(),
     /** Contract: 1,000,000 minor units. 2^53 - 1 is the hard ceiling (JSON integers). */
     MAX_AMOUNT_MINOR: intFrom(1, Number.MAX_SAFE_INTEGER).default(1_000_000),
     /** Contract: 3000 ms, how long a loser waits for the winner's stored response before answering 409. */
@@ -109,6 +124,12 @@ const schema = z
     ),
     /** Largest request body accepted, in bytes. 16 KiB is far above any valid body of this API. */
     BODY_LIMIT_BYTES: intFrom(256, 1_048_576).default(16_384),
+    /**
+     * Contract section 5: the webhook reads at most this many bytes of a body and answers 413 past it (case C17).
+     * 64 KiB: a bank event is a few hundred bytes; the bound is what an unauthenticated sender can make us hold
+     * per request before the signature is checked. At most 64 MiB, so that no setting can turn the bound off.
+     */
+    WEBHOOK_BODY_LIMIT_BYTES: intFrom(1024, 64 * 1_048_576).default(65_536),
     LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   })
   .transform((raw) => {
@@ -118,9 +139,7 @@ const schema = z
       BANK_PORT: bankPort,
       BANK_URL: raw.BANK_URL ?? `http://127.0.0.1:${bankPort}`,
       APP_URL: raw.APP_URL ?? `http://127.0.0.1:${raw.PORT}`,
-      webhookSecrets: raw.BANK_WEBHOOK_SECRETS.split(",")
-        .map((s) => s.trim())
-        .filter((s) => s.length > 0),
+      webhookSecrets: splitSecrets(raw.BANK_WEBHOOK_SECRETS),
     };
   });
 
@@ -151,4 +170,91 @@ let cached: Env | undefined;
 export function env(): Env {
   cached ??= parseEnv();
   return cached;
+}
+
+/**
+ * Shortest secret accepted, in bytes (UTF-8): 32 bytes = 256 bits, the output size of the HMAC-SHA256 that signs
+ * webhooks and sessions (RFC 2104 section 3: a key shorter than the hash output weakens the MAC). Contract section 9.
+ */
+export const SECRET_BYTES_MIN = 32;
+
+/**
+ * Secret values this repository has ever published (old defaults of lib/env.ts, bank/config.ts, .env.example and
+ * of the test, storm and bench stacks). Anyone can read them, so none of them is ever accepted (case C16).
+ */
+export const PUBLISHED_SECRETS: readonly string[] = [
+  "whsec_dev_only_change_me",
+  "dev-only-secret-change-me-0123456789abcdef",
+  "whsec_test_stack_local_only",
+  "extra-app-test-secret-0123456789abcdef0123456789",
+];
+
+/** Words of a placeholder that someone copied instead of generating a secret ("change me"). */
+const PLACEHOLDER_PATTERN = /change[-_ ]?me/i;
+
+/** The settings that must hold secrets (contract section 9). */
+export const SECRET_VARIABLES = ["BANK_WEBHOOK_SECRETS", "BETTER_AUTH_SECRET"] as const;
+export type SecretVariable = (typeof SECRET_VARIABLES)[number];
+
+/**
+ * Checks the secrets of an environment (contract section 9, case C16): each of `names` must be set, and every
+ * secret in it (`BANK_WEBHOOK_SECRETS` is a comma-separated list) at least {@link SECRET_BYTES_MIN} bytes long,
+ * not one of {@link PUBLISHED_SECRETS}, and not a "change me" placeholder. There is no exemption flag and no mode
+ * in which a bad secret passes.
+ *
+ * `source` is a plain map of strings (default `process.env`). Returns one readable line per problem, each naming
+ * its variable (never the secret's value); an empty list when every secret is usable. Never throws.
+ */
+export function secretProblems(
+  source: Record<string, string | undefined> = process.env,
+  names: readonly SecretVariable[] = SECRET_VARIABLES,
+): string[] {
+  const problems: string[] = [];
+  for (const name of names) {
+    const raw = source[name];
+    const secrets = name === "BANK_WEBHOOK_SECRETS" ? splitSecrets(raw) : raw?.trim() ? [raw] : [];
+    if (secrets.length === 0) {
+      problems.push(`${name} is missing: set it to a random value of at least ${SECRET_BYTES_MIN} bytes`);
+      continue;
+    }
+    secrets.forEach((secret, index) => {
+      const which = secrets.length > 1 ? `${name} (secret ${index + 1} of ${secrets.length})` : name;
+      if (PUBLISHED_SECRETS.includes(secret) || PLACEHOLDER_PATTERN.test(secret)) {
+        problems.push(`${which} is a value published in this repository: generate your own`);
+      } else if (Buffer.byteLength(secret, "utf8") < SECRET_BYTES_MIN) {
+        problems.push(`${which} is shorter than ${SECRET_BYTES_MIN} bytes`);
+      }
+    });
+  }
+  return problems;
+}
+
+/**
+ * Throws {@link EnvError} listing {@link secretProblems} when any secret is missing, short or published.
+ * Called at server start (instrumentation.ts); returns nothing when every secret is usable.
+ */
+export function assertSecrets(source: Record<string, string | undefined> = process.env): void {
+  const problems = secretProblems(source);
+  if (problems.length > 0) throw new EnvError(problems);
+}
+
+/** Next.js's phase name while `next build` runs (next/constants PHASE_PRODUCTION_BUILD). */
+const NEXT_BUILD_PHASE = "phase-production-build";
+
+/**
+ * The server's start-up refusal (contract section 9, case C16), called by instrumentation.ts when a Next.js server
+ * starts. Returns when every secret is usable; otherwise writes {@link secretProblems} to stderr (naming each
+ * variable, never a value) and exits the process with code 1, in every mode, with no exemption flag. `next build`
+ * also loads the instrumentation (to prerender) with NEXT_PHASE set to the build phase: a build needs no secret,
+ * so the check returns there and runs when the built server starts. `source` defaults to `process.env`.
+ */
+export function refuseUnusableSecrets(source: Record<string, string | undefined> = process.env): void {
+  if (source.NEXT_PHASE === NEXT_BUILD_PHASE) return;
+  const problems = secretProblems(source);
+  if (problems.length === 0) return;
+  process.stderr.write(
+    `refusing to start: unusable secrets (contract section 9; see .env.example)\n${problems.map((p) => `  - ${p}`).join("\n")}\n`,
+  );
+  // An exception thrown from register() is logged by Next.js without stopping the server; exiting is the refusal.
+  process.exit(1);
 }

@@ -8,13 +8,16 @@
  *   without one, rewards answer 503 cap_store_unavailable and this says so once.
  * - The sandbox bank on `BANK_PORT` (default PORT + 1) and the app, built if needed, on 127.0.0.1:`PORT`.
  * - The reconciler on a timer (`RECONCILE_INTERVAL_MS`).
- * - `.data/runtime.json` so `npm run users|reconcile|audit` find this demo; removed on exit.
+ * - Secrets (contract section 9): `BANK_WEBHOOK_SECRETS` and `BETTER_AUTH_SECRET` from the environment or `.env`
+ *   when set (checked like the server checks them), else generated once per data folder in `.data/secrets.json`
+ *   (scripts/lib/secrets.ts).
+ * - `.data/runtime.json` (mode 0600) so `npm run users|reconcile|audit` find this demo, with the URLs and the
+ *   secrets (`webhookSecret` signs test events); removed on exit.
  * Ctrl-C stops all of it.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { EnvError, parseEnv } from "../lib/env";
+import { EnvError, parseEnv, secretProblems } from "../lib/env";
 import { migrate } from "../lib/migrate";
 import { defaultDataDir, startEmbeddedPostgres } from "./lib/embedded-postgres";
 import { findRedisServerBinary, startRedisServer } from "./lib/redis-server";
@@ -22,6 +25,7 @@ import { registerCleanup, runCleanups, shutdownSignal, type Service } from "./li
 import { waitForHttp } from "./lib/ports";
 import { ensureBuilt, projectRoot, spawnApp, spawnBank } from "./lib/stack";
 import { removeRuntimeInfo, writeRuntimeInfo } from "./lib/runtime-file";
+import { demoSecrets } from "./lib/secrets";
 
 /** Demo accounts. Local-only credentials, printed at start; change them for anything but a demo. */
 const DEMO_USERS = [
@@ -34,14 +38,23 @@ const READY_TIMEOUT_MS = 60_000;
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 
-/** A session-signing secret kept in .data so sign-ins survive a restart of the demo. */
-function demoAuthSecret(): string {
-  const file = join(projectRoot, ".data", "auth-secret");
-  if (existsSync(file)) return readFileSync(file, "utf8").trim();
-  mkdirSync(join(projectRoot, ".data"), { recursive: true });
-  const secret = randomBytes(32).toString("hex");
-  writeFileSync(file, `${secret}\n`, { mode: 0o600 });
-  return secret;
+/**
+ * The demo's secrets: the configured ones when set (refused, naming the variable, when missing, short or
+ * published, as the server would), else the data folder's generated ones. Exits 2 on a bad configured secret.
+ */
+function resolveSecrets(): { webhookSecret: string; authSecret: string } {
+  const fromEnv = { webhook: process.env.BANK_WEBHOOK_SECRETS, auth: process.env.BETTER_AUTH_SECRET };
+  const generated = fromEnv.webhook && fromEnv.auth ? null : demoSecrets(join(projectRoot, ".data"));
+  const configured = {
+    BANK_WEBHOOK_SECRETS: fromEnv.webhook || generated?.webhookSecret || "",
+    BETTER_AUTH_SECRET: fromEnv.auth || generated?.authSecret || "",
+  };
+  const problems = secretProblems(configured);
+  if (problems.length > 0) {
+    process.stderr.write(`${problems.map((p) => `  - ${p}`).join("\n")}\n(see .env.example)\n`);
+    process.exit(2);
+  }
+  return { webhookSecret: configured.BANK_WEBHOOK_SECRETS, authSecret: configured.BETTER_AUTH_SECRET };
 }
 
 async function main(): Promise<void> {
@@ -57,6 +70,9 @@ async function main(): Promise<void> {
     }
     throw error;
   }
+
+  // Secrets first: a bad configured one stops the demo before anything starts.
+  const { webhookSecret, authSecret } = resolveSecrets();
 
   // 1. PostgreSQL.
   let databaseUrl = settings.DATABASE_URL;
@@ -84,10 +100,8 @@ async function main(): Promise<void> {
   // The demo process itself uses lib/ (seeding, reconciler): point it at what was just started.
   process.env.DATABASE_URL = databaseUrl;
   if (redisUrl) process.env.REDIS_URL = redisUrl;
-  // Unless a secret was configured, keep a random one in .data so sessions survive a restart of the demo.
-  const usingDefaultSecret = settings.BETTER_AUTH_SECRET === parseEnv({}).BETTER_AUTH_SECRET;
-  const authSecret = usingDefaultSecret ? demoAuthSecret() : settings.BETTER_AUTH_SECRET;
   process.env.BETTER_AUTH_SECRET = authSecret;
+  process.env.BANK_WEBHOOK_SECRETS = webhookSecret;
 
   // 3. Demo accounts.
   const { createUser } = await import("../lib/users/create-user");
@@ -108,7 +122,7 @@ async function main(): Promise<void> {
     APP_URL: settings.APP_URL,
     BETTER_AUTH_URL: settings.APP_URL,
     BETTER_AUTH_SECRET: authSecret,
-    BANK_WEBHOOK_SECRETS: settings.BANK_WEBHOOK_SECRETS,
+    BANK_WEBHOOK_SECRETS: webhookSecret,
   };
   const services: Service[] = [
     spawnBank({ env: { ...shared, BANK_STATE_FILE: join(projectRoot, ".data", "bank-state.json") } }),
@@ -120,7 +134,15 @@ async function main(): Promise<void> {
     waitForHttp(`${settings.APP_URL}/api/v1/health`, READY_TIMEOUT_MS),
   ]);
 
-  writeRuntimeInfo({ databaseUrl, redisUrl, bankUrl: settings.BANK_URL, appUrl: settings.APP_URL, pid: process.pid });
+  writeRuntimeInfo({
+    databaseUrl,
+    redisUrl,
+    bankUrl: settings.BANK_URL,
+    appUrl: settings.APP_URL,
+    pid: process.pid,
+    webhookSecret,
+    authSecret,
+  });
   registerCleanup(async () => removeRuntimeInfo());
 
   // 5. The reconciler, on a timer, in this process.

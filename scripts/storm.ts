@@ -252,7 +252,7 @@ async function run(options: StormOptions): Promise<number> {
   process.env.BANK_TIMEOUT_MS = STORM_SETTINGS.BANK_TIMEOUT_MS;
   process.env.LEASE_MS = STORM_SETTINGS.LEASE_MS;
   process.env.LOG_LEVEL = STORM_SETTINGS.LOG_LEVEL;
-  process.env.BANK_WEBHOOK_SECRETS = services.webhookSecrets;
+  if (services.webhookSecrets) process.env.BANK_WEBHOOK_SECRETS = services.webhookSecrets;
   // The audit holds credited rewards to the cap the instances run with; given instances run with theirs (default).
   if (services.canCrash) process.env.REWARD_DAILY_CAP_MINOR = STORM_SETTINGS.REWARD_DAILY_CAP_MINOR;
 

@@ -123,7 +123,10 @@ export default async function AdminPage({ searchParams }: { searchParams: Promis
             <tbody>
               {anomalies.map((a) => (
                 <tr key={a.eventId}>
-                  <td>{a.outcome}</td>
+                  <td>
+                    {a.outcome}
+                    {a.detail ? <span className="muted"> — {a.detail}</span> : null}
+                  </td>
                   <td className="mono">
                     {a.eventId} ({a.type})
                   </td>

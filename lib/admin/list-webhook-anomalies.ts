@@ -9,6 +9,8 @@ export interface WebhookAnomalyView {
   amount: number | null;
   currency: string | null;
   outcome: string;
+  /** Why the event was unusable, or what its applying delivery found (null for older records). */
+  detail: string | null;
   deliveries: number;
   firstSeenAt: string;
   lastSeenAt: string;
@@ -18,7 +20,8 @@ export interface WebhookAnomalyView {
 export const WEBHOOK_ANOMALIES_LIMIT_MAX = 50;
 
 const ANOMALIES_SQL = `
-SELECT event_id, type, merchant_ref, charge_id, amount_minor, currency, outcome, deliveries, first_seen_at, last_seen_at
+SELECT event_id, type, merchant_ref, charge_id, amount_minor, currency, outcome, detail, deliveries, first_seen_at,
+       last_seen_at
   FROM bank_webhook_events
  WHERE outcome LIKE 'anomaly\\_%' OR outcome = 'unusable_event'
  ORDER BY last_seen_at DESC, event_id
@@ -39,6 +42,7 @@ export async function listWebhookAnomalies(limit: number = WEBHOOK_ANOMALIES_LIM
     amount: (row.amount_minor as number | null) ?? null,
     currency: (row.currency as string | null) ?? null,
     outcome: row.outcome as string,
+    detail: (row.detail as string | null) ?? null,
     deliveries: row.deliveries as number,
     firstSeenAt: (row.first_seen_at as Date).toISOString(),
     lastSeenAt: (row.last_seen_at as Date).toISOString(),

@@ -16,6 +16,7 @@
 import { betterAuth, APIError } from "better-auth";
 import { createAuthMiddleware } from "better-auth/api";
 import { nextCookies } from "better-auth/next-js";
+import { randomBytes } from "node:crypto";
 import { hash as argon2Hash, verify as argon2Verify, type Algorithm } from "@node-rs/argon2";
 import type { Pool } from "pg";
 import { env } from "../env";
@@ -53,13 +54,26 @@ const ARGON2_OPTIONS = {
 const SESSION_EXPIRES_IN_S = 7 * 24 * 3600;
 const SESSION_UPDATE_AGE_S = 24 * 3600;
 
+/**
+ * The session-signing secret: BETTER_AUTH_SECRET. The server never runs without a valid one (instrumentation.ts
+ * refuses to start, contract section 9); a CLI or a test that only creates users may run without it, and then gets
+ * a random secret of its own process, which signs nothing anyone else accepts. Never a published default.
+ */
+let processSecret: string | undefined;
+function sessionSecret(): string {
+  const configured = env().BETTER_AUTH_SECRET;
+  if (configured) return configured;
+  processSecret ??= randomBytes(32).toString("hex");
+  return processSecret;
+}
+
 function createAuth(database: Pool) {
-  const { APP_URL, PORT, BETTER_AUTH_SECRET } = env();
+  const { APP_URL, PORT } = env();
   return betterAuth({
     appName: "Wallet",
     baseURL: APP_URL,
     basePath: "/api/auth",
-    secret: BETTER_AUTH_SECRET,
+    secret: sessionSecret(),
     // The app is reached by APP_URL and, in development and the demo, by both loopback names of PORT.
     trustedOrigins: [new URL(APP_URL).origin, `http://127.0.0.1:${PORT}`, `http://localhost:${PORT}`],
     database,

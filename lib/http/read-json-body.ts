@@ -16,9 +16,19 @@ export function isJsonContentType(header: string | null): boolean {
   return header.split(";")[0]!.trim().toLowerCase() === "application/json";
 }
 
-async function readLimited(request: Request, maxBytes: number): Promise<Uint8Array | null> {
+/**
+ * Reads `request`'s body, holding at most `maxBytes` of it in memory: a declared `Content-Length` above the limit
+ * is refused before reading anything, and a body that grows past the limit while streaming is refused as soon as
+ * it does, and the rest of it is never read (the stream is cancelled). Contract sections 3 and 5 (case C17).
+ * Returns the bytes, or null when the body is larger than `maxBytes` (answer 413). Throws when the client aborts.
+ */
+export async function readBodyWithin(request: Request, maxBytes: number): Promise<Uint8Array | null> {
   const declared = Number(request.headers.get("content-length") ?? "0");
-  if (declared > maxBytes) return null;
+  if (declared > maxBytes) {
+    // Cancelled, not left unread: an unread body would still be received and discarded chunk by chunk.
+    await request.body?.cancel().catch(() => {});
+    return null;
+  }
   if (!request.body) return new Uint8Array(0);
   const reader = request.body.getReader();
   const chunks: Uint8Array[] = [];
@@ -50,7 +60,7 @@ export async function readJsonBody(request: Request, maxBytes: number): Promise<
   if (!isJsonContentType(request.headers.get("content-type"))) {
     return { ok: false, code: "unsupported_media_type", detail: "Send the body as application/json." };
   }
-  const bytes = await readLimited(request, maxBytes);
+  const bytes = await readBodyWithin(request, maxBytes);
   if (!bytes) return { ok: false, code: "payload_too_large", detail: `The body must be at most ${maxBytes} bytes.` };
   let text: string;
   try {

@@ -192,7 +192,8 @@ async function reconcileUnfinishedEntries(ctx: PassContext): Promise<boolean> {
     const row = await takeOverExpiredEntry({ workerId: ctx.workerId, leaseMs: ctx.leaseMs, userIds: ctx.userIds });
     if (!row) return false;
     ctx.tally.examined += 1;
-    const verdict = await guardRow(ctx, row.entry, () => reconcileTakenOverEntry(ctx, row));
+    const subject = subjectOf(row.entry);
+    const verdict = await guardRow(ctx, subject, () => reconcileTakenOverEntry(ctx, row, subject));
     if (verdict === "bank_down") return true;
   }
   return false;
@@ -200,30 +201,35 @@ async function reconcileUnfinishedEntries(ctx: PassContext): Promise<boolean> {
 
 type RowVerdict = "done" | "bank_down";
 
+/** What a row's work is about: named by every anomaly and error it reports (contract section 5, case C19). */
+interface Subject {
+  merchantRef: string | null;
+  /** Filled in as soon as the charge is known (the bank's answer), so an error after it names the charge. */
+  chargeId: string | null;
+}
+
+function subjectOf(entry: LedgerEntry): Subject {
+  return { merchantRef: safeMerchantRef(entry), chargeId: entry.bankChargeId };
+}
+
 /**
  * Runs the work on one row, turning a constraint violation (a bug on that row, e.g. two rows claiming one bank
  * charge) into an anomaly so one bad row cannot block every pass after it. Anything else (connection lost,
- * unknown errors) is rethrown: the database is not usable and the pass must stop.
+ * unknown errors) is rethrown: the database is not usable and the pass must stop. The anomaly names `subject`'s
+ * merchant reference and charge id as they are when the error happens.
  */
-async function guardRow(
-  ctx: PassContext,
-  entry: LedgerEntry | null,
-  work: () => Promise<RowVerdict>,
-): Promise<RowVerdict> {
+async function guardRow(ctx: PassContext, subject: Subject, work: () => Promise<RowVerdict>): Promise<RowVerdict> {
   try {
     return await work();
   } catch (error) {
     const verdict = classifyDbError(error);
     if (verdict.kind === "unknown" || verdict.kind === "retryable") throw error;
-    ctx.logger.warn(
-      { err: error, verdict, entryId: entry?.id, userId: entry?.userId },
-      "reconciler: row refused by a constraint",
-    );
+    ctx.logger.warn({ err: error, verdict, ...subject }, "reconciler: row refused by a constraint");
     ctx.tally.skipped += 1;
     recordAnomaly(ctx, {
       kind: "row_error",
-      merchantRef: entry ? safeMerchantRef(entry) : null,
-      chargeId: entry?.bankChargeId ?? null,
+      merchantRef: subject.merchantRef,
+      chargeId: subject.chargeId,
       detail: `the database refused a transition (${verdict.kind}${"constraint" in verdict && verdict.constraint ? ` on ${verdict.constraint}` : ""})`,
     });
     return "done";
@@ -238,7 +244,7 @@ function safeMerchantRef(entry: LedgerEntry): string | null {
   }
 }
 
-async function reconcileTakenOverEntry(ctx: PassContext, row: TakenOverEntry): Promise<RowVerdict> {
+async function reconcileTakenOverEntry(ctx: PassContext, row: TakenOverEntry, subject: Subject): Promise<RowVerdict> {
   const { entry } = row;
   if (entry.type !== "topup") {
     ctx.tally.skipped += 1;
@@ -265,6 +271,7 @@ async function reconcileTakenOverEntry(ctx: PassContext, row: TakenOverEntry): P
   const looked = await getCharge(merchantRef, ctx.bank);
   switch (looked.kind) {
     case "found":
+      subject.chargeId = looked.charge.id;
       await applySettle(
         ctx,
         await settleEntryFromCharge(entry, looked.charge, "reconciler: from the bank's charge after the lease expired"),
@@ -492,7 +499,7 @@ async function reconcileCharge(ctx: PassContext, charge: BankCharge): Promise<bo
 
   const key = operationKey(parts.userId, "topup", parts.refId);
   let hold = false;
-  await guardRow(ctx, null, async () => {
+  await guardRow(ctx, { merchantRef: charge.merchantRef, chargeId: charge.id }, async () => {
     let entry = await findEntryByKey(key);
     let claimedOrFound: "found" | "lost_claim" = "found";
     if (!entry) {

@@ -1,8 +1,9 @@
 /**
  * `.data/runtime.json`: how CLIs find a running demo (contract section 4). Written by `npm run demo`,
- * removed when it stops. Shape: `{ databaseUrl, redisUrl, bankUrl, appUrl, pid }`.
+ * removed when it stops. Shape: `{ databaseUrl, redisUrl, bankUrl, appUrl, pid, webhookSecret, authSecret }`
+ * (contract sections 4 and 9); mode 0600, since it holds connection URLs and secrets.
  */
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 
 export interface RuntimeInfo {
@@ -11,6 +12,10 @@ export interface RuntimeInfo {
   bankUrl: string;
   appUrl: string;
   pid: number;
+  /** The bank's signing secret (`BANK_WEBHOOK_SECRETS` of the demo): local tools sign test events with it. */
+  webhookSecret: string;
+  /** The app's session-signing secret (`BETTER_AUTH_SECRET` of the demo). */
+  authSecret: string;
 }
 
 /** Absolute path of the runtime file for the project rooted at `root` (default: the current directory). */
@@ -18,11 +23,12 @@ export function runtimeFilePath(root: string = process.cwd()): string {
   return join(root, ".data", "runtime.json");
 }
 
-/** Writes the runtime file (mode 0600: it holds connection URLs). */
+/** Writes the runtime file (mode 0600, also when it existed with another mode: it holds URLs and secrets). */
 export function writeRuntimeInfo(info: RuntimeInfo, root?: string): void {
   const file = runtimeFilePath(root);
   mkdirSync(dirname(file), { recursive: true });
   writeFileSync(file, `${JSON.stringify(info, null, 2)}\n`, { mode: 0o600 });
+  chmodSync(file, 0o600);
 }
 
 /** Removes the runtime file if it exists. */
@@ -57,4 +63,5 @@ export function resolveCliEnvironment(root?: string): void {
   if (info.redisUrl && !process.env.REDIS_URL) process.env.REDIS_URL = info.redisUrl;
   if (!process.env.BANK_URL) process.env.BANK_URL = info.bankUrl;
   if (!process.env.APP_URL) process.env.APP_URL = info.appUrl;
+  if (info.authSecret && !process.env.BETTER_AUTH_SECRET) process.env.BETTER_AUTH_SECRET = info.authSecret;
 }

@@ -7,7 +7,6 @@
  * (JSON, see {@link TestStackInfo}); a suite started on its own starts its own.
  */
 import { spawnSync } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import {
   chmodSync,
   existsSync,
@@ -39,6 +38,7 @@ import {
   type Service,
 } from "./processes";
 import { startRedisServer, type RedisServer } from "./redis-server";
+import { randomAuthSecret, randomWebhookSecret } from "./secrets";
 
 /** The project root (two levels above scripts/lib). */
 // `__filename`, not `import.meta.url`: this file is loaded by tsx, vitest and Playwright's CommonJS transform,
@@ -59,7 +59,7 @@ export interface TestStackInfo {
   /** `http://127.0.0.1:<port>` of the sandbox bank; null when the stack was started without the app. */
   bankUrl: string | null;
   /** The `BANK_WEBHOOK_SECRETS` value the app and bank were started with (tests sign webhooks with it). */
-  webhookSecrets?: string;
+  webhookSecrets: string;
 }
 
 export interface Stack extends TestStackInfo {
@@ -135,9 +135,6 @@ export function spawnApp(options: {
   });
 }
 
-/** Webhook secret of test stacks unless `env.BANK_WEBHOOK_SECRETS` overrides it. Local-only, not a secret. */
-export const TEST_WEBHOOK_SECRET = "whsec_test_stack_local_only";
-
 /**
  * How long the app and the bank may take to become ready. 60 s: `next start` is ready in about a second on
  * these machines, the bank faster; a first start on a cold, busy CI disk gets generous room before failing.
@@ -205,7 +202,7 @@ export async function startStack(options: StartStackOptions): Promise<Stack> {
     if (!postgres || !redis) throw new Error("unreachable: both services reported started");
     await migrate(postgres.url);
 
-    const webhookSecrets = options.env?.BANK_WEBHOOK_SECRETS ?? TEST_WEBHOOK_SECRET;
+    const webhookSecrets = options.env?.BANK_WEBHOOK_SECRETS ?? randomWebhookSecret();
     const base = {
       databaseUrl: postgres.url,
       redisUrl: redis.url,
@@ -247,8 +244,8 @@ export async function startStack(options: StartStackOptions): Promise<Stack> {
         APP_URL: appUrl,
         BETTER_AUTH_URL: appUrl,
         BANK_WEBHOOK_SECRETS: webhookSecrets,
-        // A fresh session-signing secret per stack: 32 random bytes, hex (better-auth wants at least 32 chars).
-        BETTER_AUTH_SECRET: randomBytes(32).toString("hex"),
+        // A fresh session-signing secret per stack (case C16).
+        BETTER_AUTH_SECRET: randomAuthSecret(),
         ...options.env,
       },
       log: join(logDir, "app.log"),
@@ -392,7 +389,7 @@ export function testStackJson(stack: TestStackInfo): string {
 }
 
 /**
- * Parses `TEST_STACK` (JSON `{ databaseUrl, redisUrl, redisPid, appUrl, bankUrl, webhookSecrets? }`).
+ * Parses `TEST_STACK` (JSON `{ databaseUrl, redisUrl, redisPid, appUrl, bankUrl, webhookSecrets }`).
  * Returns null when `raw` is unset or empty; throws naming the bad field when it is malformed.
  */
 export function parseTestStack(raw: string | undefined): TestStackInfo | null {
@@ -417,7 +414,7 @@ export function parseTestStack(raw: string | undefined): TestStackInfo | null {
     redisPid,
     appUrl: text("appUrl", true),
     bankUrl: text("bankUrl", true),
-    webhookSecrets: text("webhookSecrets", true) ?? TEST_WEBHOOK_SECRET,
+    webhookSecrets: text("webhookSecrets", false)!,
   };
 }
 

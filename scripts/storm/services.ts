@@ -5,14 +5,14 @@
  * instances sharing the database and Redis, and the reconciler as its own process. It can crash and restart one
  * app instance (SIGKILL of its process group) and Redis. In "given" mode it only holds the URLs.
  */
-import { randomBytes } from "node:crypto";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, sleep, waitForHttp } from "../lib/ports";
 import { signalGroup, spawnService, type Service } from "../lib/processes";
 import { startRedisServer, type RedisServer } from "../lib/redis-server";
-import { projectRoot, spawnApp, spawnBank, startStack, TEST_WEBHOOK_SECRET, type Stack } from "../lib/stack";
+import { randomAuthSecret, randomWebhookSecret } from "../lib/secrets";
+import { projectRoot, spawnApp, spawnBank, startStack, type Stack } from "../lib/stack";
 import type { StormOptions } from "./options";
 import { startWebhookRouter, type WebhookRouter } from "./webhook-router";
 
@@ -96,8 +96,8 @@ export interface StormServices {
   readonly databaseUrl: string;
   readonly bankUrl: string;
   readonly redisUrl: string | null;
-  /** The secret the bank signs webhooks with (for the audit's view of the bank; never printed). */
-  readonly webhookSecrets: string;
+  /** The secret the bank signs webhooks with (own mode; never printed), or null for given services. */
+  readonly webhookSecrets: string | null;
   /** True when the storm started the services and may crash them. */
   readonly canCrash: boolean;
   /** Where the logs of every service are (own mode), else null. */
@@ -143,7 +143,7 @@ export function givenServices(target: Extract<StormOptions["target"], { kind: "g
     databaseUrl: target.databaseUrl,
     bankUrl: target.bankUrl,
     redisUrl: target.redisUrl,
-    webhookSecrets: TEST_WEBHOOK_SECRET,
+    webhookSecrets: null,
     canCrash: false,
     logDir: null,
     reconcilerLog: null,
@@ -172,9 +172,9 @@ export async function startOwnServices(options: { seed: number; appInstances: nu
   let redisReplacement: RedisServer | null = null;
   const bankStateDir = mkdtempSync(join(tmpdir(), "storm-bank-"));
   const inherited = childEnvironment();
-  const webhookSecrets = TEST_WEBHOOK_SECRET;
-  // One session-signing secret for both instances, as behind a load balancer: 32 random bytes, hex.
-  const authSecret = randomBytes(32).toString("hex");
+  // This storm's own secrets (case C16); one session-signing secret for both instances, as behind a load balancer.
+  const webhookSecrets = randomWebhookSecret();
+  const authSecret = randomAuthSecret();
 
   let stopped: Promise<void> | null = null;
   const stopAll = () =>

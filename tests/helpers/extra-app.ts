@@ -6,6 +6,7 @@
 import { join } from "node:path";
 import { waitForHttp } from "../../scripts/lib/ports";
 import type { Service } from "../../scripts/lib/processes";
+import { randomAuthSecret } from "../../scripts/lib/secrets";
 import { projectRoot, spawnApp } from "../../scripts/lib/stack";
 import { testStack } from "./stack";
 
@@ -35,8 +36,8 @@ export async function startExtraApp(options: ExtraAppOptions): Promise<Service> 
       BANK_URL: options.bankUrl,
       APP_URL: appUrl,
       BANK_WEBHOOK_SECRETS: stack.webhookSecrets,
-      // Test-only session secret: these apps are reached with API tokens, never with cookies.
-      BETTER_AUTH_SECRET: "extra-app-test-secret-0123456789abcdef0123456789",
+      // A fresh session secret per app (case C16): these apps are reached with API tokens, never with cookies.
+      BETTER_AUTH_SECRET: randomAuthSecret(),
       ...options.env,
     },
     log: join(projectRoot, "reports", "stack-logs", `${options.name}.log`),

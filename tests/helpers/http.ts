@@ -79,9 +79,16 @@ export async function bankChargesFor(merchantRef: string): Promise<any[]> {
   return body.charges.filter((c) => c.merchantRef === merchantRef);
 }
 
-/** Signs a webhook body the way the bank does (contract section 5), with the stack's first secret. */
-export function signWebhookBody(rawBody: string, nowSeconds = Math.floor(Date.now() / 1000), secret?: string): string {
+/**
+ * Signs a webhook body the way the bank does (contract section 5), with the stack's first secret: HMAC-SHA256 over
+ * `<t>.` and the raw bytes (a string is signed as its UTF-8 bytes).
+ */
+export function signWebhookBody(
+  rawBody: string | Buffer,
+  nowSeconds = Math.floor(Date.now() / 1000),
+  secret?: string,
+): string {
   const key = secret ?? testStack().webhookSecrets.split(",")[0]!;
-  const mac = createHmac("sha256", key).update(`${nowSeconds}.${rawBody}`).digest("hex");
+  const mac = createHmac("sha256", key).update(`${nowSeconds}.`).update(rawBody).digest("hex");
   return `t=${nowSeconds},v1=${mac}`;
 }

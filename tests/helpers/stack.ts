@@ -3,14 +3,14 @@
  * (started or reused by tests/setup/global-setup.ts).
  */
 import { inject } from "vitest";
-import { parseTestStack, TEST_WEBHOOK_SECRET, type TestStackInfo } from "../../scripts/lib/stack";
+import { parseTestStack, type TestStackInfo } from "../../scripts/lib/stack";
 
 /**
  * Returns `{ databaseUrl, redisUrl, redisPid, appUrl, bankUrl, webhookSecrets }` of the stack: from vitest's
  * `inject("testStack")`, or from the `TEST_STACK` environment variable the global setup exports.
  * Throws when neither is there (the file is not running under a project with the global setup).
  */
-export function testStack(): TestStackInfo & { webhookSecrets: string } {
+export function testStack(): TestStackInfo {
   let info: TestStackInfo | null | undefined;
   try {
     info = inject("testStack");
@@ -21,7 +21,7 @@ export function testStack(): TestStackInfo & { webhookSecrets: string } {
   if (!info) {
     throw new Error("no test stack: run this file under the vitest project 'integration' or 'http' (global setup)");
   }
-  return { ...info, webhookSecrets: info.webhookSecrets ?? TEST_WEBHOOK_SECRET };
+  return info;
 }
 
 /** The app's base URL (`http://127.0.0.1:<port>`). Throws when the stack was started without the app. */

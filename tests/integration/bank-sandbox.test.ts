@@ -13,6 +13,7 @@ import { retryDelayMs } from "@/bank/faults";
 import { cancelCharge, createCharge, getCharge, listChargesSince, type BankCallOptions } from "@/lib/bank/client";
 import { merchantRefFor } from "@/lib/bank/merchant-ref";
 import { verifyWebhookSignature } from "@/lib/bank/signature";
+import { randomWebhookSecret } from "@/scripts/lib/secrets";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Fast schedule for tests. Each number is small enough to keep the file under ~30 s and large enough to be
@@ -29,8 +30,9 @@ const SLOW_MS = 1500;
 const SHORT_TIMEOUT_MS = 300;
 /** Upper bound for any single wait on an event in this file. */
 const WAIT_MS = 10_000;
-const NEW_SECRET = "whsec_test_new";
-const OLD_SECRET = "whsec_test_old";
+/** Fresh secrets of this run (case C16: at least 32 bytes, never a published value). */
+const NEW_SECRET = randomWebhookSecret();
+const OLD_SECRET = randomWebhookSecret();
 // ---------------------------------------------------------------------------------------------------------------
 
 interface ReceivedWebhook {

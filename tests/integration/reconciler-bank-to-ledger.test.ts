@@ -11,7 +11,7 @@ import { failEntry } from "@/lib/ledger/transitions";
 import { createTopup } from "@/lib/topups/create-topup";
 import { reconcileOnce } from "@/lib/reconciler/reconcile-once";
 import { resetChargeCursors } from "@/lib/reconciler/charge-cursor";
-import { createTestUser } from "../helpers/db";
+import { createTestUser, testPool } from "../helpers/db";
 import { balanceOf, claimRequest, countRows, freshRefId } from "../helpers/ledger";
 import {
   auditTrail,
@@ -171,5 +171,34 @@ describe("reconciler: bank → ledger", () => {
     expect((await findEntryByKey({ userId: user.id, type: "topup", refId }))?.status).toBe("initiated");
     // The EUR charge gets no row: claiming it in a USD wallet would credit the wrong money.
     expect(await countRows(user.id, "topup", euroRef)).toBe(0);
+  });
+
+  it("C19: a reconciler error in the bank-to-ledger direction names the merchant reference and the charge id", async () => {
+    const user = await createTestUser();
+    const refId = freshRefId("row-error");
+    // The row is claimed and in flight (live lease): only the bank-to-ledger direction looks at it.
+    const claim = await claimOperation(claimRequest(user.id, { refId, amountMinor: 700 }), 0);
+    if (claim.kind !== "claimed") throw new Error("expected a claim");
+    const made = await charge(syncBank.url, user.id, refId, 700);
+    // Another row of the user already records that charge id, so completing this row with it breaks the unique
+    // index (user_id, bank_charge_id): a constraint violation on this row, which the pass reports and survives.
+    const other = await claimOperation(claimRequest(user.id, { refId: freshRefId("holder"), amountMinor: 1 }), 0);
+    if (other.kind !== "claimed") throw new Error("expected a claim");
+    await testPool().query("UPDATE ledger_entries SET bank_charge_id = $3 WHERE user_id = $1 AND id = $2", [
+      user.id,
+      other.entry.id,
+      made.id,
+    ]);
+
+    const result = await reconcileOnce(passOptions(syncBank.url, [user.id]));
+    expect(result.anomalies).toEqual([
+      {
+        kind: "row_error",
+        merchantRef: merchantRefFor(user.id, refId),
+        chargeId: made.id,
+        detail: expect.stringContaining("ledger_entries_user_id_bank_charge_id_key"),
+      },
+    ]);
+    expect(await balanceOf(user.id)).toBe(0);
   });
 });

@@ -17,6 +17,7 @@ import { getEntryById, markProcessing } from "@/lib/ledger/transitions";
 import type { LedgerEntry } from "@/lib/ledger/entry";
 import type { ReconcileLogger, ReconcileOptions } from "@/lib/reconciler/reconcile-once";
 import { freePort } from "@/scripts/lib/ports";
+import { randomWebhookSecret } from "@/scripts/lib/secrets";
 import { testPool } from "../helpers/db";
 import { claimRequest, freshRefId } from "../helpers/ledger";
 
@@ -48,6 +49,8 @@ export async function startTestBank(options: TestBankOptions = {}): Promise<Test
     env: {
       APP_URL: `http://127.0.0.1:${closedPort}`,
       BANK_STATE_FILE: join(stateDir, "bank-state.json"),
+      // Nobody verifies these webhooks (they go to a closed port), but the bank signs only with a usable secret.
+      BANK_WEBHOOK_SECRETS: randomWebhookSecret(),
       BANK_SYNC_SUCCESS: options.syncSuccess === false ? "0" : "1",
       BANK_WEBHOOK_DELAY_MS: String(options.settleDelayMs ?? 30),
       BANK_WEBHOOK_MAX_ATTEMPTS: "1",

@@ -1,14 +1,32 @@
 import { SIGNATURE_HEADER } from "@/lib/bank/signature";
+import { env } from "@/lib/env";
+import { readBodyWithin } from "@/lib/http/read-json-body";
 import { jsonResponse, problemResponse } from "@/lib/http/respond";
 import { withErrors } from "@/lib/http/route";
 import { handleBankWebhook } from "@/lib/webhooks/handle-bank-webhook";
 
 export const dynamic = "force-dynamic";
 
-/** The bank's webhook (contract section 5): raw bytes first, signature over them, then the event. */
+/**
+ * The bank's webhook (contract section 5): at most WEBHOOK_BODY_LIMIT_BYTES of raw bytes are read (413 past it,
+ * the rest never read: case C17), then the signature is checked over them, then the event.
+ */
 export const POST = withErrors(async (request) => {
-  const rawBody = Buffer.from(await request.arrayBuffer());
-  const result = await handleBankWebhook(rawBody, request.headers.get(SIGNATURE_HEADER));
+  const limitBytes = env().WEBHOOK_BODY_LIMIT_BYTES;
+  const body = await readBodyWithin(request, limitBytes);
+  if (!body) {
+    // `Connection: close`: the server stops reading the socket after this answer instead of draining the rest.
+    return problemResponse(
+      "payload_too_large",
+      `A webhook body is at most ${limitBytes} bytes.`,
+      {},
+      { connection: "close" },
+    );
+  }
+  const result = await handleBankWebhook(
+    Buffer.from(body.buffer, body.byteOffset, body.byteLength),
+    request.headers.get(SIGNATURE_HEADER),
+  );
   if (result.kind === "invalid_signature") {
     return problemResponse("invalid_signature", `The Bank-Signature header is ${result.reason}.`);
   }
