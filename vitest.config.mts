@@ -33,6 +33,8 @@ export default defineConfig({
           include: ["tests/http/**/*.test.ts"],
           environment: "node",
           globalSetup: ["tests/setup/global-setup.ts"],
+          // Every /api/v1 response a test receives is checked against the served OpenAPI document (issue 14).
+          setupFiles: ["tests/setup/openapi-fetch.ts"],
           testTimeout: 60_000,
           hookTimeout: 300_000,
         },

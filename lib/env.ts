@@ -131,6 +131,11 @@ const schema = z
      */
     WEBHOOK_BODY_LIMIT_BYTES: intFrom(1024, 64 * 1_048_576).default(65_536),
     LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+    /**
+     * Bearer token that a Prometheus scraper sends to `GET /api/v1/metrics` (admins can read it without). Unset: admins
+     * only. At least 32 characters: it is a secret, compared in constant time.
+     */
+    METRICS_TOKEN: z.preprocess((v) => (v === "" ? undefined : v), z.string().min(32).optional()),
   })
   .transform((raw) => {
     const bankPort = raw.BANK_PORT ?? raw.PORT + 1;

@@ -23,6 +23,12 @@ export const PROBLEM_CODES = {
 
 export type ProblemCode = keyof typeof PROBLEM_CODES;
 
+/**
+ * Codes whose body is a claimed row's stored first response (contract section 3), replayed byte for byte: their
+ * bodies carry no request id (contract section 4). Every other problem is answered fresh and names its request.
+ */
+export const STORED_PROBLEM_CODES: ReadonlySet<ProblemCode> = new Set<ProblemCode>(["insufficient_funds"]);
+
 export interface Problem {
   readonly type: string;
   readonly title: string;

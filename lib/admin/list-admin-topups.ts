@@ -1,16 +1,25 @@
+import { z } from "zod";
 import { pool } from "../db";
-import { entryColumns, toLedgerEntry, topupView, type EntryStatus, type LedgerEntry, type TopupView } from "../ledger";
-import { boundedLimit, keysetAfter, pageOf, type PageResult } from "../pagination/cursor";
+import { entryColumns, toLedgerEntry, topupView, type EntryStatus, type LedgerEntry } from "../ledger";
+import { topupViewSchema } from "../ledger/view-schemas";
+import { boundedLimit, keysetAfter, pageOf, type Page, type PageResult } from "../pagination/cursor";
 import { positionOf } from "../topups/list-topups";
 
-export interface AdminTopupView extends TopupView {
-  userId: string;
-  userEmail: string;
-  chargeId: string | null;
-  leaseExpiresAt: string | null;
-  leaseOwner: string | null;
-  attempt: number;
-}
+/** The admin's view of a top-up (contract section 4: `T & { userId, chargeId, leaseExpiresAt }`, and a little more). */
+export const adminTopupViewSchema = topupViewSchema
+  .extend({
+    userId: z.string(),
+    userEmail: z.string(),
+    chargeId: z.string().nullable().meta({ description: "The bank's charge id, once known." }),
+    leaseExpiresAt: z.iso.datetime().nullable(),
+    leaseOwner: z
+      .string()
+      .nullable()
+      .meta({ description: "The worker holding the lease while the row is unfinished." }),
+    attempt: z.int().min(1).meta({ description: "The fencing token: raised on every take-over." }),
+  })
+  .meta({ id: "AdminTopup" });
+export type AdminTopupView = z.infer<typeof adminTopupViewSchema>;
 
 const LIST_ADMIN_TOPUPS_SQL = `
 SELECT ${entryColumns("e")}, u.email AS user_email
@@ -44,18 +53,28 @@ export async function listAdminTopups(
     ...after.params,
     limit + 1,
   ]);
-  const rows = result.rows.map((row) => ({ entry: toLedgerEntry(row), email: row.user_email as string }));
-  return {
-    ok: true,
-    ...pageOf(
-      rows,
-      limit,
-      "admin-topups",
-      scope,
-      (row) => positionOf(row.entry),
-      (row) => adminTopupView(row.entry, row.email),
-    ),
-  };
+  return { ok: true, ...adminTopupPage(result.rows, limit, "admin-topups", scope) };
+}
+
+/**
+ * A page of admin views out of rows of `entryColumns("e")` plus `user_email`, read with `LIMIT limit + 1` in list
+ * order (see lib/pagination/cursor.ts `pageOf`).
+ */
+export function adminTopupPage(
+  rows: Record<string, unknown>[],
+  limit: number,
+  list: "admin-topups" | "admin-stuck-topups",
+  scope: string,
+): Page<AdminTopupView> {
+  const entries = rows.map((row) => ({ entry: toLedgerEntry(row), email: row.user_email as string }));
+  return pageOf(
+    entries,
+    limit,
+    list,
+    scope,
+    (row) => positionOf(row.entry),
+    (row) => adminTopupView(row.entry, row.email),
+  );
 }
 
 /** The admin's view of a top-up row: `T` plus owner, charge and lease fields (contract section 4). */

@@ -1,8 +1,7 @@
 import { pool } from "../db";
-import { entryColumns, toLedgerEntry, type EntryStatus } from "../ledger";
-import { boundedLimit, keysetAfter, pageOf, type PageResult } from "../pagination/cursor";
-import { positionOf } from "../topups/list-topups";
-import { adminTopupView, type AdminTopupView } from "./list-admin-topups";
+import { entryColumns, type EntryStatus } from "../ledger";
+import { boundedLimit, keysetAfter, type PageResult } from "../pagination/cursor";
+import { adminTopupPage, type AdminTopupView } from "./list-admin-topups";
 import { STUCK_AGE_MS } from "./stuck";
 
 // The partial index ledger_entries_unfinished_idx holds exactly the unfinished rows, so this never scans
@@ -33,16 +32,17 @@ export async function listStuckTopups(
   const after = keysetAfter(options.cursor, "admin-stuck-topups", scope);
   if (!after.ok) return after;
   const result = await pool().query(STUCK_SQL, [STUCK_AGE_MS, options.status ?? null, ...after.params, limit + 1]);
-  const rows = result.rows.map((row) => ({ entry: toLedgerEntry(row), email: row.user_email as string }));
-  return {
-    ok: true,
-    ...pageOf(
-      rows,
-      limit,
-      "admin-stuck-topups",
-      scope,
-      (row) => positionOf(row.entry),
-      (row) => adminTopupView(row.entry, row.email),
-    ),
-  };
+  return { ok: true, ...adminTopupPage(result.rows, limit, "admin-stuck-topups", scope) };
+}
+
+const COUNT_STUCK_SQL = `
+SELECT count(*)::int AS n FROM ledger_entries e
+ WHERE e.status IN ('initiated', 'processing')
+   AND e.type = 'topup'
+   AND (e.lease_expires_at < now() OR e.created_at < now() - $1::int * interval '1 millisecond')`;
+
+/** How many top-ups are stuck now (the same rule as {@link listStuckTopups}), for the metrics. Throws database errors. */
+export async function countStuckTopups(): Promise<number> {
+  const result = await pool().query<{ n: number }>(COUNT_STUCK_SQL, [STUCK_AGE_MS]);
+  return result.rows[0]?.n ?? 0;
 }

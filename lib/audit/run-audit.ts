@@ -3,7 +3,8 @@
  * `npm run audit`, `GET /api/v1/admin/audit`, the admin page and the tests all call {@link runAudit}.
  */
 import { env } from "../env";
-import type { AuditCheck, AuditCheckResult } from "./types";
+import type { z } from "zod";
+import type { AuditCheck, AuditCheckResult, auditReportSchema } from "./types";
 import { createBalanceCheck } from "./checks/balance-matches-ledger";
 import { createUniqueKeysCheck } from "./checks/unique-keys";
 import { createTopupsMatchBankChargesCheck } from "./checks/topups-match-bank-charges";
@@ -12,11 +13,8 @@ import { createNoExpiredUnfinishedRowsCheck } from "./checks/no-expired-unfinish
 import type { AuditScope } from "./checks/scope";
 import { createRewardCapCheck, rewardCapCheck } from "./checks/reward-cap";
 
-export interface AuditReport {
-  /** True when every check holds. */
-  ok: boolean;
-  checks: AuditCheckResult[];
-}
+/** `{ ok, checks }`: the OpenAPI document's `AuditReport` (./types.ts); `ok` is true when every check holds. */
+export type AuditReport = z.infer<typeof auditReportSchema>;
 
 export interface RunAuditOptions {
   /** Only these users' rows (and their merchant references at the bank); default every user. */

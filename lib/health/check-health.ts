@@ -1,15 +1,20 @@
+import { z } from "zod";
 import { pool } from "../db";
 import { failoverRetriesInProgress } from "../ledger/retry";
 import { ensureRedisConnected, redis } from "../redis";
 
-export interface Health {
-  /**
-   * "ok": reachable. "degraded": reachable from this probe, but an operation of this process is retrying after a
-   * lost connection right now (a failover is under way, issue 11). "down": the probe could not reach it.
-   */
-  db: "ok" | "degraded" | "down";
-  redis: "ok" | "down" | "off";
-}
+/** `GET /api/v1/health` (contract section 4); the OpenAPI document's `Health`. */
+export const healthSchema = z
+  .strictObject({
+    db: z.enum(["ok", "degraded", "down"]).meta({
+      description:
+        "`ok`: reachable. `degraded`: reachable, but an operation of this process is retrying after a lost " +
+        "connection right now (a failover is under way). `down`: the probe could not reach it.",
+    }),
+    redis: z.enum(["ok", "down", "off"]).meta({ description: "`off` when no Redis is configured." }),
+  })
+  .meta({ id: "Health" });
+export type Health = z.infer<typeof healthSchema>;
 
 /**
  * Probes PostgreSQL (`SELECT 1`) and Redis (`PING`; "off" when no Redis is configured) for

@@ -9,14 +9,46 @@ import { parseAmountToken, type RawMembers } from "./raw-json";
 
 export type Validated<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly detail: string };
 
-const refId = z.string().regex(REF_ID_PATTERN, "must be 1..128 characters of A-Z a-z 0-9 . _ : -");
-const currency = z.string().regex(/^[A-Z]{3}$/, "must be a 3-letter ISO 4217 code");
+const refId = z
+  .string()
+  .regex(REF_ID_PATTERN, "must be 1..128 characters of A-Z a-z 0-9 . _ : -")
+  .meta({ description: "The operation's own reference: the key, taken exactly as sent (contract section 1)." });
+const currency = z
+  .string()
+  .regex(/^[A-Z]{3}$/, "must be a 3-letter ISO 4217 code")
+  .meta({ description: "Optional; when sent, it must be the wallet's currency (WALLET_CURRENCY)." });
+/**
+ * The amount as the document describes it. The authority is the raw token check below (parseAmountToken: a plain
+ * JSON integer token of at most 16 digits, at most MAX_AMOUNT_MINOR), which JSON Schema cannot express.
+ */
+const AMOUNT_MESSAGE = "must be a JSON integer from 1 to MAX_AMOUNT_MINOR (minor units)";
+const amount = z
+  .int({ error: AMOUNT_MESSAGE })
+  .min(1, AMOUNT_MESSAGE)
+  .meta({
+    description:
+      'Minor units, written as a plain JSON integer (`1e3`, `100.0` and `"100"` are refused), at most ' +
+      "MAX_AMOUNT_MINOR (default 1,000,000).",
+    example: 2500,
+  });
 
-const topupSchema = z.strictObject({ refId, amount: z.number(), currency: currency.optional() });
-const paymentSchema = z.strictObject({ orderId: refId, amount: z.number(), currency: currency.optional() });
-const rewardSchema = z.strictObject({
-  adId: z.string().regex(AD_ID_PATTERN, "must be 1..117 characters of A-Z a-z 0-9 . _ : -"),
-});
+/** `POST /api/v1/topups`. */
+export const topupRequestSchema = z
+  .strictObject({ refId, amount, currency: currency.optional() })
+  .meta({ id: "TopupRequest" });
+/** `POST /api/v1/payments`. */
+export const paymentRequestSchema = z
+  .strictObject({ orderId: refId, amount, currency: currency.optional() })
+  .meta({ id: "PaymentRequest" });
+/** `POST /api/v1/rewards`. */
+export const rewardRequestSchema = z
+  .strictObject({
+    adId: z
+      .string()
+      .regex(AD_ID_PATTERN, "must be 1..117 characters of A-Z a-z 0-9 . _ : -")
+      .meta({ description: "The ad watched; one reward per ad per local day (contract section 6)." }),
+  })
+  .meta({ id: "RewardRequest" });
 
 function describe(error: z.ZodError): string {
   return error.issues
@@ -51,7 +83,7 @@ export function validateTopupRequest(
   raw: RawMembers,
   rules: AmountRules,
 ): Validated<{ refId: string; amountMinor: number; currency: string }> {
-  const parsed = topupSchema.safeParse(value);
+  const parsed = topupRequestSchema.safeParse(value);
   if (!parsed.success) return { ok: false, detail: describe(parsed.error) };
   const money = checkAmountAndCurrency(raw, parsed.data.currency, rules);
   if (!money.ok) return money;
@@ -64,7 +96,7 @@ export function validatePaymentRequest(
   raw: RawMembers,
   rules: AmountRules,
 ): Validated<{ orderId: string; amountMinor: number; currency: string }> {
-  const parsed = paymentSchema.safeParse(value);
+  const parsed = paymentRequestSchema.safeParse(value);
   if (!parsed.success) return { ok: false, detail: describe(parsed.error) };
   const money = checkAmountAndCurrency(raw, parsed.data.currency, rules);
   if (!money.ok) return money;
@@ -73,7 +105,7 @@ export function validatePaymentRequest(
 
 /** `POST /api/v1/rewards` body `{ adId }`. */
 export function validateRewardRequest(value: unknown): Validated<{ adId: string }> {
-  const parsed = rewardSchema.safeParse(value);
+  const parsed = rewardRequestSchema.safeParse(value);
   if (!parsed.success) return { ok: false, detail: describe(parsed.error) };
   return { ok: true, value: parsed.data };
 }

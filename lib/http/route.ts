@@ -6,7 +6,9 @@
  */
 import { getPrincipal, type Principal } from "../auth/principal";
 import { log } from "../log";
-import { REQUEST_ID_HEADER, requestIdFrom, runWithRequestContext } from "./request-context";
+import { metrics } from "../metrics/registry";
+import { currentRequestId, REQUEST_ID_HEADER, requestIdFrom, runWithRequestContext } from "./request-context";
+import { routeTemplateOf } from "./route-templates";
 import { clientGoneResponse, internalErrorResponse, problemResponse } from "./respond";
 
 export interface RouteContext<P> {
@@ -20,10 +22,13 @@ type AuthedHandler<P> = (request: Request, principal: Principal, context: RouteC
  * Wraps a public handler. The request gets its id (the client's `X-Request-Id` when it is 1..128 characters of
  * `[A-Za-z0-9._:-]`, else a minted UUID; contract section 4), which every log line written while it runs and every
  * problem body built for it carry, and which the response echoes in `X-Request-Id`. An unexpected throw becomes
- * `500 internal_error` naming that id (logged with the error).
+ * `500 internal_error` naming that id (logged with the error). Every answer is counted in the HTTP metrics by route
+ * template, method and status (lib/metrics). A wrapper inside another (a route that composes wrapped handlers) only
+ * runs its handler: the outermost one owns the id, the header and the count.
  */
 export function withErrors<P = Record<string, never>>(handler: Handler<P>): Handler<P> {
   return (request, context) => {
+    if (currentRequestId() !== undefined) return handler(request, context);
     const requestId = requestIdFrom(request.headers.get(REQUEST_ID_HEADER));
     return runWithRequestContext({ requestId }, async () => {
       const startedMs = performance.now();
@@ -38,15 +43,12 @@ export function withErrors<P = Record<string, never>>(handler: Handler<P>): Hand
           : internalErrorResponse(error, { method: request.method, path: new URL(request.url).pathname });
       }
       response.headers.set(REQUEST_ID_HEADER, requestId);
-      log().debug(
-        {
-          method: request.method,
-          path: new URL(request.url).pathname,
-          status: response.status,
-          durationMs: Math.round(performance.now() - startedMs),
-        },
-        "request answered",
-      );
+      const durationMs = performance.now() - startedMs;
+      const path = new URL(request.url).pathname;
+      const labels = { route: routeTemplateOf(path), method: request.method, status: String(response.status) };
+      metrics().httpRequests.inc(labels);
+      metrics().httpDuration.observe(labels, durationMs / 1000);
+      log().debug({ ...labels, path, durationMs: Math.round(durationMs) }, "request answered");
       return response;
     });
   };

@@ -3,19 +3,13 @@
  * these and stored byte for byte, so the shapes and key orders here are part of the replay contract:
  * change them only with a new API version.
  */
+import type { z } from "zod";
 import type { LedgerEntry, StoredResponse } from "./entry";
 import { problem, type ProblemCode } from "../problems";
+import type { paymentViewSchema, rewardViewSchema, statementEntryViewSchema, topupViewSchema } from "./view-schemas";
 
-/** `T` of contract section 4. */
-export interface TopupView {
-  refId: string;
-  amount: number;
-  currency: string;
-  status: LedgerEntry["status"];
-  failureReason: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
+/** `T` of contract section 4 (its schema, the OpenAPI document's `Topup`, is in ./view-schemas.ts). */
+export type TopupView = z.infer<typeof topupViewSchema>;
 
 export function topupView(entry: LedgerEntry): TopupView {
   return {
@@ -29,15 +23,7 @@ export function topupView(entry: LedgerEntry): TopupView {
   };
 }
 
-export interface PaymentView {
-  orderId: string;
-  amount: number;
-  currency: string;
-  status: LedgerEntry["status"];
-  failureReason: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
+export type PaymentView = z.infer<typeof paymentViewSchema>;
 
 export function paymentView(entry: LedgerEntry): PaymentView {
   return {
@@ -51,15 +37,7 @@ export function paymentView(entry: LedgerEntry): PaymentView {
   };
 }
 
-export interface RewardView {
-  adId: string;
-  day: string;
-  amount: number;
-  currency: string;
-  status: LedgerEntry["status"];
-  createdAt: string;
-  updatedAt: string;
-}
+export type RewardView = z.infer<typeof rewardViewSchema>;
 
 export function rewardView(entry: LedgerEntry): RewardView {
   return {
@@ -74,16 +52,7 @@ export function rewardView(entry: LedgerEntry): RewardView {
 }
 
 /** One line of the statement (`GET /api/v1/entries`): every movement, credits positive and debits negative. */
-export interface StatementEntryView {
-  type: LedgerEntry["type"];
-  refId: string;
-  amount: number;
-  currency: string;
-  status: LedgerEntry["status"];
-  failureReason: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
+export type StatementEntryView = z.infer<typeof statementEntryViewSchema>;
 
 export function statementEntryView(entry: LedgerEntry): StatementEntryView {
   return {

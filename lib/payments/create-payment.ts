@@ -2,6 +2,7 @@
  * Pays from the wallet balance: claim and debit in one transaction (contract sections 1, 3 and 8).
  */
 import { env } from "../env";
+import { countOperation } from "../metrics/registry";
 import { formatMinor } from "../money";
 import { withTransaction } from "../db";
 import { withTransactionRetry } from "../ledger/retry";
@@ -54,6 +55,11 @@ RETURNING balance_minor`;
  * Returns `response`, `mismatch` or `in_progress`. Throws on other database failures (500, nothing stored).
  */
 export async function createPayment(input: CreatePaymentInput): Promise<OperationResult> {
+  return countOperation("payment", await runPayment(input));
+}
+
+/** The payment itself (see {@link createPayment}). */
+async function runPayment(input: CreatePaymentInput): Promise<OperationResult> {
   const settings = env();
   const key = operationKey(input.userId, "payment", input.orderId);
   const params = { amount: input.amountMinor, currency: input.currency };

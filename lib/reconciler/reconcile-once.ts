@@ -8,6 +8,7 @@
  * docs/decisions/003-failure-and-recovery-policy.md.
  */
 import { env } from "../env";
+import { countReconcilePass } from "../metrics/registry";
 import { log } from "../log";
 import { pool } from "../db";
 import {
@@ -162,6 +163,7 @@ export async function reconcileOnce(options: ReconcileOptions = {}): Promise<Rec
     };
   }
   const result = ctx.tally.toResult();
+  countReconcilePass(result);
   // A quiet pass (the demo runs one every 10 s) is not logged; one that did or found something is.
   if (result.examined > 0 || result.anomalies || result.bankUnreachable)
     ctx.logger.info({ reconcile: result }, "reconciler pass finished");

@@ -3,63 +3,76 @@
  * `{ examined, completed, failed, redriven, skipped }`; `anomalies` and `bankUnreachable` are added only when
  * there is something to report, so a quiet pass is exactly the contract's shape).
  */
+import { z } from "zod";
 
 /** Things a pass found that it must not fix by itself: an admin has to look (they credit nothing). */
-export type ReconcileAnomalyKind =
+export const RECONCILE_ANOMALY_KINDS = [
   /** The bank's charge has another amount than the ledger row (or than the wallet would accept). */
-  | "amount_mismatch"
+  "amount_mismatch",
   /** The bank's charge is in another currency than the row, or than the wallet currency for a missing row. */
-  | "currency_mismatch"
+  "currency_mismatch",
   /** The row already records another bank charge id than the one the bank reports for its key. */
-  | "charge_mismatch"
+  "charge_mismatch",
   /** The bank says the charge succeeded, but the row has already failed: money taken, nothing credited. */
-  | "success_for_failed_row"
+  "success_for_failed_row",
   /** The bank says the charge was declined, but the row was credited. */
-  | "decline_for_succeeded_row"
+  "decline_for_succeeded_row",
   /** A succeeded charge whose merchant reference is not a top-up reference of ours. */
-  | "unknown_merchant_ref"
+  "unknown_merchant_ref",
   /** A reward or payment row left unfinished (they are single-transaction and never should be). */
-  | "unfinished_non_topup"
+  "unfinished_non_topup",
   /** The row's key cannot be written as a merchant reference (a user id with ':' cannot reach the bank). */
-  | "invalid_merchant_ref"
+  "invalid_merchant_ref",
   /** The bank refused a request with a 4xx other than the documented ones (e.g. 422 idempotency_key_reused). */
-  | "bank_refused"
+  "bank_refused",
   /** A database constraint refused a transition of this row (a bug; logged with the error). */
-  | "row_error";
+  "row_error",
+] as const;
+export type ReconcileAnomalyKind = (typeof RECONCILE_ANOMALY_KINDS)[number];
 
-export interface ReconcileAnomaly {
-  readonly kind: ReconcileAnomalyKind;
-  /** `topup:<userId>:<refId>` when known. */
-  readonly merchantRef: string | null;
-  readonly chargeId: string | null;
-  /** One sentence for the admin page and logs. */
-  readonly detail: string;
-}
+export const reconcileAnomalySchema = z
+  .strictObject({
+    kind: z.enum(RECONCILE_ANOMALY_KINDS),
+    merchantRef: z.string().nullable().meta({ description: "`topup:<userId>:<refId>` when known." }),
+    chargeId: z.string().nullable(),
+    detail: z.string().meta({ description: "One sentence for the admin page and logs." }),
+  })
+  .meta({ id: "ReconcileAnomaly" });
+export type ReconcileAnomaly = Readonly<z.infer<typeof reconcileAnomalySchema>>;
 
 /** The bank did not answer (timeout, refused connection, 5xx, unreadable): rows were left, not dropped (7.5). */
-export interface BankUnreachableReport {
-  /** The client's reason (`timeout`, `network`, `server_error`, `bad_response`) and its detail. */
-  readonly reason: string;
-  /** Unfinished rows whose lease is expired and that this pass could not settle because of it. */
-  readonly rowsLeft: number;
-  /** True when the bank's charge list could not be read (the bank-to-ledger direction did not run fully). */
-  readonly chargesUnlisted: boolean;
-}
+export const bankUnreachableReportSchema = z
+  .strictObject({
+    reason: z.string().meta({ description: "`timeout`, `network`, `server_error` or `bad_response`, and its detail." }),
+    rowsLeft: z
+      .int()
+      .min(0)
+      .meta({ description: "Unfinished rows with an expired lease that this pass could not settle because of it." }),
+    chargesUnlisted: z
+      .boolean()
+      .meta({ description: "True when the bank's charge list could not be read (the bank-to-ledger direction)." }),
+  })
+  .meta({ id: "BankUnreachableReport" });
+export type BankUnreachableReport = Readonly<z.infer<typeof bankUnreachableReportSchema>>;
 
-export interface ReconcileResult {
-  /** Rows taken over plus bank charges that needed a decision (a charge that already matches is not counted). */
-  examined: number;
-  /** Rows this pass moved to `succeeded` (each credited once, in the same statement). */
-  completed: number;
-  /** Rows this pass moved to `failed` (declined by the bank, or `expired` after a confirmed cancel). */
-  failed: number;
-  /** Rows whose charge this pass sent to the bank again (same Idempotency-Key); also counted in completed/failed when the answer was final. */
-  redriven: number;
-  /** Rows and charges looked at and left as they were (pending at the bank, finished by someone else, anomalies, bank unreachable). */
-  skipped: number;
-  anomalies?: ReconcileAnomaly[];
-  bankUnreachable?: BankUnreachableReport;
-}
+const count = (description: string) => z.int().min(0).meta({ description });
+
+/** `POST /api/v1/admin/reconcile` (contract section 4); the OpenAPI document's `ReconcileResult`. */
+export const reconcileResultSchema = z
+  .strictObject({
+    examined: count("Rows taken over plus bank charges that needed a decision."),
+    completed: count("Rows this pass moved to `succeeded` (each credited once)."),
+    failed: count("Rows this pass moved to `failed` (declined, or `expired` after a confirmed cancel)."),
+    redriven: count("Rows whose charge this pass sent to the bank again (same Idempotency-Key)."),
+    skipped: count("Rows and charges looked at and left as they were."),
+    anomalies: z
+      .array(reconcileAnomalySchema)
+      .optional()
+      .meta({ description: "Only when there are some (at most 100)." }),
+    bankUnreachable: bankUnreachableReportSchema.optional(),
+  })
+  .meta({ id: "ReconcileResult" });
+export type ReconcileResult = z.infer<typeof reconcileResultSchema>;
 
 /**
  * How many anomalies one result lists. A pass over a badly broken ledger could find thousands; the first 100

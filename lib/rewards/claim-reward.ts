@@ -3,6 +3,7 @@
  * cases C06 and C13).
  */
 import { randomUUID } from "node:crypto";
+import { countOperation, metrics } from "../metrics/registry";
 import { withTransaction } from "../db";
 import { env } from "../env";
 import { log } from "../log";
@@ -91,6 +92,11 @@ export async function claimReward(
   input: ClaimRewardInput,
   dependencies: ClaimRewardDependencies = {},
 ): Promise<OperationResult> {
+  return countOperation("reward", await runReward(input, dependencies));
+}
+
+/** The reward itself (see {@link claimReward}). */
+async function runReward(input: ClaimRewardInput, dependencies: ClaimRewardDependencies): Promise<OperationResult> {
   const rules = dependencies.rules ?? rewardRulesFromEnv();
   const now = input.now ?? new Date();
   const day = rewardDay(now, rules.timeZone);
@@ -113,7 +119,9 @@ export async function claimReward(
   let reserved: Awaited<ReturnType<RewardCapStore["reserve"]>>;
   try {
     reserved = await capStore.reserve(operation, rules.amountMinor, rules.dailyCapMinor);
+    metrics().rewardReservations.inc({ outcome: reserved.kind });
   } catch (error) {
+    metrics().rewardReservations.inc({ outcome: "unavailable" });
     // The reserve may still run after its timeout (stack-notes 21): release now, so that when it runs it
     // finds the tombstone, or (same connection, in order) is undone right after it.
     await releaseQuietly(capStore, operation, "reserve failed");
@@ -303,8 +311,10 @@ async function releaseQuietly(
   floorMinor?: number,
 ): Promise<void> {
   try {
-    await capStore.release(operation, floorMinor);
+    const released = await capStore.release(operation, floorMinor);
+    metrics().rewardReleases.inc({ outcome: released.kind });
   } catch (error) {
+    metrics().rewardReleases.inc({ outcome: "failed" });
     // The release may still run later (it was sent); if it never does, the reservation stays counted until
     // the day's keys expire and the audit lists it as stale. Refusing a reward is the safe failure.
     log().warn(

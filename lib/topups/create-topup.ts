@@ -4,6 +4,7 @@
  */
 import { env } from "../env";
 import { log } from "../log";
+import { countOperation } from "../metrics/registry";
 import { createCharge } from "../bank/client";
 import { merchantRefFor } from "../bank/merchant-ref";
 import {
@@ -50,6 +51,11 @@ export interface CreateTopupInput {
  * takes over when it expires (case C12).
  */
 export async function createTopup(input: CreateTopupInput): Promise<OperationResult> {
+  return countOperation("topup", await runTopup(input));
+}
+
+/** The top-up itself (see {@link createTopup}). */
+async function runTopup(input: CreateTopupInput): Promise<OperationResult> {
   const settings = env();
   const key = operationKey(input.userId, "topup", input.refId);
   const params = { amount: input.amountMinor, currency: input.currency };

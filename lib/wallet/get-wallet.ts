@@ -1,11 +1,15 @@
+import { z } from "zod";
 import { prisma } from "../db";
 import { env } from "../env";
 
-export interface WalletView {
-  /** Integer minor units. */
-  balance: number;
-  currency: string;
-}
+/** `GET /api/v1/wallet` (contract section 4); the OpenAPI document's `Wallet`. */
+export const walletViewSchema = z
+  .strictObject({
+    balance: z.int().min(0).meta({ description: "Integer minor units." }),
+    currency: z.string().regex(/^[A-Z]{3}$/),
+  })
+  .meta({ id: "Wallet" });
+export type WalletView = z.infer<typeof walletViewSchema>;
 
 /**
  * The caller's balance (contract section 4: `GET /api/v1/wallet`). A user who has never been credited has

@@ -31,22 +31,24 @@ import type { Queryable } from "../ledger/queryable";
 const printable = (max: number) => z.string().regex(new RegExp(`^[\\x21-\\x7e]{1,${max}}$`), "printable ASCII");
 
 /**
- * What an event must look like to be read at all. Bounds: ids of 200 characters are far above any provider's
+ * What an event must look like to be read at all (the OpenAPI document's `BankEvent`). Bounds: ids of 200 characters are far above any provider's
  * (the sandbox's are 28); a merchant reference is at most 400 (lib/bank/merchant-ref.ts); amounts are positive
  * integers JavaScript represents exactly. Anything else is unusable (case C18).
  */
-const eventSchema = z.object({
-  id: printable(200),
-  type: z.enum(["charge.succeeded", "charge.failed"]),
-  data: z.object({
-    chargeId: printable(200),
-    merchantRef: printable(400),
-    amount: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
-    currency: z.string().regex(/^[A-Z]{3}$/, "ISO 4217 code"),
-  }),
-});
+export const bankEventSchema = z
+  .object({
+    id: printable(200),
+    type: z.enum(["charge.succeeded", "charge.failed"]),
+    data: z.object({
+      chargeId: printable(200),
+      merchantRef: printable(400),
+      amount: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+      currency: z.string().regex(/^[A-Z]{3}$/, "ISO 4217 code"),
+    }),
+  })
+  .meta({ id: "BankEvent" });
 
-type BankEvent = z.infer<typeof eventSchema>;
+type BankEvent = z.infer<typeof bankEventSchema>;
 
 /** What the app did with an event; recorded per event id and shown to admins. `anomaly_*` credits nothing. */
 export type WebhookOutcome =
@@ -119,7 +121,7 @@ function parseEvent(rawBody: Buffer): ParsedEvent {
   } catch {
     return { kind: "unusable", reason: "the body is not JSON", value: undefined, text };
   }
-  const checked = eventSchema.safeParse(value);
+  const checked = bankEventSchema.safeParse(value);
   if (!checked.success) {
     const issue = checked.error.issues[0];
     return { kind: "unusable", reason: `${issue?.path.join(".") || "event"}: ${issue?.message}`, value, text };

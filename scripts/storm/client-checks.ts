@@ -3,7 +3,15 @@
  * (issue 6 item 1: "every 2xx body for the same key identical; no credit without a 2xx seen or a succeeded row").
  * Each check returns its violations (bounded); the storm fails when any check has one.
  */
+import type { ResponseBody } from "../lib/api-types";
 import { attemptKey, isStoredStatus, parseJson, type AttemptRecord, type OperationRecord } from "./observations";
+
+/** A 201 answer of any of the three operations, typed by the OpenAPI document (scripts/lib/api-types.ts). */
+type OperationAnswer = Partial<
+  ResponseBody<"/api/v1/topups", "post", 201> &
+    ResponseBody<"/api/v1/payments", "post", 201> &
+    ResponseBody<"/api/v1/rewards", "post", 201>
+>;
 
 /** A ledger row as the checks need it (read by the storm with one query per run). */
 export interface LedgerRow {
@@ -164,7 +172,7 @@ function answersMatchLedger(byKey: Map<string, KeyedAttempt[]>, rowByKey: Map<st
       findings.add(`${key}: answer ${answer.status} differs from the stored response ${row.responseStatus}`);
       continue;
     }
-    const body = parseJson(answer.body);
+    const body = parseJson(answer.body) as OperationAnswer | undefined;
     const view = body?.topup ?? body?.payment ?? body?.reward;
     if (answer.status === 402) {
       if (row.status !== "failed" || row.failureReason !== "insufficient_funds")
@@ -265,7 +273,7 @@ function mismatchesRefused(probes: readonly KeyedAttempt[], rowByKey: Map<string
     if (outcome.kind === "response" && outcome.status !== 422 && outcome.status < 500) {
       findings.add(`${key}: a request with another amount was answered ${outcome.status}`);
     } else if (outcome.kind === "response" && outcome.status === 422) {
-      const fields = parseJson(outcome.body)?.fields;
+      const fields = (parseJson(outcome.body) as ResponseBody<"/api/v1/topups", "post", 422> | undefined)?.fields;
       if (!Array.isArray(fields) || !fields.includes("amount")) findings.add(`${key}: 422 does not name "amount"`);
     }
     const row = rowByKey.get(key);

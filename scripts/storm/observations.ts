@@ -2,6 +2,7 @@
  * What the storm's clients saw: every operation they started and every HTTP attempt they made for it. The checks
  * (./client-checks.ts) compare this with the ledger and the bank at the end; the summary counts it.
  */
+import type { ResponseBody } from "../lib/api-types";
 import type { HttpOutcome } from "./http-client";
 
 /** The three kinds of money movement, as the API's routes name them. */
@@ -83,7 +84,8 @@ export function utcDay(ms: number): string {
 export function ledgerRefId(operation: OperationRecord, attempt: AttemptRecord): string {
   if (operation.kind !== "reward") return operation.ident;
   if (attempt.outcome.kind === "response" && attempt.outcome.status >= 200 && attempt.outcome.status < 300) {
-    const day = parseJson(attempt.outcome.body)?.reward?.day;
+    const day = (parseJson(attempt.outcome.body) as ResponseBody<"/api/v1/rewards", "post", 201> | undefined)?.reward
+      ?.day;
     if (typeof day === "string") return `${operation.ident}:${day}`;
   }
   return `${operation.ident}:${utcDay(attempt.sentAtMs)}`;
@@ -94,8 +96,11 @@ export function attemptKey(operation: OperationRecord, attempt: AttemptRecord): 
   return `${operation.userId}|${operation.kind}|${ledgerRefId(operation, attempt)}`;
 }
 
-/** JSON.parse that returns undefined instead of throwing; `any` because callers probe optional fields of bodies. */
-export function parseJson(text: string): any {
+/**
+ * JSON.parse that returns undefined instead of throwing. Callers say which answer they expect with the types of the
+ * OpenAPI document (scripts/lib/api-types.ts), so a change of the API breaks them at compile time.
+ */
+export function parseJson(text: string): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch {

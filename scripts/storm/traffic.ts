@@ -6,6 +6,7 @@
  */
 import type { Agent } from "node:http";
 import { seededRandom } from "../../bank/faults";
+import type { RequestBody } from "../lib/api-types";
 import { postJson, type HttpOutcome } from "./http-client";
 import {
   isFinalStatus,
@@ -130,14 +131,28 @@ const PATHS: Record<OperationKind, string> = {
   payment: "/api/v1/payments",
 };
 
+/**
+ * The JSON body of an operation's request, typed by the OpenAPI document (scripts/lib/api-types.ts): a change of
+ * the API's request bodies breaks this at compile time.
+ */
 function requestBody(operation: OperationRecord, amountMinor: number | null): string {
+  const amount = (): number => {
+    if (amountMinor === null) throw new Error(`${operation.kind} ${operation.ident}: no amount planned`);
+    return amountMinor;
+  };
   switch (operation.kind) {
     case "topup":
-      return JSON.stringify({ refId: operation.ident, amount: amountMinor });
+      return JSON.stringify({ refId: operation.ident, amount: amount() } satisfies RequestBody<
+        "/api/v1/topups",
+        "post"
+      >);
     case "payment":
-      return JSON.stringify({ orderId: operation.ident, amount: amountMinor });
+      return JSON.stringify({
+        orderId: operation.ident,
+        amount: amount(),
+      } satisfies RequestBody<"/api/v1/payments", "post">);
     case "reward":
-      return JSON.stringify({ adId: operation.ident });
+      return JSON.stringify({ adId: operation.ident } satisfies RequestBody<"/api/v1/rewards", "post">);
   }
 }
 

@@ -3,6 +3,7 @@ import { env } from "@/lib/env";
 import { readBodyWithin } from "@/lib/http/read-json-body";
 import { jsonResponse, problemResponse } from "@/lib/http/respond";
 import { withErrors } from "@/lib/http/route";
+import { metrics } from "@/lib/metrics/registry";
 import { handleBankWebhook } from "@/lib/webhooks/handle-bank-webhook";
 
 export const dynamic = "force-dynamic";
@@ -27,6 +28,7 @@ export const POST = withErrors(async (request) => {
     Buffer.from(body.buffer, body.byteOffset, body.byteLength),
     request.headers.get(SIGNATURE_HEADER),
   );
+  metrics().webhookDeliveries.inc({ outcome: result.kind === "invalid_signature" ? result.kind : result.outcome });
   if (result.kind === "invalid_signature") {
     return problemResponse("invalid_signature", `The Bank-Signature header is ${result.reason}.`);
   }

@@ -1,0 +1,44 @@
+/**
+ * Every route of `/api/v1`, as a path template. The OpenAPI document (lib/openapi/document.ts) must describe each of
+ * them and nothing else (a type check there; tests/unit/openapi-document.test.ts compares them with the route files),
+ * and the metrics label requests with them, so a label never holds a ref id (bounded cardinality).
+ */
+export const API_ROUTE_TEMPLATES = [
+  "/api/v1/health",
+  "/api/v1/health/live",
+  "/api/v1/wallet",
+  "/api/v1/topups",
+  "/api/v1/topups/{refId}",
+  "/api/v1/entries",
+  "/api/v1/rewards",
+  "/api/v1/payments",
+  "/api/v1/bank/webhook",
+  "/api/v1/admin/topups",
+  "/api/v1/admin/reconcile",
+  "/api/v1/admin/audit",
+  "/api/v1/bench/noop",
+  "/api/v1/openapi.json",
+  "/api/v1/metrics",
+] as const;
+
+export type ApiRouteTemplate = (typeof API_ROUTE_TEMPLATES)[number];
+
+const MATCHERS = API_ROUTE_TEMPLATES.map((template) => ({
+  template,
+  pattern: new RegExp(`^${template.replaceAll(".", "\\.").replace(/\{[^}]+\}/g, "[^/]+")}$`),
+  literal: !template.includes("{"),
+}));
+
+/**
+ * The template of a request path (`/api/v1/topups/abc` → `/api/v1/topups/{refId}`), a literal template winning over
+ * one with a parameter; `unmatched` for any other path (e.g. a 404).
+ */
+export function routeTemplateOf(pathname: string): ApiRouteTemplate | "unmatched" {
+  let found: ApiRouteTemplate | "unmatched" = "unmatched";
+  for (const { template, pattern, literal } of MATCHERS) {
+    if (!pattern.test(pathname)) continue;
+    if (literal) return template;
+    found = template;
+  }
+  return found;
+}
