@@ -208,7 +208,7 @@ function acknowledgedInLedger(byKey: Map<string, KeyedAttempt[]>, rowByKey: Map<
     if (!ok || ok.attempt.outcome.kind !== "response") continue;
     acknowledged += 1;
     const row = rowByKey.get(key);
-    const body = parseJson(ok.attempt.outcome.body);
+    const body = parseJson(ok.attempt.outcome.body) as OperationAnswer | undefined;
     const view = body?.topup ?? body?.payment ?? body?.reward;
     if (!row) findings.add(`${key}: acknowledged ${ok.attempt.outcome.status}, no row in the ledger`);
     else if (view?.status === "succeeded" && row.status !== "succeeded")
