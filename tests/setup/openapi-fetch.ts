@@ -19,7 +19,7 @@ holder[realFetchKey] ??= globalThis.fetch;
 const realFetch = holder[realFetchKey];
 let contract: OpenApiContract | null = null;
 const violations: string[] = [];
-/** Responses checked by this worker: the suite asserts that the check ran at all (tests/http/openapi.test.ts). */
+/** Responses checked in this test file: tests/http/openapi.test.ts asserts that the check runs at all. */
 export const checkedResponses = { count: 0 };
 
 beforeAll(async () => {
