@@ -1,12 +1,14 @@
 /**
  * Next.js calls `register()` once when a server instance starts (`next start`, `next dev`), before it serves a
- * request. The Node.js server refuses to start here when a secret is unusable (lib/env.ts
- * `refuseUnusableSecrets`, contract section 9, case C16). The module is imported only on the Node.js runtime, so
+ * request. Shared file: add steps, keep each one small. The modules are imported only on the Node.js runtime, so
  * the edge bundle of this file stays free of Node APIs.
  */
 export async function register(): Promise<void> {
-  if (process.env.NEXT_RUNTIME === "nodejs") {
-    const { refuseUnusableSecrets } = await import("./lib/env");
-    refuseUnusableSecrets();
-  }
+  if (process.env.NEXT_RUNTIME !== "nodejs") return;
+  const { env, refuseUnusableSecrets } = await import("./lib/env");
+  // The server refuses to start when a secret is unusable (contract section 9, case C16).
+  refuseUnusableSecrets();
+  // Every throttle keys on the address this resolves; undecodable paths become 400s (cases C22, C24).
+  const { installClientAddressHook } = await import("./lib/http/client-address-hook");
+  installClientAddressHook(env().TRUSTED_PROXY_HOPS);
 }

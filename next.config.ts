@@ -1,5 +1,6 @@
 import type { NextConfig } from "next";
 import { parseEnv } from "./lib/env";
+import { API_CONTENT_SECURITY_POLICY, STATIC_SECURITY_HEADERS } from "./lib/http/security-headers";
 
 // Validate the environment once at build and start-up: a bad .env fails here with a readable list.
 parseEnv();
@@ -21,6 +22,18 @@ const nextConfig: NextConfig = {
   // forbidden() in admin pages answers a real 403 (app/forbidden.tsx renders it).
   experimental: { authInterrupts: true },
   typescript: { ignoreBuildErrors: false, tsconfigPath: "tsconfig.app.json" },
+  // Security headers on every response, including those Next.js makes by itself (contract section 9). Pages get
+  // their nonce-based Content-Security-Policy from proxy.ts; the API and static files a policy that allows
+  // nothing. lib/http/security-headers.ts explains each value.
+  async headers() {
+    const deny = [{ key: "Content-Security-Policy", value: API_CONTENT_SECURITY_POLICY }];
+    return [
+      { source: "/:path*", headers: [...STATIC_SECURITY_HEADERS] },
+      { source: "/api/:path*", headers: deny },
+      { source: "/_next/static/:path*", headers: deny },
+      { source: "/icon.svg", headers: deny },
+    ];
+  },
 };
 
 export default nextConfig;

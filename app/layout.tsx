@@ -24,6 +24,7 @@ export default async function RootLayout({ children }: { children: ReactNode }) 
               <>
                 <Link href="/wallet">Wallet</Link>
                 <Link href="/settings/tokens">API tokens</Link>
+                <Link href="/settings/security">Security</Link>
                 {user.role === "admin" && <Link href="/admin">Admin</Link>}
                 <span className="who">{user.email}</span>
                 <form action={signOutAction}>

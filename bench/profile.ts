@@ -18,7 +18,7 @@ import pg from "pg";
 import { freePort, waitForHttp } from "../scripts/lib/ports";
 import type { Service } from "../scripts/lib/processes";
 import { randomAuthSecret, randomWebhookSecret } from "../scripts/lib/secrets";
-import { ensureBuilt, projectRoot, spawnApp, spawnBank, startStack } from "../scripts/lib/stack";
+import { ensureBuilt, LOAD_OPS_PER_MINUTE, projectRoot, spawnApp, spawnBank, startStack } from "../scripts/lib/stack";
 import { loadRoute, type RequestGenerator } from "./http-load";
 import { createHttpUsers } from "./http-users";
 import { renderTable } from "./report";
@@ -158,6 +158,7 @@ async function main(): Promise<number> {
         BANK_WEBHOOK_SECRETS: webhookSecrets,
         BETTER_AUTH_SECRET: randomAuthSecret(),
         LOG_LEVEL: "warn",
+        OPS_PER_MINUTE: LOAD_OPS_PER_MINUTE,
       },
       log: join(stack.logDir, "app.log"),
     });

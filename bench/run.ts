@@ -25,7 +25,7 @@ import { parseArgs } from "node:util";
 import pg from "pg";
 import { migrate } from "../lib/migrate";
 import { runCleanups } from "../scripts/lib/processes";
-import { ensureBuilt, projectRoot, startStack, type Stack } from "../scripts/lib/stack";
+import { ensureBuilt, LOAD_OPS_PER_MINUTE, projectRoot, startStack, type Stack } from "../scripts/lib/stack";
 import { duplicateStorm, type DuplicateStormFigures } from "./duplicate-storm";
 import { loadRoute, type HttpFigures, type RequestGenerator } from "./http-load";
 import { createHttpUsers } from "./http-users";
@@ -471,7 +471,11 @@ async function main(): Promise<number> {
   ensureBuilt();
   say("bench: starting PostgreSQL, Redis, the sandbox bank and the app");
   // The app logs warnings only: logging every request would measure pino, not the wallet.
-  const stack = await startStack({ withApp: true, label: "bench", env: { LOG_LEVEL: "warn" } });
+  const stack = await startStack({
+    withApp: true,
+    label: "bench",
+    env: { LOG_LEVEL: "warn", OPS_PER_MINUTE: LOAD_OPS_PER_MINUTE },
+  });
   // One connection: CREATE DATABASE and SHOW server_version.
   const admin = quietPool(stack.databaseUrl, 1);
   try {

@@ -130,6 +130,19 @@ const schema = z
      * per request before the signature is checked. At most 64 MiB, so that no setting can turn the bound off.
      */
     WEBHOOK_BODY_LIMIT_BYTES: intFrom(1024, 64 * 1_048_576).default(65_536),
+    /**
+     * How many `X-Forwarded-For` hops to trust (contract section 9). 0: the client's address is the socket's
+     * peer and the header is ignored, so a client cannot pick its own address. N: N proxies of yours stand in
+     * front of the app, each appending the address it saw; the address N entries back from the peer is the
+     * client's. 10 is far above any real chain of proxies.
+     */
+    TRUSTED_PROXY_HOPS: intFrom(0, 10).default(0),
+    /** Contract: 5 accounts created per client address per hour. */
+    SIGNUPS_PER_HOUR: intFrom(1, 1_000_000).default(5),
+    /** Contract: 60 new operations per user and type per minute (duplicates never count). */
+    OPS_PER_MINUTE: intFrom(1, 1_000_000).default(60),
+    /** Contract: 20 active personal API tokens per user. */
+    TOKENS_PER_USER_MAX: intFrom(1, 1000).default(20),
     LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
     /**
      * Bearer token that a Prometheus scraper sends to `GET /api/v1/metrics` (admins can read it without). Unset: admins

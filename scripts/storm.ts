@@ -90,7 +90,7 @@ interface StormEvent {
 }
 
 async function createUsers(db: pg.Pool, count: number): Promise<StormUser[]> {
-  const { createApiToken } = await import("../lib/api-tokens/create-api-token");
+  const { createApiTokenOrThrow } = await import("../lib/api-tokens/create-api-token");
   // A tag per run keeps the users of two storms against the same database apart.
   const runTag = randomBytes(4).toString("hex");
   const users: StormUser[] = [];
@@ -105,7 +105,7 @@ async function createUsers(db: pg.Pool, count: number): Promise<StormUser[]> {
             `Storm user ${index}`,
             `${id}@storm.test`,
           ]);
-          const { token } = await createApiToken({ userId: id, name: "storm" });
+          const { token } = await createApiTokenOrThrow({ userId: id, name: "storm" });
           return { index, id, token };
         }),
       )),

@@ -16,7 +16,7 @@ export const metadata: Metadata = { title: "Sign in" };
  */
 const ERROR_MESSAGES = {
   credentials: "Wrong email or password",
-  throttled: "Too many sign-in attempts for this email. Wait a minute, then try again.",
+  throttled: "Too many failed sign-in attempts for this email from your network. Wait 15 minutes, then try again.",
 } as const;
 const errorParam = z.enum(["credentials", "throttled"]);
 

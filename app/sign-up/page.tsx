@@ -19,8 +19,9 @@ const ERROR_MESSAGES = {
   email: "Enter a valid email address.",
   password: `Use a password of ${PASSWORD_MIN_LENGTH} to ${PASSWORD_MAX_LENGTH} characters.`,
   taken: "An account with this email already exists. Sign in instead.",
+  throttled: "Too many accounts were created from your network in the last hour. Try again later.",
 } as const;
-const errorParam = z.enum(["email", "password", "taken"]);
+const errorParam = z.enum(["email", "password", "taken", "throttled"]);
 
 const signUpForm = z.object({ email: emailField, password: newPasswordField });
 
@@ -46,6 +47,11 @@ async function signUpAction(formData: FormData): Promise<void> {
       return redirect("/sign-up?error=email");
     case "invalid_password":
       return redirect("/sign-up?error=password");
+    case "invalid_name":
+      // The page sends no name: the default (the email's local part, cut to 100) is always valid.
+      return redirect("/sign-up?error=email");
+    case "throttled":
+      return redirect("/sign-up?error=throttled");
   }
 }
 

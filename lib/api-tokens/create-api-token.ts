@@ -4,7 +4,8 @@
  * verifications per day (stack-notes 18).
  */
 import { createHash, randomBytes, randomUUID } from "node:crypto";
-import { pool } from "../db";
+import { withTransaction } from "../db";
+import { env } from "../env";
 
 /** Every token starts with this, so a leaked token is recognisable (secret scanners, logs). */
 export const API_TOKEN_PREFIX = "wlt_";
@@ -32,34 +33,81 @@ export function hashApiToken(token: string): string {
   return createHash("sha256").update(token, "utf8").digest("hex");
 }
 
+/** Expiry choices offered by the tokens page, in days; null is "never". */
+export const API_TOKEN_EXPIRY_DAYS = [7, 30, 90, 365] as const;
+export type ApiTokenExpiryDays = (typeof API_TOKEN_EXPIRY_DAYS)[number] | null;
+
+export type CreateApiTokenResult =
+  | { kind: "created"; token: string; id: string; prefix: string; expiresAt: Date | null }
+  /** The user already has TOKENS_PER_USER_MAX active tokens (contract section 9: 409 token_limit_reached). */
+  | { kind: "limit_reached"; activeMax: number };
+
 /**
- * Creates a personal API token for a user.
+ * Creates a personal API token for a user, unless the user already holds TOKENS_PER_USER_MAX active ones
+ * (not revoked, not expired).
+ *
+ * The count and the insert run in one transaction that first locks the user's row (`FOR NO KEY UPDATE`), so
+ * concurrent creations for one user are serialised and cannot pass the count together; other users are not
+ * blocked.
  *
  * @param input.userId the owner's `"user".id` (from the authenticated session, never from a request body).
  * @param input.name a label of 1..100 characters after trimming, chosen by the user.
- * @returns `{ token, id, prefix }`: `token` is the only copy of the secret (`wlt_` + 43 base64url characters)
- *   and must be shown once and never logged or stored; `id` identifies the row (for revocation); `prefix` is
- *   the display form kept in the database (`wlt_` + 8 characters).
- * @throws RangeError when the name is empty or too long (callers validate first); the pg driver's error on
- *   database failure, including a foreign-key violation (23503) when the user does not exist.
+ * @param input.expiresInDays one of {@link API_TOKEN_EXPIRY_DAYS}, or null / absent for a token that never expires.
+ * @returns `created` with `token`, the only copy of the secret (`wlt_` + 43 base64url characters: show it once,
+ *   never log or store it), `id` (for revocation), `prefix` (the display form, `wlt_` + 8 characters) and
+ *   `expiresAt`; or `limit_reached`.
+ * @throws RangeError when the name is empty or too long or the expiry is not offered (callers validate first);
+ *   Error when the user does not exist; the pg driver's error on database failure.
  */
 export async function createApiToken(input: {
   userId: string;
   name: string;
-}): Promise<{ token: string; id: string; prefix: string }> {
+  expiresInDays?: ApiTokenExpiryDays;
+}): Promise<CreateApiTokenResult> {
   const name = input.name.trim();
   if (name.length < 1 || name.length > API_TOKEN_NAME_MAX_LENGTH) {
     throw new RangeError(`API token name must be 1..${API_TOKEN_NAME_MAX_LENGTH} characters`);
   }
+  const expiresInDays = input.expiresInDays ?? null;
+  if (expiresInDays !== null && !API_TOKEN_EXPIRY_DAYS.includes(expiresInDays)) {
+    throw new RangeError(`API token expiry must be one of ${API_TOKEN_EXPIRY_DAYS.join(", ")} days, or none`);
+  }
+  const activeMax = env().TOKENS_PER_USER_MAX;
   const token = API_TOKEN_PREFIX + randomBytes(API_TOKEN_SECRET_BYTES).toString("base64url");
   const prefix = token.slice(0, API_TOKEN_PREFIX.length + DISPLAY_PREFIX_CHARS);
   const id = randomUUID();
-  await pool().query(`INSERT INTO api_tokens (id, user_id, name, prefix, token_hash) VALUES ($1, $2, $3, $4, $5)`, [
-    id,
-    input.userId,
-    name,
-    prefix,
-    hashApiToken(token),
-  ]);
-  return { token, id, prefix };
+  return await withTransaction(async (client): Promise<CreateApiTokenResult> => {
+    // The lock that serialises one user's creations; no row means the user does not exist.
+    const owner = await client.query(`SELECT 1 FROM "user" WHERE id = $1 FOR NO KEY UPDATE`, [input.userId]);
+    if (owner.rowCount === 0) throw new Error(`createApiToken: no user ${input.userId}`);
+    const active = await client.query<{ count: number }>(
+      `SELECT count(*)::int AS count FROM api_tokens
+        WHERE user_id = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`,
+      [input.userId],
+    );
+    if ((active.rows[0]?.count ?? 0) >= activeMax) return { kind: "limit_reached", activeMax };
+    const inserted = await client.query<{ expires_at: Date | null }>(
+      `INSERT INTO api_tokens (id, user_id, name, prefix, token_hash, expires_at)
+       VALUES ($1, $2, $3, $4, $5, now() + $6::int * interval '1 day')
+       RETURNING expires_at`,
+      [id, input.userId, name, prefix, hashApiToken(token), expiresInDays],
+    );
+    return { kind: "created", token, id, prefix, expiresAt: inserted.rows[0]?.expires_at ?? null };
+  });
+}
+
+/**
+ * {@link createApiToken} for scripts and tests, which never expect the cap: the created token's fields.
+ *
+ * @throws Error when the user already holds TOKENS_PER_USER_MAX active tokens; otherwise as createApiToken.
+ */
+export async function createApiTokenOrThrow(
+  input: Parameters<typeof createApiToken>[0],
+): Promise<{ token: string; id: string; prefix: string; expiresAt: Date | null }> {
+  const created = await createApiToken(input);
+  if (created.kind === "limit_reached") {
+    throw new Error(`user ${input.userId} already has ${created.activeMax} active API tokens`);
+  }
+  const { kind: _kind, ...token } = created;
+  return token;
 }

@@ -7,10 +7,10 @@ import { API_TOKEN_PATTERN, hashApiToken } from "./create-api-token";
  *
  * One SELECT through the unique index on `token_hash`, joined to the owner's current email and role, and no
  * write of any kind (no "last used" column on purpose): checking a token costs about 1 ms and never contends
- * with other requests (stack-notes 18). A revoked token stops working on the next request.
+ * with other requests (stack-notes 18). A revoked or expired token stops working on the next request.
  *
  * @param token the text after `Bearer ` exactly as sent.
- * @returns the principal (`via: "token"`), or null when the token is malformed, unknown or revoked.
+ * @returns the principal (`via: "token"`), or null when the token is malformed, unknown, revoked or expired.
  * @throws the pg driver's error when the database is unreachable for longer than DB_FAILOVER_RETRY_MS (a read,
  *   retried through a failover like the ledger's statements: lib/db.ts `autocommit`).
  */
@@ -21,7 +21,7 @@ export async function findPrincipalByToken(token: string): Promise<Principal | n
     `SELECT t.user_id, u.email, u.role
        FROM api_tokens t
        JOIN "user" u ON u.id = t.user_id
-      WHERE t.token_hash = $1 AND t.revoked_at IS NULL`,
+      WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())`,
     [hashApiToken(token)],
   );
   const row = rows[0];

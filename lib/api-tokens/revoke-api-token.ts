@@ -23,3 +23,19 @@ export async function revokeApiToken(input: { userId: string; tokenId: string })
   const row = rows[0];
   return row ? { kind: "revoked", revokedAt: row.revoked_at } : { kind: "not_found" };
 }
+
+/**
+ * Revokes every active token of a user (a password change or "sign out everywhere" without "keep my API
+ * tokens", contract section 9).
+ *
+ * @param userId the owner's `"user".id` from the authenticated session.
+ * @returns how many tokens this call revoked.
+ * @throws the pg driver's error on database failure.
+ */
+export async function revokeAllApiTokens(userId: string): Promise<number> {
+  const { rowCount } = await pool().query(
+    `UPDATE api_tokens SET revoked_at = now() WHERE user_id = $1 AND revoked_at IS NULL`,
+    [userId],
+  );
+  return rowCount ?? 0;
+}

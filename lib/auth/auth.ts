@@ -8,9 +8,14 @@
  * - `role` is a user field that sign-up can never set (`input: false`); admins are made by `npm run users`.
  * - No cookie cache: with it, a replayed cookie stayed valid after sign-out and role changes lagged
  *   (stack-notes 18). Every session read is one SELECT.
- * - Rate limiting is on in every environment, stored in the database so all app processes share it, except
- *   for `/get-session` (it would write a row per read). It only sees HTTP requests to `/api/auth/*` and keys on
- *   the client IP, so sign-in is also throttled per email in `hooks.before` (./sign-in-throttle.ts).
+ * - better-auth's own rate limiter is off: it only sees HTTP requests to `/api/auth/*`, its database store
+ *   prunes rows after 60 s (an hour cannot live there) and writes a row per request. The throttles of contract
+ *   section 9 run in `hooks.before`/`hooks.after` instead (lib/limits/auth-throttles.ts), so they cover
+ *   `auth.api.*` calls from server actions as well as HTTP, in Redis with real windows.
+ * - `hooks.before` also applies the app's account-field rules to every endpoint that creates or changes an
+ *   account (./credential-fields.ts), so the library's own endpoints cannot store a 1,000,000-character name.
+ * - The client address better-auth records on sessions is the one lib/http/client-address.ts resolved, never a
+ *   client-chosen `X-Forwarded-For`.
  * - `nextCookies()` is the last plugin, so server actions that sign in or out set the cookie on the response.
  */
 import { betterAuth, APIError } from "better-auth";
@@ -21,15 +26,18 @@ import { hash as argon2Hash, verify as argon2Verify, type Algorithm } from "@nod
 import type { Pool } from "pg";
 import { env } from "../env";
 import { pool } from "../db";
-import { clearSignInAttempts, consumeSignInAttempt } from "./sign-in-throttle";
+import { CLIENT_ADDRESS_HEADER, clientAddressFrom } from "../http/client-address";
+import { appOrigins } from "../http/same-origin";
+import {
+  beginPasswordAttempt,
+  countSignUp,
+  finishPasswordAttempt,
+  type PasswordAttempt,
+} from "../limits/auth-throttles";
+import { accountFieldsProblem, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from "./credential-fields";
 
-/** Shortest password accepted at sign-up, in characters (project rule; NIST SP 800-63B asks for at least 8). */
-export const PASSWORD_MIN_LENGTH = 10;
-/**
- * Longest password accepted, in characters. 128 is better-auth's default and bounds the work one request can
- * make the hash do; NIST SP 800-63B asks for at least 64.
- */
-export const PASSWORD_MAX_LENGTH = 128;
+// The password bounds live with the other account-field rules; re-exported for existing importers.
+export { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from "./credential-fields";
 
 // @node-rs/argon2's Algorithm is an ambient const enum, which isolatedModules cannot read; 2 is Argon2id.
 const ARGON2ID: Algorithm = 2;
@@ -67,15 +75,30 @@ function sessionSecret(): string {
   return processSecret;
 }
 
+/**
+ * The password attempt a sign-in's `before` hook counted, for its `after` hook: keyed by the dispatch's context
+ * object, which better-auth hands to both hooks of one call (better-auth/dist/api/dispatch.mjs).
+ */
+const passwordAttempts = new WeakMap<object, PasswordAttempt>();
+
+/** The 429 every throttle answers with; `code` is the contract's problem code (section 9). */
+function throttled(retryAfterS: number, message: string): APIError {
+  return new APIError(
+    "TOO_MANY_REQUESTS",
+    { code: "rate_limited", message: `${message} Try again in ${retryAfterS} s.` },
+    { "Retry-After": String(retryAfterS) },
+  );
+}
+
 function createAuth(database: Pool) {
-  const { APP_URL, PORT } = env();
+  const { APP_URL } = env();
   return betterAuth({
     appName: "Wallet",
     baseURL: APP_URL,
     basePath: "/api/auth",
     secret: sessionSecret(),
     // The app is reached by APP_URL and, in development and the demo, by both loopback names of PORT.
-    trustedOrigins: [new URL(APP_URL).origin, `http://127.0.0.1:${PORT}`, `http://localhost:${PORT}`],
+    trustedOrigins: appOrigins(),
     database,
     emailAndPassword: {
       enabled: true,
@@ -99,36 +122,34 @@ function createAuth(database: Pool) {
       updateAge: SESSION_UPDATE_AGE_S,
       cookieCache: { enabled: false },
     },
-    rateLimit: {
-      enabled: true,
-      storage: "database",
-      // better-auth's defaults, spelled out: 100 requests per 10 s per IP and path. Its built-in stricter rules
-      // still apply on top (sign-in and sign-up: 3 per 10 s per IP).
-      window: 10,
-      max: 100,
-      customRules: { "/get-session": false },
-    },
+    rateLimit: { enabled: false },
+    advanced: { ipAddress: { ipAddressHeaders: [CLIENT_ADDRESS_HEADER] } },
     hooks: {
       before: createAuthMiddleware(async (ctx) => {
-        if (ctx.path !== "/sign-in/email") return;
-        const email: unknown = ctx.body?.email;
-        // A body without an email string is refused by the endpoint's own validation right after this hook.
-        if (typeof email !== "string") return;
-        const decision = await consumeSignInAttempt(email);
-        if (!decision.allowed) {
-          throw new APIError(
-            "TOO_MANY_REQUESTS",
-            { code: "SIGN_IN_THROTTLED", message: "Too many sign-in attempts. Try again later." },
-            { "Retry-After": String(decision.retryAfterS) },
-          );
+        const problem = accountFieldsProblem(ctx.path, ctx.body);
+        if (problem) throw new APIError("BAD_REQUEST", { ...problem });
+        // null outside the app server (CLIs, tests calling lib/): no network client, no per-address limit.
+        const address = clientAddressFrom(ctx.headers ?? new Headers());
+        if (address === null) return;
+        if (ctx.path === "/sign-in/email") {
+          const email: unknown = ctx.body?.email;
+          // A body without an email string is refused by the endpoint's own validation right after this hook.
+          if (typeof email !== "string") return;
+          const decision = await beginPasswordAttempt(email, address);
+          if (!decision.allowed) throw throttled(decision.retryAfterS, "Too many sign-in attempts.");
+          passwordAttempts.set(ctx.context, decision.attempt);
+        } else if (ctx.path === "/sign-up/email") {
+          const decision = await countSignUp(address);
+          if (!decision.allowed) throw throttled(decision.retryAfterS, "Too many sign-ups from this address.");
         }
       }),
       after: createAuthMiddleware(async (ctx) => {
         if (ctx.path !== "/sign-in/email") return;
+        const attempt = passwordAttempts.get(ctx.context);
+        if (!attempt) return;
+        passwordAttempts.delete(ctx.context);
         // newSession is set only when the password was right and a session was created.
-        if (!ctx.context.newSession) return;
-        const email: unknown = ctx.body?.email;
-        if (typeof email === "string") await clearSignInAttempts(email);
+        await finishPasswordAttempt(attempt, Boolean(ctx.context.newSession));
       }),
     },
     plugins: [nextCookies()],

@@ -6,8 +6,14 @@ export type SignInWithPasswordResult =
   | { kind: "wrong_credentials" }
   | { kind: "throttled"; retryAfterS: number };
 
-/** Fallback wait shown when a 429 carries no usable Retry-After, in seconds: the throttle's whole window. */
-const DEFAULT_RETRY_AFTER_S = 60;
+/** Fallback wait when a 429 carries no usable Retry-After, in seconds: the pair throttle's whole window. */
+const DEFAULT_RETRY_AFTER_S = 900;
+
+/** The whole seconds of a better-auth 429's Retry-After, or {@link DEFAULT_RETRY_AFTER_S}. */
+export function retryAfterFrom(error: { headers?: HeadersInit | undefined }): number {
+  const retryAfterS = Number(new Headers(error.headers).get("retry-after"));
+  return Number.isInteger(retryAfterS) && retryAfterS > 0 ? retryAfterS : DEFAULT_RETRY_AFTER_S;
+}
 
 /**
  * Signs a user in with email and password through better-auth. Inside a server action the session cookie is
@@ -20,8 +26,8 @@ const DEFAULT_RETRY_AFTER_S = 60;
  * @param input.password the password as typed, at most 128 characters.
  * @param requestHeaders the incoming request's headers (`await headers()` in a server action).
  * @returns `signed_in` with the user's id; `wrong_credentials` (also for a malformed email or over-long
- *   password); `throttled` after too many attempts for this email (./sign-in-throttle.ts), with the seconds
- *   to wait.
+ *   password); `throttled` after too many failed attempts for this email and address
+ *   (lib/limits/auth-throttles.ts), with the seconds to wait.
  * @throws any other better-auth `APIError` (a misconfiguration) and database errors: those are bugs or outages,
  *   not outcomes.
  */
@@ -41,13 +47,7 @@ export async function signInWithPassword(
     if (error.statusCode === 400 && ["INVALID_EMAIL", "PASSWORD_TOO_LONG"].includes(error.body?.code ?? "")) {
       return { kind: "wrong_credentials" };
     }
-    if (error.statusCode === 429) {
-      const retryAfterS = Number(new Headers(error.headers).get("retry-after"));
-      return {
-        kind: "throttled",
-        retryAfterS: Number.isInteger(retryAfterS) && retryAfterS > 0 ? retryAfterS : DEFAULT_RETRY_AFTER_S,
-      };
-    }
+    if (error.statusCode === 429) return { kind: "throttled", retryAfterS: retryAfterFrom(error) };
     throw error;
   }
 }

@@ -1,12 +1,16 @@
 import { isAPIError } from "better-auth/api";
 import { auth } from "./auth";
+import { NAME_MAX_LENGTH } from "./credential-fields";
 import { pool } from "../db";
+import { retryAfterFrom } from "./sign-in-with-password";
 
 export type SignUpWithPasswordResult =
   | { kind: "created"; userId: string; sessionToken: string }
   | { kind: "duplicate_email" }
   | { kind: "invalid_email" }
-  | { kind: "invalid_password" };
+  | { kind: "invalid_password" }
+  | { kind: "invalid_name" }
+  | { kind: "throttled"; retryAfterS: number };
 
 /**
  * Creates an account with email and password through better-auth (which hashes the password with argon2id,
@@ -19,14 +23,16 @@ export type SignUpWithPasswordResult =
  * @param requestHeaders the incoming request's headers, or `new Headers()` outside a request.
  * @returns `created` with the user's id and the new session's token; `duplicate_email` when an account with
  *   that email exists, including when a concurrent sign-up for the same email won the race (the unique index
- *   `user_email_key` decides); `invalid_email`; `invalid_password` (too short or too long).
+ *   `user_email_key` decides); `invalid_email`; `invalid_password` (too short or too long); `invalid_name` (over 100 characters);
+ *   `throttled` when this address made SIGNUPS_PER_HOUR sign-ups this hour (lib/limits/auth-throttles.ts).
  * @throws any other better-auth `APIError` and database errors.
  */
 export async function signUpWithPassword(
   input: { email: string; password: string; name?: string | undefined },
   requestHeaders: Headers,
 ): Promise<SignUpWithPasswordResult> {
-  const name = input.name ?? input.email.split("@")[0] ?? "";
+  // The default name is the email's local part, cut to the longest name allowed (a local part may be longer).
+  const name = input.name ?? (input.email.split("@")[0] ?? "").slice(0, NAME_MAX_LENGTH);
   try {
     const result = await auth().api.signUpEmail({
       body: { email: input.email, password: input.password, name },
@@ -37,7 +43,9 @@ export async function signUpWithPassword(
     return { kind: "created", userId: result.user.id, sessionToken: result.token };
   } catch (error) {
     if (!isAPIError(error)) throw error;
+    if (error.statusCode === 429) return { kind: "throttled", retryAfterS: retryAfterFrom(error) };
     const code = error.body?.code ?? "";
+    if (code === "INVALID_NAME") return { kind: "invalid_name" };
     if (code === "USER_ALREADY_EXISTS_USE_ANOTHER_EMAIL" || code === "USER_ALREADY_EXISTS")
       return { kind: "duplicate_email" };
     // better-auth's body schema reports a bad address as VALIDATION_ERROR naming the field `[body.email]`.
@@ -45,7 +53,12 @@ export async function signUpWithPassword(
     if (code === "INVALID_EMAIL" || (code === "VALIDATION_ERROR" && message.startsWith("[body.email]"))) {
       return { kind: "invalid_email" };
     }
-    if (code === "PASSWORD_TOO_SHORT" || code === "PASSWORD_TOO_LONG" || code === "INVALID_PASSWORD") {
+    if (
+      code === "PASSWORD_TOO_SHORT" ||
+      code === "PASSWORD_TOO_LONG" ||
+      code === "INVALID_PASSWORD" ||
+      code === "INVALID_NEW_PASSWORD"
+    ) {
       return { kind: "invalid_password" };
     }
     // better-auth checks for an existing email, then inserts. Two concurrent sign-ups for one email both pass

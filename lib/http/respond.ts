@@ -94,7 +94,9 @@ export function operationOutcome(result: OperationResult): ActionOutcome & { hea
     }
     case "refused": {
       const body = problem(result.code, result.detail, withRequestId({}));
-      return { status: body.status, body: JSON.stringify(body), replayed: false, headers: {} };
+      const headers: Record<string, string> =
+        result.retryAfterS === undefined ? {} : { "Retry-After": String(result.retryAfterS) };
+      return { status: body.status, body: JSON.stringify(body), replayed: false, headers };
     }
   }
 }

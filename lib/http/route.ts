@@ -1,8 +1,9 @@
 /**
- * Route handler wrappers: authentication and authorization live here, once (style guide: dub's
- * withWorkspace), and so do the request id (contract section 4) and the last-resort error handler that turns
- * an unexpected throw into a 500 problem with that request id. Every `/api/v1` handler goes through
- * {@link withErrors}, directly or through {@link withPrincipal}.
+ * Route handler wrappers: authentication, authorization and same-origin enforcement live here, once (style
+ * guide: dub's withWorkspace), and so do the request id (contract section 4) and the last-resort error handler
+ * that turns an unexpected throw into a 500 problem with that request id. Every `/api/v1` handler goes through
+ * {@link withErrors}, directly or through {@link withPrincipal}; route files export their methods through
+ * `apiRoute` (./api-route.ts).
  */
 import { getPrincipal, type Principal } from "../auth/principal";
 import { log } from "../log";
@@ -10,6 +11,7 @@ import { metrics } from "../metrics/registry";
 import { currentRequestId, REQUEST_ID_HEADER, requestIdFrom, runWithRequestContext } from "./request-context";
 import { routeTemplateOf } from "./route-templates";
 import { clientGoneResponse, internalErrorResponse, problemResponse } from "./respond";
+import { isSameOrigin, isStateChangingMethod } from "./same-origin";
 
 export interface RouteContext<P> {
   readonly params: Promise<P>;
@@ -56,7 +58,10 @@ export function withErrors<P = Record<string, never>>(handler: Handler<P>): Hand
 
 /**
  * Wraps a handler that needs a signed-in user (session cookie or `Authorization: Bearer <token>`):
- * `401 unauthenticated` without one; with `{ admin: true }`, `403 forbidden` for non-admins.
+ * `401 unauthenticated` without one; `403 forbidden` for a cookie-authenticated state change (any method but
+ * GET, HEAD, OPTIONS, with a body or without) that is not provably same-origin (contract section 9, case C23;
+ * ./same-origin.ts); with `{ admin: true }`, `403 forbidden` for non-admins. Bearer-token requests are not
+ * subject to the origin check: a browser never attaches a token on its own.
  * The handler receives the principal, whose `userId` is the only source of ledger keys' user ids.
  */
 export function withPrincipal<P = Record<string, never>>(
@@ -71,6 +76,12 @@ export function withPrincipal<P = Record<string, never>>(
         "Sign in, or send Authorization: Bearer <token>.",
         {},
         { "WWW-Authenticate": 'Bearer realm="wallet"' },
+      );
+    }
+    if (principal.via === "session" && isStateChangingMethod(request.method) && !isSameOrigin(request.headers)) {
+      return problemResponse(
+        "forbidden",
+        "Cross-origin requests cannot use the session cookie; send it from this site.",
       );
     }
     if (options.admin && principal.role !== "admin") {

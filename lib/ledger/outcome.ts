@@ -13,8 +13,16 @@ export type OperationResult =
   | { readonly kind: "mismatch"; readonly fields: string[] }
   /** The winner has not stored its response within the wait: 409 request_in_progress, not stored. */
   | { readonly kind: "in_progress"; readonly retryAfterS: number }
-  /** Refused before any row was created (rewards: 429 daily_cap_reached, 503 cap_store_unavailable). */
-  | { readonly kind: "refused"; readonly code: "daily_cap_reached" | "cap_store_unavailable"; readonly detail: string };
+  /**
+   * Refused before any row was created (rewards: 429 daily_cap_reached, 503 cap_store_unavailable; any new
+   * operation: 429 rate_limited, contract section 9). `retryAfterS` becomes `Retry-After` when waiting helps.
+   */
+  | {
+      readonly kind: "refused";
+      readonly code: "daily_cap_reached" | "cap_store_unavailable" | "rate_limited";
+      readonly detail: string;
+      readonly retryAfterS?: number;
+    };
 
 /** Maps a loser's outcome (contract section 3) to an {@link OperationResult}. */
 export function fromExisting(outcome: ExistingOutcome): OperationResult {

@@ -10,7 +10,6 @@ import { prepared } from "../ledger/queryable";
 import {
   awaitStoredResponse,
   cacheStoredResponse,
-  readCachedReplay,
   completeEntry,
   failEntry,
   fromExisting,
@@ -24,6 +23,7 @@ import {
   type OperationResult,
   type StoredResponse,
 } from "../ledger";
+import { gateNewOperation, rateLimitedResult } from "../limits/new-operation-rate";
 
 export interface CreatePaymentInput {
   /** From the authenticated session or API token. */
@@ -52,7 +52,8 @@ RETURNING balance_minor`;
  * (docs/decisions/002-replay-semantics.md). Deadlocks and serialization failures are retried a bounded
  * number of times; nothing is persisted by a failed attempt.
  *
- * Returns `response`, `mismatch` or `in_progress`. Throws on other database failures (500, nothing stored).
+ * Returns `response`, `mismatch`, `in_progress`, or `refused rate_limited` for a new order id past
+ * OPS_PER_MINUTE (nothing written). Throws on other database failures (500, nothing stored).
  */
 export async function createPayment(input: CreatePaymentInput): Promise<OperationResult> {
   return countOperation("payment", await runPayment(input));
@@ -64,9 +65,11 @@ async function runPayment(input: CreatePaymentInput): Promise<OperationResult> {
   const key = operationKey(input.userId, "payment", input.orderId);
   const params = { amount: input.amountMinor, currency: input.currency };
 
-  // Hot replays are answered from the Redis copy of the stored response when there is one.
-  const cached = await readCachedReplay(key, params);
-  if (cached) return fromExisting(cached);
+  // Hot replays are answered from the Redis copy of the stored response when there is one; a key with a row is
+  // never rate limited, and a new key counts once against OPS_PER_MINUTE (contract section 9).
+  const gate = await gateNewOperation(key, params);
+  if (gate.kind === "cached") return fromExisting(gate.outcome);
+  if (gate.kind === "rate_limited") return rateLimitedResult(gate.retryAfterS);
 
   const response = await withTransactionRetry(() =>
     withTransaction(async (tx): Promise<StoredResponse | null> => {

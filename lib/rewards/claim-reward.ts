@@ -35,6 +35,7 @@ import {
 } from "./cap-store";
 import { raiseRewardDayCredit } from "./raise-reward-day-credit";
 import { rewardDay } from "./reward-day";
+import { admitNewOperation, rateLimitedResult } from "../limits/new-operation-rate";
 import { rewardRulesFromEnv, type RewardRules } from "./rules";
 
 export interface ClaimRewardInput {
@@ -84,7 +85,8 @@ function creditedResponse(entry: LedgerEntry): StoredResponse {
  *    (lost claim race, mismatch, database error, timeout). A failed release or settle is logged and leaves the
  *    reservation counted: the safe direction, which can refuse a reward but never exceed the cap.
  *
- * Returns `response` (201, new or replayed), `mismatch` (422), `in_progress` (409) or `refused` (429/503).
+ * Returns `response` (201, new or replayed), `mismatch` (422), `in_progress` (409) or `refused` (429
+ * rate_limited past OPS_PER_MINUTE, 429 daily_cap_reached, 503).
  * Throws database errors (500; the reservation is released first) and bugs.
  * Params fingerprinted: `{ adId, day, amount, currency }`.
  */
@@ -106,6 +108,11 @@ async function runReward(input: ClaimRewardInput, dependencies: ClaimRewardDepen
   // 1. A key with a row is answered from that row, before and without any cap work (contract section 6):
   // a replay at the cap replays instead of answering 429.
   if (await findEntryByKey(key)) return await answerFromExistingRow(key, params);
+
+  // A new key counts once against OPS_PER_MINUTE, before the cap (contract section 9's order of checks); the
+  // row was just read as absent, so a refusal here never refuses a key that has a row.
+  const admitted = await admitNewOperation(key);
+  if (!admitted.allowed) return rateLimitedResult(admitted.retryAfterS);
 
   // 2. Reserve. The attempt id makes this request's reserve, release and settle idempotent (C06).
   const capStore = dependencies.capStore ?? rewardCapStore();

@@ -24,6 +24,7 @@ import {
   type LedgerEntry,
   type OperationResult,
 } from "../ledger";
+import { gateNewOperation, rateLimitedResult } from "../limits/new-operation-rate";
 
 export interface CreateTopupInput {
   /** From the authenticated session or API token, never from a request body. */
@@ -46,8 +47,8 @@ export interface CreateTopupInput {
  * the webhook or the reconciler (the outcome is unknown, so nothing guesses). The response it returns,
  * 201 `{ topup: T }` with the status known at that moment, is stored first-writer-wins.
  *
- * Returns `response` (`replayed: true` for losers), `mismatch` (same refId, other amount or currency) or
- * `in_progress`. Throws on database failures; the row then stays claimed with a lease that the reconciler
+ * Returns `response` (`replayed: true` for losers), `mismatch` (same refId, other amount or currency),
+ * `in_progress`, or `refused rate_limited` for a new refId past OPS_PER_MINUTE (nothing written). Throws on database failures; the row then stays claimed with a lease that the reconciler
  * takes over when it expires (case C12).
  */
 export async function createTopup(input: CreateTopupInput): Promise<OperationResult> {
@@ -59,6 +60,10 @@ async function runTopup(input: CreateTopupInput): Promise<OperationResult> {
   const settings = env();
   const key = operationKey(input.userId, "topup", input.refId);
   const params = { amount: input.amountMinor, currency: input.currency };
+  // Contract section 9: a key with a row replays and is never rate limited; a new key counts once.
+  const gate = await gateNewOperation(key, params);
+  if (gate.kind === "cached") return fromExisting(gate.outcome);
+  if (gate.kind === "rate_limited") return rateLimitedResult(gate.retryAfterS);
   const claim = await claimOperation({
     key,
     amountMinor: input.amountMinor,

@@ -135,6 +135,16 @@ export function spawnApp(options: {
   });
 }
 
+/** SIGNUPS_PER_HOUR of test stacks' apps (unless `env` overrides it): far above the sign-ups of one run. */
+export const TEST_STACK_SIGNUPS_PER_HOUR = "100000";
+
+/**
+ * OPS_PER_MINUTE of the storm's and the benchmarks' apps: they measure the money path under load and faults,
+ * where one simulated user may start more than the contract's 60 new operations a minute. The limiter has its
+ * own tests (tests/http/abuse-limits.test.ts), on apps with the default.
+ */
+export const LOAD_OPS_PER_MINUTE = "10000000";
+
 /**
  * How long the app and the bank may take to become ready. 60 s: `next start` is ready in about a second on
  * these machines, the bank faster; a first start on a cold, busy CI disk gets generous room before failing.
@@ -246,6 +256,9 @@ export async function startStack(options: StartStackOptions): Promise<Stack> {
         BANK_WEBHOOK_SECRETS: webhookSecrets,
         // A fresh session-signing secret per stack (case C16).
         BETTER_AUTH_SECRET: randomAuthSecret(),
+        // Every e2e and http run signs up many accounts from 127.0.0.1; the contract's 5 an hour would stop the
+        // suite after five. The throttle's own tests run an app with the default (tests/http/abuse-limits.test.ts).
+        SIGNUPS_PER_HOUR: TEST_STACK_SIGNUPS_PER_HOUR,
         ...options.env,
       },
       log: join(logDir, "app.log"),

@@ -12,7 +12,7 @@ import { freePort, sleep, waitForHttp } from "../lib/ports";
 import { signalGroup, spawnService, type Service } from "../lib/processes";
 import { startRedisServer, type RedisServer } from "../lib/redis-server";
 import { randomAuthSecret, randomWebhookSecret } from "../lib/secrets";
-import { projectRoot, spawnApp, spawnBank, startStack, type Stack } from "../lib/stack";
+import { LOAD_OPS_PER_MINUTE, projectRoot, spawnApp, spawnBank, startStack, type Stack } from "../lib/stack";
 import type { StormOptions } from "./options";
 import { startWebhookRouter, type WebhookRouter } from "./webhook-router";
 
@@ -234,6 +234,7 @@ export async function startOwnServices(options: { seed: number; appInstances: nu
       LOG_LEVEL: STORM_SETTINGS.LOG_LEVEL,
       REWARD_TZ: STORM_SETTINGS.REWARD_TZ,
       REWARD_DAILY_CAP_MINOR: STORM_SETTINGS.REWARD_DAILY_CAP_MINOR,
+      OPS_PER_MINUTE: LOAD_OPS_PER_MINUTE,
     });
     const startInstance = (index: number, generation: number): Service => {
       const port = appPorts[index]!;

@@ -2,7 +2,7 @@
  * HTTP helpers for the `http` project: real requests to the built app and the sandbox bank on 127.0.0.1.
  */
 import { createHmac } from "node:crypto";
-import { createApiToken } from "../../lib/api-tokens/create-api-token";
+import { createApiTokenOrThrow } from "../../lib/api-tokens/create-api-token";
 import { createTestUser, type TestUser } from "./db";
 import { appUrl, bankUrl, testStack } from "./stack";
 
@@ -13,7 +13,7 @@ export interface ApiUser extends TestUser {
 /** A new user with a personal API token (role "user" unless given). */
 export async function createApiUser(role: "user" | "admin" = "user"): Promise<ApiUser> {
   const user = await createTestUser({ role });
-  const { token } = await createApiToken({ userId: user.id, name: "tests" });
+  const { token } = await createApiTokenOrThrow({ userId: user.id, name: "tests" });
   return { ...user, token };
 }
 

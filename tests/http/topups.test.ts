@@ -206,8 +206,8 @@ describe("authorization", () => {
 describe("POST /api/v1/bank/webhook", () => {
   it("the same event delivered three times: one credit, three 200s; a badly signed one: 400 and nothing changes", async () => {
     const user = await createTestUser();
-    const { createApiToken } = await import("../../lib/api-tokens/create-api-token");
-    const { token } = await createApiToken({ userId: user.id, name: "t" });
+    const { createApiTokenOrThrow } = await import("../../lib/api-tokens/create-api-token");
+    const { token } = await createApiTokenOrThrow({ userId: user.id, name: "t" });
     // sbx-nohook-: the bank sends no webhook itself, so every delivery here is ours.
     const refId = freshRefId("sbx-nohook-wh");
     const created = await api("/api/v1/topups", { token, body: { refId, amount: 1234 } });

@@ -3,7 +3,7 @@
  * checking the contract's promises (section 4): the token alone on the last line of stdout, exit 1 on a
  * duplicate email, exit 2 with "no running demo" when there is no database to find.
  */
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -13,6 +13,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { assertLocalDatabase } from "../../scripts/lib/stack";
 import { closeDb } from "../../lib/db";
 import { findPrincipalByToken } from "../../lib/api-tokens/find-principal-by-token";
+import { signInWithPassword } from "../../lib/auth/sign-in-with-password";
 
 const projectRoot = fileURLToPath(new URL("../..", import.meta.url));
 const tsxCli = join(projectRoot, "node_modules", "tsx", "dist", "cli.mjs");
@@ -31,7 +32,7 @@ interface RunResult {
  */
 function runUsers(
   args: string[],
-  options: { cwd?: string; env?: Record<string, string | undefined> } = {},
+  options: { cwd?: string; env?: Record<string, string | undefined>; input?: string } = {},
 ): Promise<RunResult> {
   const childEnv: NodeJS.ProcessEnv = { ...process.env };
   for (const [name, value] of Object.entries(options.env ?? {})) {
@@ -39,7 +40,7 @@ function runUsers(
     else childEnv[name] = value;
   }
   return new Promise((resolve, reject) => {
-    execFile(
+    const child = execFile(
       process.execPath,
       [tsxCli, usersScript, ...args],
       // 60 s: tsx compiles on first start; the work itself takes well under a second.
@@ -52,6 +53,8 @@ function runUsers(
         resolve({ code: error ? (error.code as number) : 0, stdout, stderr });
       },
     );
+    // Standard input is a pipe (never a terminal here): the given text, then end of input.
+    child.stdin?.end(options.input ?? "");
   });
 }
 
@@ -129,5 +132,58 @@ describe("npm run users -- create", () => {
     expect(result.code).toBe(2);
     expect(result.stderr).toContain("--email");
     expect(result.stderr).toContain("--password");
+  });
+
+  it("reads the password from standard input with --password-stdin (one trailing newline removed)", async () => {
+    const email = `cli-${randomUUID()}@example.test`;
+    const password = "a password from stdin 1";
+    const args = ["create", "--email", email, "--password-stdin", "--token"];
+    expect(args.join(" ")).not.toContain(password);
+    const result = await runUsers(args, { env: { DATABASE_URL: databaseUrl }, input: `${password}\n` });
+    expect(result.code).toBe(0);
+    const signedIn = await signInWithPassword({ email, password }, new Headers());
+    expect(signedIn.kind).toBe("signed_in");
+    const withNewline = await signInWithPassword({ email, password: `${password}\n` }, new Headers());
+    expect(withNewline.kind).toBe("wrong_credentials");
+  });
+
+  it("exits 2 without a password when standard input is not a terminal, and with both password options", async () => {
+    const noPassword = await runUsers(["create", "--email", `cli-${randomUUID()}@example.test`], {
+      env: { DATABASE_URL: databaseUrl },
+    });
+    expect(noPassword.code).toBe(2);
+    expect(noPassword.stderr).toContain("--password-stdin");
+    const both = await runUsers(
+      ["create", "--email", `cli-${randomUUID()}@example.test`, "--password-stdin", "--password", PASSWORD],
+      { env: { DATABASE_URL: databaseUrl }, input: PASSWORD },
+    );
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain("not both");
+  });
+
+  it("asks a terminal for the password twice without echoing it (under a pseudo-terminal from script(1))", async () => {
+    const email = `cli-${randomUUID()}@example.test`;
+    const password = "typed at the prompt 1";
+    const command = [process.execPath, tsxCli, usersScript, "create", "--email", email].join(" ");
+    const child = spawn("script", ["-qec", command, "/dev/null"], {
+      env: { ...process.env, DATABASE_URL: databaseUrl },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let screen = "";
+    const answered = new Set<string>();
+    const exited = new Promise<number | null>((resolve) => child.on("exit", resolve));
+    child.stdout.on("data", (chunk: Buffer) => {
+      screen += chunk.toString("utf8");
+      // Type each answer only once its prompt is on the screen, as a person would.
+      for (const prompt of ["Password: ", "Repeat password: "]) {
+        if (screen.includes(prompt) && !answered.has(prompt)) {
+          answered.add(prompt);
+          child.stdin.write(`${password}\n`);
+        }
+      }
+    });
+    expect(await exited).toBe(0);
+    expect(screen).not.toContain(password);
+    expect((await signInWithPassword({ email, password }, new Headers())).kind).toBe("signed_in");
   });
 });

@@ -17,8 +17,11 @@ const INITIAL_STATE: CreateTokenState = { kind: "idle" };
  */
 export function CreateTokenForm({
   action,
+  expiryDays,
 }: {
   action: (state: CreateTokenState, formData: FormData) => Promise<CreateTokenState>;
+  /** The expiry choices in days, besides "never". */
+  expiryDays: number[];
 }) {
   const [state, formAction, pending] = useActionState(action, INITIAL_STATE);
   return (
@@ -42,6 +45,15 @@ export function CreateTokenForm({
       <form action={formAction} className="token-form">
         <label htmlFor="token-name">Name</label>
         <input id="token-name" name="name" type="text" required maxLength={100} autoComplete="off" />
+        <label htmlFor="token-expiry">Expires</label>
+        <select id="token-expiry" name="expiry" defaultValue="never">
+          <option value="never">never</option>
+          {expiryDays.map((days) => (
+            <option key={days} value={String(days)}>
+              in {days} days
+            </option>
+          ))}
+        </select>
         <button type="submit" disabled={pending}>
           Create token
         </button>

@@ -1,31 +1,49 @@
 import type { Metadata } from "next";
+import Link from "next/link";
 import { revalidatePath } from "next/cache";
 import { redirect } from "next/navigation";
 import { z } from "zod";
 import { requireSessionUser } from "@/lib/auth/session-user";
-import { API_TOKEN_NAME_MAX_LENGTH, createApiToken } from "@/lib/api-tokens/create-api-token";
-import { listApiTokens } from "@/lib/api-tokens/list-api-tokens";
+import {
+  API_TOKEN_EXPIRY_DAYS,
+  API_TOKEN_NAME_MAX_LENGTH,
+  type ApiTokenExpiryDays,
+  createApiToken,
+} from "@/lib/api-tokens/create-api-token";
+import { type ApiTokenSummary, listApiTokens } from "@/lib/api-tokens/list-api-tokens";
 import { revokeApiToken } from "@/lib/api-tokens/revoke-api-token";
 import { CreateTokenForm, type CreateTokenState } from "./create-token-form";
 
 export const metadata: Metadata = { title: "API tokens" };
 
-const createForm = z.object({ name: z.string().trim().min(1).max(API_TOKEN_NAME_MAX_LENGTH) });
+const createForm = z.object({
+  name: z.string().trim().min(1).max(API_TOKEN_NAME_MAX_LENGTH),
+  // "never" or one of the offered day counts (the select's values).
+  expiry: z.enum(["never", ...API_TOKEN_EXPIRY_DAYS.map(String)] as [string, ...string[]]).default("never"),
+});
 // Token ids are UUIDs (create-api-token.ts); anything else cannot name a token.
 const revokeForm = z.object({ tokenId: z.uuid() });
+const pageQuery = z.object({ after: z.uuid().optional() });
 
 /**
- * Creates a token for the signed-in user and answers with it (shown once by CreateTokenForm). The user id
- * comes from the session, never from the form.
+ * Creates a token for the signed-in user and answers with it (shown once by CreateTokenForm), or says the cap of
+ * TOKENS_PER_USER_MAX active tokens is reached. The user id comes from the session, never from the form.
  */
 async function createTokenAction(_state: CreateTokenState, formData: FormData): Promise<CreateTokenState> {
   "use server";
   const user = await requireSessionUser();
-  const form = createForm.safeParse({ name: formData.get("name") });
+  const form = createForm.safeParse({ name: formData.get("name"), expiry: formData.get("expiry") ?? undefined });
   if (!form.success) {
     return { kind: "invalid", message: `Give the token a name of 1 to ${API_TOKEN_NAME_MAX_LENGTH} characters.` };
   }
-  const created = await createApiToken({ userId: user.userId, name: form.data.name });
+  const expiresInDays = form.data.expiry === "never" ? null : (Number(form.data.expiry) as ApiTokenExpiryDays);
+  const created = await createApiToken({ userId: user.userId, name: form.data.name, expiresInDays });
+  if (created.kind === "limit_reached") {
+    return {
+      kind: "invalid",
+      message: `You already have ${created.activeMax} active tokens, the most allowed. Revoke one you no longer use first.`,
+    };
+  }
   revalidatePath("/settings/tokens");
   return { kind: "created", token: created.token, prefix: created.prefix, name: form.data.name };
 }
@@ -48,61 +66,92 @@ function DateTime({ value }: { value: Date }) {
   return <time dateTime={iso}>{`${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`}</time>;
 }
 
-export default async function ApiTokensPage() {
+function TokenTable({ tokens, label, active }: { tokens: ApiTokenSummary[]; label: string; active: boolean }) {
+  return (
+    <table aria-label={label}>
+      <thead>
+        <tr>
+          <th scope="col">Name</th>
+          <th scope="col">Token</th>
+          <th scope="col">Created</th>
+          <th scope="col">Expires</th>
+          <th scope="col">Status</th>
+        </tr>
+      </thead>
+      <tbody>
+        {tokens.map((token) => (
+          <tr key={token.id}>
+            <td>{token.name}</td>
+            <td>
+              <code>{token.prefix}…</code>
+            </td>
+            <td>
+              <DateTime value={token.createdAt} />
+            </td>
+            <td>{token.expiresAt ? <DateTime value={token.expiresAt} /> : "never"}</td>
+            <td>
+              {active ? (
+                <form action={revokeTokenAction} className="token-revoke">
+                  <input type="hidden" name="tokenId" value={token.id} />
+                  <button type="submit" aria-label={`Revoke token ${token.name}`}>
+                    Revoke
+                  </button>
+                </form>
+              ) : token.revokedAt ? (
+                <>
+                  Revoked <DateTime value={token.revokedAt} />
+                </>
+              ) : (
+                "Expired"
+              )}
+            </td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+export default async function ApiTokensPage({
+  searchParams,
+}: {
+  searchParams: Promise<Record<string, string | string[] | undefined>>;
+}) {
   const user = await requireSessionUser();
-  const tokens = await listApiTokens(user.userId);
+  const query = pageQuery.safeParse(await searchParams);
+  const after = query.success ? query.data.after : undefined;
+  const { active, inactive, nextInactiveAfterId } = await listApiTokens(user.userId, { inactiveAfterId: after });
   return (
     <main className="settings-page">
       <h1>API tokens</h1>
       <p>
         A token lets a script use the wallet API as you: send it as <code>Authorization: Bearer &lt;token&gt;</code>.
-        Revoke a token you no longer use.
+        Revoke a token you no longer use. A password change or{" "}
+        <Link href="/settings/security">signing out everywhere</Link> revokes them all unless you choose to keep them.
       </p>
-      <CreateTokenForm action={createTokenAction} />
+      <CreateTokenForm action={createTokenAction} expiryDays={[...API_TOKEN_EXPIRY_DAYS]} />
       <section className="token-list" aria-labelledby="token-list-heading">
-        <h2 id="token-list-heading">Your tokens</h2>
-        {tokens.length === 0 ? (
-          <p>You have no tokens yet.</p>
+        <h2 id="token-list-heading">Active tokens ({active.length})</h2>
+        {active.length === 0 ? (
+          <p>You have no active tokens.</p>
         ) : (
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Token</th>
-                <th scope="col">Created</th>
-                <th scope="col">Status</th>
-              </tr>
-            </thead>
-            <tbody>
-              {tokens.map((token) => (
-                <tr key={token.id}>
-                  <td>{token.name}</td>
-                  <td>
-                    <code>{token.prefix}…</code>
-                  </td>
-                  <td>
-                    <DateTime value={token.createdAt} />
-                  </td>
-                  <td>
-                    {token.revokedAt ? (
-                      <>
-                        Revoked <DateTime value={token.revokedAt} />
-                      </>
-                    ) : (
-                      <form action={revokeTokenAction} className="token-revoke">
-                        <input type="hidden" name="tokenId" value={token.id} />
-                        <button type="submit" aria-label={`Revoke token ${token.name}`}>
-                          Revoke
-                        </button>
-                      </form>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+          <TokenTable tokens={active} label="Active tokens" active />
         )}
       </section>
+      {(inactive.length > 0 || after) && (
+        <section className="token-list" aria-labelledby="token-inactive-heading">
+          <h2 id="token-inactive-heading">Revoked and expired tokens</h2>
+          {inactive.length === 0 ? (
+            <p>No older tokens.</p>
+          ) : (
+            <TokenTable tokens={inactive} label="Revoked and expired tokens" active={false} />
+          )}
+          <nav aria-label="Older tokens" className="pager">
+            {after && <Link href="/settings/tokens">Newest</Link>}{" "}
+            {nextInactiveAfterId && <Link href={`/settings/tokens?after=${nextInactiveAfterId}`}>Older</Link>}
+          </nav>
+        </section>
+      )}
     </main>
   );
 }

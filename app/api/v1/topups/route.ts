@@ -6,11 +6,12 @@ import { withPrincipal } from "@/lib/http/route";
 import { parseQuery, topupsQuerySchema } from "@/lib/http/list-query";
 import { createTopup } from "@/lib/topups/create-topup";
 import { listTopups } from "@/lib/topups/list-topups";
+import { apiRoute } from "@/lib/http/api-route";
 
 export const dynamic = "force-dynamic";
 
 /** POST /api/v1/topups `{ refId, amount }` (contract section 4). */
-export const POST = withPrincipal(async (request, principal) => {
+const handlePost = withPrincipal(async (request, principal) => {
   const settings = env();
   const body = await readJsonBody(request, settings.BODY_LIMIT_BYTES);
   if (!body.ok) return problemResponse(body.code, body.detail);
@@ -23,10 +24,12 @@ export const POST = withPrincipal(async (request, principal) => {
 });
 
 /** GET /api/v1/topups?status=&limit=&cursor=: the caller's top-ups, newest first, one page (contract section 4). */
-export const GET = withPrincipal(async (request, principal) => {
+const handleGet = withPrincipal(async (request, principal) => {
   const query = parseQuery(topupsQuerySchema, new URL(request.url).searchParams);
   if (!query.ok) return problemResponse("invalid_request", query.detail);
   const page = await listTopups(principal.userId, query.value);
   if (!page.ok) return problemResponse("invalid_request", page.detail);
   return jsonResponse(200, { topups: page.items, nextCursor: page.nextCursor });
 });
+
+export const { GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS } = apiRoute({ POST: handlePost, GET: handleGet });

@@ -3,6 +3,7 @@ import { USER_ID_PATTERN } from "@/lib/bank/merchant-ref";
 import { jsonResponse, problemResponse } from "@/lib/http/respond";
 import { withPrincipal } from "@/lib/http/route";
 import { reconcileOnce } from "@/lib/reconciler/reconcile-once";
+import { apiRoute } from "@/lib/http/api-route";
 
 export const dynamic = "force-dynamic";
 
@@ -16,7 +17,7 @@ const querySchema = z.object({ userId: z.string().regex(USER_ID_PATTERN, "must b
  * looking at one account); 400 invalid_request when it is not a user id. The pass is idempotent, so a retried
  * POST only runs another pass.
  */
-export const POST = withPrincipal(
+const handlePost = withPrincipal(
   async (request) => {
     const params = new URL(request.url).searchParams;
     if (params.getAll("userId").length > 1) return problemResponse("invalid_request", "userId: give it at most once");
@@ -28,3 +29,5 @@ export const POST = withPrincipal(
   },
   { admin: true },
 );
+
+export const { GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS } = apiRoute({ POST: handlePost });

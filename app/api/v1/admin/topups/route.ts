@@ -2,11 +2,12 @@ import { listAdminTopups } from "@/lib/admin/list-admin-topups";
 import { adminTopupsQuerySchema, parseQuery } from "@/lib/http/list-query";
 import { jsonResponse, problemResponse } from "@/lib/http/respond";
 import { withPrincipal } from "@/lib/http/route";
+import { apiRoute } from "@/lib/http/api-route";
 
 export const dynamic = "force-dynamic";
 
 /** GET /api/v1/admin/topups?status=&stuck=1&limit=&cursor=: admins only, one page (contract section 4). */
-export const GET = withPrincipal(
+const handleGet = withPrincipal(
   async (request) => {
     const query = parseQuery(adminTopupsQuerySchema, new URL(request.url).searchParams);
     if (!query.ok) return problemResponse("invalid_request", query.detail);
@@ -16,3 +17,5 @@ export const GET = withPrincipal(
   },
   { admin: true },
 );
+
+export const { GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS } = apiRoute({ GET: handleGet });

@@ -5,6 +5,7 @@ import { jsonResponse, problemResponse } from "@/lib/http/respond";
 import { withErrors } from "@/lib/http/route";
 import { metrics } from "@/lib/metrics/registry";
 import { handleBankWebhook } from "@/lib/webhooks/handle-bank-webhook";
+import { apiRoute } from "@/lib/http/api-route";
 
 export const dynamic = "force-dynamic";
 
@@ -12,7 +13,7 @@ export const dynamic = "force-dynamic";
  * The bank's webhook (contract section 5): at most WEBHOOK_BODY_LIMIT_BYTES of raw bytes are read (413 past it,
  * the rest never read: case C17), then the signature is checked over them, then the event.
  */
-export const POST = withErrors(async (request) => {
+const handlePost = withErrors(async (request) => {
   const limitBytes = env().WEBHOOK_BODY_LIMIT_BYTES;
   const body = await readBodyWithin(request, limitBytes);
   if (!body) {
@@ -34,3 +35,5 @@ export const POST = withErrors(async (request) => {
   }
   return jsonResponse(200, { received: true });
 });
+
+export const { GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS } = apiRoute({ POST: handlePost });

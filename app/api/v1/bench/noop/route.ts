@@ -2,6 +2,7 @@ import { env } from "@/lib/env";
 import { readJsonBody } from "@/lib/http/read-json-body";
 import { jsonResponse, problemResponse } from "@/lib/http/respond";
 import { withErrors } from "@/lib/http/route";
+import { apiRoute } from "@/lib/http/api-route";
 
 export const dynamic = "force-dynamic";
 
@@ -12,8 +13,10 @@ export const dynamic = "force-dynamic";
  * state, so it is harmless to leave on in production. Bad bodies get the same 400/413/415 as the real routes.
  * The benchmark divides each real route's requests/s by this route's, measured in the same run.
  */
-export const POST = withErrors(async (request) => {
+const handlePost = withErrors(async (request) => {
   const body = await readJsonBody(request, env().BODY_LIMIT_BYTES);
   if (!body.ok) return problemResponse(body.code, body.detail);
   return jsonResponse(200, { ok: true });
 });
+
+export const { GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS } = apiRoute({ POST: handlePost });
