@@ -58,7 +58,12 @@ test("a stuck top-up appears on the admin page, Reconcile now finishes it, and t
   const userEmail = await signUp(userPage);
   const userId = await userIdOf(userEmail);
   const refId = `sbx-nohook-e2e-${randomUUID().slice(0, 8)}`;
-  const created = await userPage.request.post("/api/v1/topups", { data: { refId, amount: 1500 } });
+  // With the page's session cookie, as the page's own script would send it: a cookie-authenticated POST must be
+  // same-origin (contract section 9), and Playwright's request context sends no Origin by itself.
+  const created = await userPage.request.post("/api/v1/topups", {
+    data: { refId, amount: 1500 },
+    headers: { origin: new URL(userPage.url()).origin },
+  });
   expect(created.status()).toBe(201);
   await waitForBankSuccess(userPage, `topup:${userId}:${refId}`);
   // Its request's lease has expired (test setup only, instead of waiting LEASE_MS). A day ago rather than a second:
