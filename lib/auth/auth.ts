@@ -128,6 +128,7 @@ function createAuth(database: Pool) {
       before: createAuthMiddleware(async (ctx) => {
         const problem = accountFieldsProblem(ctx.path, ctx.body);
         if (problem) throw new APIError("BAD_REQUEST", { ...problem });
+        if (ctx.path !== "/sign-in/email" && ctx.path !== "/sign-up/email") return;
         // null outside the app server (CLIs, tests calling lib/): no network client, no per-address limit.
         const address = clientAddressFrom(ctx.headers ?? new Headers());
         if (address === null) return;
@@ -138,7 +139,7 @@ function createAuth(database: Pool) {
           const decision = await beginPasswordAttempt(email, address);
           if (!decision.allowed) throw throttled(decision.retryAfterS, "Too many sign-in attempts.");
           passwordAttempts.set(ctx.context, decision.attempt);
-        } else if (ctx.path === "/sign-up/email") {
+        } else {
           const decision = await countSignUp(address);
           if (!decision.allowed) throw throttled(decision.retryAfterS, "Too many sign-ups from this address.");
         }
