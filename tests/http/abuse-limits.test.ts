@@ -383,3 +383,42 @@ describe("OPS_PER_MINUTE (default 60) over HTTP", () => {
     expect(replay.headers.get("idempotent-replayed")).toBe("true");
   });
 });
+
+describe("an https deployment (APP_URL is https)", () => {
+  let https: Service | null = null;
+  let httpsUrl = "";
+  beforeAll(async () => {
+    const port = await freePort();
+    https = await startExtraApp({
+      name: "https-app",
+      port,
+      bankUrl: testStack().bankUrl!,
+      // TLS is terminated in front of the app; the app itself still listens on plain HTTP here.
+      env: { APP_URL: `https://127.0.0.1:${port}`, PORT: String(port) },
+    });
+    httpsUrl = `http://127.0.0.1:${port}`;
+  });
+  afterAll(async () => {
+    await https?.stop();
+  });
+
+  it("sends Strict-Transport-Security on pages and API responses, and marks the session cookie Secure", async () => {
+    for (const path of ["/api/v1/health", "/sign-in", "/api/v1/nope"]) {
+      const response = await requestFrom(FIRST, `${httpsUrl}${path}`);
+      expect(String(response.headers["strict-transport-security"]), path).toMatch(
+        /^max-age=\d{8,}; includeSubDomains$/,
+      );
+    }
+    const email = await newAccount("https");
+    const signIn = await postJsonFrom(SECOND, `${httpsUrl}/api/auth/sign-in/email`, { email, password: PASSWORD });
+    expect(signIn.status).toBe(200);
+    const cookie = String(signIn.headers["set-cookie"]?.[0]);
+    expect(cookie).toMatch(/^__Secure-/);
+    expect(cookie).toMatch(/; Secure/i);
+  });
+
+  it("sends no Strict-Transport-Security over plain http (the test stack's app)", async () => {
+    const response = await requestFrom(FIRST, `${appUrl()}/api/v1/health`);
+    expect(response.headers["strict-transport-security"]).toBeUndefined();
+  });
+});
