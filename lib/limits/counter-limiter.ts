@@ -1,16 +1,15 @@
 /**
  * Counting limits on rate-limiter-flexible (a well-kept library; GUIDE: outside the ledger, a library beats our
  * own counters): one fixed window per key in Redis, shared by every app instance, with an in-memory twin used
- * while Redis is down (docs/decisions/010-throttles-and-client-address.md says why that is the safe choice).
+ * while Redis is down (docs/decisions/010-client-address-and-auth-throttles.md says why that is the safe choice).
  *
  * Each call touches one Redis key (`rl:<name>:<key>`) with one script, so it always stays on one hash slot of a
  * Redis Cluster. A window starts at the first counted event of a key and lasts the rule's whole duration (the
  * key's TTL): an hour is an hour.
  */
-import type Redis from "ioredis";
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from "rate-limiter-flexible";
 import { log } from "../log";
-import { ensureRedisConnected, redis } from "../redis";
+import { ensureRedisConnected, type RedisClient, redis } from "../redis";
 
 /** A limit: at most `points` counted events per key in a window of `durationS` seconds. */
 export interface LimitRule {
@@ -25,7 +24,7 @@ export type CountOutcome = { readonly allowed: true } | { readonly allowed: fals
 const KEY_PREFIX = "rl";
 
 interface Backends {
-  readonly client: Redis | null;
+  readonly client: RedisClient | null;
   readonly store: RateLimiterRedis | null;
   readonly memory: RateLimiterMemory;
 }
@@ -43,7 +42,7 @@ export class CounterLimiter {
    */
   constructor(
     readonly rule: LimitRule,
-    private readonly client: () => Redis | null = redis,
+    private readonly client: () => RedisClient | null = redis,
   ) {}
 
   private current(): Backends {

@@ -14,14 +14,13 @@
  * Redis off, down or holding garbage: the operation goes on and a warning is logged (contract section 9: the
  * ledger is the guarantee; docs/decisions/011-new-operation-rate.md).
  */
-import type Redis from "ioredis";
 import { env } from "../env";
 import { log } from "../log";
 import { findEntryByKey } from "../ledger/claim";
 import type { OperationParams } from "../ledger/fingerprint";
 import type { OperationKey } from "../ledger/keys";
 import { type CachedOutcome, readCachedReplay } from "../ledger/replay-cache";
-import { ensureRedisConnected, redis } from "../redis";
+import { ensureRedisConnected, type RedisClient, redis } from "../redis";
 
 /** The window, in ms: "a minute" (contract section 9). */
 export const NEW_OPERATION_WINDOW_MS = 60_000;
@@ -48,11 +47,11 @@ redis.call('PEXPIRE', KEYS[1], window_ms)
 return {1, 0}
 `;
 
-type RateClient = Redis & {
+type RateClient = RedisClient & {
   walletCountNewOperation(key: string, refId: string, limit: number, windowMs: number): Promise<unknown>;
 };
 
-function withScript(client: Redis): RateClient {
+function withScript(client: RedisClient): RateClient {
   const typed = client as RateClient;
   if (typeof typed.walletCountNewOperation !== "function") {
     client.defineCommand("walletCountNewOperation", { numberOfKeys: 1, lua: COUNT_DISTINCT_SCRIPT });

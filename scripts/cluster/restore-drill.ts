@@ -206,7 +206,7 @@ export async function runRestoreDrill(options: { pooler: boolean }): Promise<num
 }
 
 async function createDrillUsers(count: number): Promise<StormUser[]> {
-  const { createApiToken } = await import("../../lib/api-tokens/create-api-token");
+  const { createApiTokenOrThrow } = await import("../../lib/api-tokens/create-api-token");
   const { pool } = await import("../../lib/db");
   const users: StormUser[] = [];
   for (let index = 0; index < count; index++) {
@@ -216,7 +216,7 @@ async function createDrillUsers(count: number): Promise<StormUser[]> {
       `Drill user ${index}`,
       `${id}@drill.test`,
     ]);
-    const { token } = await createApiToken({ userId: id, name: "drill" });
+    const { token } = await createApiTokenOrThrow({ userId: id, name: "drill" });
     users.push({ index, id, token });
   }
   return users;

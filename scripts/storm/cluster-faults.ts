@@ -16,7 +16,7 @@ import pg from "pg";
 import { createClusterClient, parseClusterNodes } from "../../lib/redis";
 import { sleep } from "../lib/ports";
 import { startHaCluster, type HaCluster } from "../lib/ha-cluster";
-import { projectRoot } from "../lib/stack";
+import { LOAD_OPS_PER_MINUTE, projectRoot } from "../lib/stack";
 import type { StormServices } from "./services";
 import { STORM_FAULT_RATES, STORM_SETTINGS } from "./services";
 
@@ -69,6 +69,7 @@ export async function startClusterStorm(options: {
       LOG_LEVEL: STORM_SETTINGS.LOG_LEVEL,
       REWARD_TZ: STORM_SETTINGS.REWARD_TZ,
       REWARD_DAILY_CAP_MINOR: STORM_SETTINGS.REWARD_DAILY_CAP_MINOR,
+      OPS_PER_MINUTE: LOAD_OPS_PER_MINUTE,
     },
     bankEnv: {
       BANK_FAULT_DECLINE_RATE: String(STORM_FAULT_RATES.decline),

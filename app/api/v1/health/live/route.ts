@@ -1,5 +1,6 @@
 import { jsonResponse } from "@/lib/http/respond";
 import { withErrors } from "@/lib/http/route";
+import { apiRoute } from "@/lib/http/api-route";
 
 export const dynamic = "force-dynamic";
 
@@ -8,4 +9,6 @@ export const dynamic = "force-dynamic";
  * PostgreSQL nor Redis, so a database failover does not take every instance out of the load balancer at once
  * (HAProxy's `option httpchk` points here; issue 11). `GET /api/v1/health` stays the readiness report.
  */
-export const GET = withErrors(async () => jsonResponse(200, { live: true }));
+const handleGet = withErrors(async () => jsonResponse(200, { live: true }));
+
+export const { GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS } = apiRoute({ GET: handleGet });
