@@ -116,6 +116,9 @@ function problemResponses(spec: ProblemSpec): ZodOpenApiResponsesObject {
     const schemas = codes.map(problemSchema);
     const headers: Record<string, z.ZodType> = { ...baseHeaders };
     if (codes.includes("request_in_progress")) headers["Retry-After"] = retryAfterHeader;
+    // rate_limited always says when to retry; daily_cap_reached (same status on rewards) does not.
+    if (codes.includes("rate_limited"))
+      headers["Retry-After"] = codes.includes("daily_cap_reached") ? retryAfterHeader.optional() : retryAfterHeader;
     if (codes.includes("unauthenticated")) headers["WWW-Authenticate"] = wwwAuthenticateHeader;
     if (codes.some((code) => STORED_PROBLEM_CODES.has(code)))
       headers["Idempotent-Replayed"] = replayedHeader.optional();
@@ -148,13 +151,16 @@ function json(
 /** Either authentication of contract section 4: a personal API token, or the browser's session cookie. */
 const SESSION_OR_TOKEN: Array<Record<string, string[]>> = [{ bearerToken: [] }, { sessionCookie: [] }];
 
-/** Codes every authenticated route can answer before its own work. */
-const AUTH_CODES: ProblemCode[] = ["unauthenticated"];
+/**
+ * Codes every authenticated route can answer before its own work: no credentials, or (contract section 9) a
+ * cookie-authenticated state change that is not same-origin.
+ */
+const AUTH_CODES: ProblemCode[] = ["unauthenticated", "forbidden"];
 const ADMIN_CODES: ProblemCode[] = ["unauthenticated", "forbidden"];
 /** Codes of reading a POST body (lib/http/read-json-body.ts) and validating it. */
 const BODY_CODES: ProblemCode[] = ["invalid_request", "payload_too_large", "unsupported_media_type"];
-/** Codes of a key that already has a row (contract section 3). */
-const KEY_CODES: ProblemCode[] = ["request_in_progress", "idempotency_key_reused"];
+/** Codes of a key that already has a row (contract section 3), and of a new key past OPS_PER_MINUTE (section 9). */
+const KEY_CODES: ProblemCode[] = ["request_in_progress", "idempotency_key_reused", "rate_limited"];
 
 // ---- Pages -------------------------------------------------------------------------------------------------
 

@@ -2,6 +2,7 @@ import { timingSafeEqual } from "node:crypto";
 import { env } from "@/lib/env";
 import { withErrors, withPrincipal } from "@/lib/http/route";
 import { metricsText } from "@/lib/metrics/scrape";
+import { apiRoute } from "@/lib/http/api-route";
 
 export const dynamic = "force-dynamic";
 
@@ -25,6 +26,8 @@ const forAdmins = withPrincipal(async () => await scrape(), { admin: true });
  * GET /api/v1/metrics (issue 14 item 4): this process's metrics in the Prometheus text format, for a scraper holding
  * `Authorization: Bearer <METRICS_TOKEN>` or for an admin (session or API token); 401/403 otherwise.
  */
-export const GET = withErrors(async (request, context) =>
+const handleGet = withErrors(async (request, context) =>
   isMetricsToken(request.headers.get("authorization")) ? await scrape() : await forAdmins(request, context),
 );
+
+export const { GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS } = apiRoute({ GET: handleGet });
