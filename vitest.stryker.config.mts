@@ -18,6 +18,7 @@ export default defineConfig({
       "tests/integration/negative-controls.test.ts",
       "tests/integration/db-errors.test.ts",
       "tests/integration/replay-cache.test.ts",
+      "tests/integration/failover-retry.test.ts",
     ],
     environment: "node",
     globalSetup: ["tests/setup/global-setup.ts"],

@@ -43,6 +43,7 @@ import {
 } from "./storm/services";
 import { renderChecks, renderTotals, totalsByKind } from "./storm/summary";
 import { startClusterStorm, type ClusterStorm, type FaultReport } from "./storm/cluster-faults";
+import { CPU_ROLES, cpuMsPerRequest, sampleCpu, type CpuSample } from "./storm/cpu-by-role";
 import { missingClusterPackages } from "./lib/ha-cluster";
 import { runTraffic, type StormUser } from "./storm/traffic";
 
@@ -271,6 +272,8 @@ async function run(options: StormOptions): Promise<number> {
     const durationMs = options.durationS * 1000;
     const trafficStartMs = Date.now();
     const deadlineMs = trafficStartMs + durationMs;
+    const cpuBefore = clusterStorm ? sampleCpu(clusterStorm.cluster.appGroups()) : null;
+    let cpuPerRequest: CpuSample | null = null;
 
     const bar = new cliProgress.SingleBar(
       {
@@ -320,6 +323,10 @@ async function run(options: StormOptions): Promise<number> {
         crashes,
       ]);
 
+      if (clusterStorm && cpuBefore) {
+        // Sampled before a restarted instance's group could be missed: the groups are read again now.
+        cpuPerRequest = cpuMsPerRequest(cpuBefore, sampleCpu(clusterStorm.cluster.appGroups()), counters.requests);
+      }
       phase = "draining webhooks";
       bar.update(options.durationS, payload());
       await services.stopReconciler();
@@ -395,6 +402,11 @@ async function run(options: StormOptions): Promise<number> {
         );
       }
       out.push(`money:       ${await moneySummary(db, userIds)}`);
+      if (cpuPerRequest) {
+        out.push(
+          `cpu:         per request during traffic (ms, /proc, lower bound: killed processes take theirs along): ${CPU_ROLES.map((role) => `${role} ${cpuPerRequest![role].toFixed(2)}`).join(", ")}`,
+        );
+      }
     } else {
       out.push(
         `crashes:     ${events.length > 0 ? events.map((event) => event.what).join("; ") : "none staged (given services)"}`,

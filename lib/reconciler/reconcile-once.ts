@@ -7,6 +7,7 @@
  * Policy (re-drive window, cancel-then-fail-as-expired, cursor look-back):
  * docs/decisions/003-failure-and-recovery-policy.md.
  */
+import { repairRewardCounters } from "../rewards/repair-reward-counters";
 import { env } from "../env";
 import { countReconcilePass } from "../metrics/registry";
 import { log } from "../log";
@@ -162,6 +163,8 @@ export async function reconcileOnce(options: ReconcileOptions = {}): Promise<Rec
       chargesUnlisted: !chargesListed,
     };
   }
+  // Reward counters a Redis failover left below the ledger are raised back (issue 11, docs/decisions/016).
+  await repairRewardCounters({ userIds: ctx.userIds });
   const result = ctx.tally.toResult();
   countReconcilePass(result);
   // A quiet pass (the demo runs one every 10 s) is not logged; one that did or found something is.

@@ -288,12 +288,22 @@ local reply = settle()
 raise_to_floor(KEYS[1], tonumber(ARGV[5]), ARGV[3])
 return reply`;
 
+// KEYS[1] counter. ARGV[1] floor (minor units), ARGV[2] key expiry (unix s). Raises an existing counter to the
+// floor; a missing counter is left to the seed of the next reserve (contract section 6).
+const RAISE_LUA = `${LUA_COUNTER_CHECK}
+local counted = counter_or_error(KEYS[1], redis.call('GET', KEYS[1]))
+if counted == nil then return {'missing', -1} end
+if counted >= tonumber(ARGV[1]) then return {'kept', counted} end
+raise_to_floor(KEYS[1], tonumber(ARGV[1]), ARGV[2])
+return {'raised', counted}`;
+
 type ScriptReply = [string, number];
 
 interface CapScripts {
   rewardCapReserve(counterKey: string, operationKey: string, ...args: (string | number)[]): Promise<unknown>;
   rewardCapRelease(counterKey: string, operationKey: string, ...args: (string | number)[]): Promise<unknown>;
   rewardCapSettle(counterKey: string, operationKey: string, ...args: (string | number)[]): Promise<unknown>;
+  rewardCapRaise(counterKey: string, ...args: (string | number)[]): Promise<unknown>;
 }
 
 const clientsWithScripts = new WeakSet<RedisClient>();
@@ -304,6 +314,7 @@ function withScripts(client: RedisClient): RedisClient & CapScripts {
     client.defineCommand("rewardCapReserve", { numberOfKeys: 2, lua: RESERVE_LUA });
     client.defineCommand("rewardCapRelease", { numberOfKeys: 2, lua: RELEASE_LUA });
     client.defineCommand("rewardCapSettle", { numberOfKeys: 2, lua: SETTLE_LUA });
+    client.defineCommand("rewardCapRaise", { numberOfKeys: 1, lua: RAISE_LUA });
     clientsWithScripts.add(client);
   }
   return client as RedisClient & CapScripts;
@@ -471,6 +482,29 @@ export class RedisRewardCapStore implements RewardCapStore {
       default:
         throw new CapStoreUnavailableError("malformed", `settle replied ${status}`);
     }
+  }
+
+  /**
+   * Raises `userId`'s counter of `day` to at least `floorMinor` (the day's credited total in the ledger), when the
+   * counter exists and is below it: the repair after a Redis failover handed back a counter lower than the truth
+   * (issue 11). A missing counter is left alone (the next reserve seeds it from the ledger). Returns whether it
+   * was raised and the value it had. Throws {@link CapStoreUnavailableError}.
+   */
+  async raiseCounter(
+    userId: string,
+    day: string,
+    floorMinor: number,
+    keysExpireAtS: number,
+  ): Promise<{ raised: boolean; counterMinor: number | null }> {
+    const floor = floorArgument(floorMinor);
+    const reply = await this.run((client) => client.rewardCapRaise(capCounterKey(userId, day), floor, keysExpireAtS));
+    if (!isScriptReply(reply))
+      throw new CapStoreUnavailableError("malformed", `raise replied ${JSON.stringify(reply)}`);
+    const [status, counted] = reply;
+    if (status !== "missing" && status !== "kept" && status !== "raised") {
+      throw new CapStoreUnavailableError("malformed", `raise replied ${status}`);
+    }
+    return { raised: status === "raised", counterMinor: status === "missing" ? null : counted };
   }
 
   /**

@@ -122,6 +122,8 @@ export interface HaCluster {
   restartApp(index: number): Promise<void>;
   /** Stops the reconciler process. */
   stopReconciler(): Promise<void>;
+  /** Process group ids of the running app instances (for CPU accounting). */
+  appGroups(): number[];
   /** Environment for an app instance or a tool (the same settings the instances run with). */
   appEnvironment(port: number): Record<string, string>;
   /** Stops everything, newest first, by PID; deletes the data unless `keepData`. Safe to call twice. */
@@ -168,6 +170,8 @@ export async function startHaCluster(options: HaClusterOptions): Promise<HaClust
     );
   }
   const logDir = options.logDir;
+  // A fresh folder per run: the services append to their logs, and an old run's lines would read as this one's.
+  rmSync(logDir, { recursive: true, force: true });
   mkdirSync(logDir, { recursive: true });
   const root = join(tmpdir(), `wallet-cluster-${process.pid}-${randomBytes(3).toString("hex")}`);
   mkdirSync(root, { recursive: true });
@@ -475,6 +479,7 @@ export async function startHaCluster(options: HaClusterOptions): Promise<HaClust
       async stopReconciler() {
         await reconciler?.stop();
       },
+      appGroups: () => apps.filter((app): app is Service => app !== null).map((app) => app.pid),
       appEnvironment,
       stop,
     };
@@ -655,15 +660,18 @@ listen postgres_write
 ${pgServers}
 
 # The app: checked on its liveness route, which touches no database, so a database failover does not take every
-# instance out at once. Connection failures are retried on another instance, but a POST is never replayed by
-# the balancer (stack-notes 29): clients retry POSTs with their idempotency key.
+# instance out at once. A dead instance refuses the check's connection at once and is out after 3 checks (~3 s);
+# a busy one gets 5 s to answer (measured: under the cluster storm on 2 cores a live instance took over 2 s, and a
+# 2 s check timeout took all three out together, answering 503 to everyone). Connection failures are retried on
+# another instance, but a POST is never replayed by the balancer (stack-notes 29): clients retry with their key.
 listen app
     mode http
     bind 127.0.0.1:${input.appPort}
     balance roundrobin
     option httpchk GET /api/v1/health/live
     http-check expect status 200
-    default-server inter 500 fall 2 rise 1
+    timeout check 5s
+    default-server inter 1s fall 3 rise 1
     retries 3
     option redispatch
     retry-on conn-failure empty-response response-timeout

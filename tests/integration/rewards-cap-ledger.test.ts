@@ -4,13 +4,15 @@
  * more rewards are credited, and the snapshot is RESTOREd over them, so Redis hands back an older, lower counter
  * and has forgotten the later reservations. PostgreSQL's per-(user, day) row (`reward_cap_days`) must still refuse
  * the credit that would pass the cap (429 daily_cap_reached, no row), and the counter must be raised back to the
- * ledger's total; the audit's invariant 7.3 then holds. Negative control: the same run with the PostgreSQL cap off
+ * ledger's total (by the refusal, by the next credit, or by the reconciler's repair when no reward follows); the
+ * audit's invariant 7.3 then holds. Negative control: the same run with the PostgreSQL cap off
  * (`ledgerCap: false`) passes the cap, and the audit says so.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { closeDb } from "../../lib/db";
 import { createRewardCapCheck } from "../../lib/audit/checks/reward-cap";
 import { claimReward } from "../../lib/rewards/claim-reward";
+import { repairRewardCounters } from "../../lib/rewards/repair-reward-counters";
 import { capCounterKey } from "../../lib/rewards/cap-store";
 import type { RewardRules } from "../../lib/rewards/rules";
 import { createTestUser, testPool } from "../helpers/db";
@@ -107,6 +109,27 @@ describe("the reward cap when Redis loses acknowledged writes", () => {
     expect(await creditedRewardsMinor(user.id, DAY)).toBe(30);
     expect(await counter(user.id)).toBe(30); // not 15: the settle raised it to the ledger's total
     expect((await audit(user.id)).ok).toBe(true);
+  });
+
+  it("a counter that lost writes and sees no further reward is raised back by the reconciler's repair", async () => {
+    const user = await createTestUser();
+    await rewardAll(user.id, ads(1, 1));
+    const snapshot = await snapshotCapKeys(user.id);
+    await rewardAll(user.id, ads(2, 3));
+    await loseWritesSince(user.id, snapshot);
+    expect(await counter(user.id)).toBe(5);
+    // Invariant 7.3 sees the loss: the counter is below what the ledger credited.
+    expect((await audit(user.id)).ok).toBe(false);
+
+    const repaired = await repairRewardCounters({ userIds: [user.id], capStore: redis.store });
+    expect(repaired).toEqual({ examined: 1, raised: 1 });
+    expect(await counter(user.id)).toBe(15);
+    expect((await audit(user.id)).ok).toBe(true);
+    // A second pass finds nothing to raise.
+    expect(await repairRewardCounters({ userIds: [user.id], capStore: redis.store })).toEqual({
+      examined: 1,
+      raised: 0,
+    });
   });
 
   it("concurrent credits against a counter that lost everything: PostgreSQL lets exactly what fits through", async () => {
