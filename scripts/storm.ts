@@ -43,7 +43,7 @@ import {
 } from "./storm/services";
 import { renderChecks, renderTotals, totalsByKind } from "./storm/summary";
 import { startClusterStorm, type ClusterStorm, type FaultReport } from "./storm/cluster-faults";
-import { CPU_ROLES, cpuMsPerRequest, sampleCpu, type CpuSample } from "./storm/cpu-by-role";
+import { CPU_ROLES, type CpuByRole, cpuMsPerRequest, sampleCpu } from "./storm/cpu-by-role";
 import { missingClusterPackages } from "./lib/ha-cluster";
 import { runTraffic, type StormUser } from "./storm/traffic";
 
@@ -273,7 +273,7 @@ async function run(options: StormOptions): Promise<number> {
     const trafficStartMs = Date.now();
     const deadlineMs = trafficStartMs + durationMs;
     const cpuBefore = clusterStorm ? sampleCpu(clusterStorm.cluster.appGroups()) : null;
-    let cpuPerRequest: CpuSample | null = null;
+    let cpuPerRequest: CpuByRole | null = null;
 
     const bar = new cliProgress.SingleBar(
       {

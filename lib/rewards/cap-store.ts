@@ -275,11 +275,13 @@ if state == 'reserved' then
   redis.call('HSET', KEYS[2], 'state', 'settled', attempt, 'settled')
   return {'settled', -1}
 end
--- The credit landed but its reservation was given back or lost (a flush): count it again, so the counter
--- never stays below what landed. If a re-seed already read this credit from the ledger this over-counts,
--- which refuses a reward; it never lets the cap be exceeded. A missing counter is seeded from the ledger,
--- which holds this credit.
-if counted ~= nil then redis.call('INCRBY', KEYS[1], ARGV[2]) end
+-- The credit landed but its reservation was given back or lost (a flush, a failover): count it again, so the
+-- counter never stays below what landed. With the day's ledger total known (the floor, which includes this
+-- credit) the raise below does that exactly, and an INCRBY would count the credit twice when a repair or a
+-- re-seed already read it from the ledger. Without it, INCRBY: if a re-seed already read this credit this
+-- over-counts, which refuses a reward and never lets the cap be exceeded. A missing counter is seeded from the
+-- ledger, which holds this credit.
+if counted ~= nil and tonumber(ARGV[5]) < 0 then redis.call('INCRBY', KEYS[1], ARGV[2]) end
 redis.call('HSET', KEYS[2], 'state', 'settled', 'amount', ARGV[2], 'holders', 0, 'at', ARGV[4], attempt, 'settled')
 redis.call('EXPIREAT', KEYS[2], ARGV[3], 'NX')
 return {'recounted', -1}

@@ -1,18 +1,22 @@
 /**
  * CPU time per role of the cluster storm (issue 11, item 7: "the per-request CPU of app, PostgreSQL and Redis"),
- * read from Linux's /proc before and after the traffic: utime + stime + cutime + cstime of every live process,
- * so a reaped child (a PostgreSQL backend that exited) is counted once, in its parent. Roles by command name
- * (`postgres`, `patroni`, `redis-server`, `haproxy`, `pgbouncer`, `etcd`) and, for the app, by the process groups
- * of its instances. Processes killed by a fault take their CPU time with them, so the figures are a lower bound.
+ * read from Linux's /proc before and after the traffic. Each process is identified by its PID and start time; its
+ * share is what it used between the two samples (all of it for a process started in between). utime + stime +
+ * cutime + cstime, so a reaped child (a PostgreSQL backend that exited) is counted in its parent. Roles by command
+ * name (`postgres`, `patroni`, `redis-server`, `haproxy`, `pgbouncer`, `etcd`) and, for the app, by the process
+ * groups of its instances. A process killed by a fault takes its time since the first sample along: a lower bound.
  */
 import { readdirSync, readFileSync } from "node:fs";
 
-/** Clock ticks per second of /proc times: 100 on every Linux this project runs on (CONFIG_HZ-independent). */
+/** Clock ticks per second of /proc times: USER_HZ, 100 on every Linux this project runs on. */
 const TICKS_PER_S = 100;
 
 export const CPU_ROLES = ["app", "postgres", "patroni", "redis", "haproxy", "pgbouncer", "etcd"] as const;
 export type CpuRole = (typeof CPU_ROLES)[number];
-export type CpuSample = Record<CpuRole, number>;
+/** CPU per role (seconds in a sample's total, milliseconds per request in a result). */
+export type CpuByRole = Record<CpuRole, number>;
+/** One sample: CPU seconds per process (`pid:starttime`) with its role. */
+export type CpuSample = Map<string, { role: CpuRole; seconds: number }>;
 
 const ROLE_BY_COMMAND: Record<string, CpuRole> = {
   postgres: "postgres",
@@ -23,9 +27,9 @@ const ROLE_BY_COMMAND: Record<string, CpuRole> = {
   etcd: "etcd",
 };
 
-/** CPU seconds used so far by each role; `appGroups` are the process groups of the app instances. */
+/** CPU seconds used so far by every process of a role; `appGroups` are the app instances' process groups. */
 export function sampleCpu(appGroups: readonly number[]): CpuSample {
-  const sample: CpuSample = { app: 0, postgres: 0, patroni: 0, redis: 0, haproxy: 0, pgbouncer: 0, etcd: 0 };
+  const sample: CpuSample = new Map();
   const groups = new Set(appGroups);
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
@@ -37,16 +41,21 @@ export function sampleCpu(appGroups: readonly number[]): CpuSample {
     }
     const command = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    const ticks = [11, 12, 13, 14].reduce((sum, index) => sum + Number(fields[index] ?? 0), 0);
     const role: CpuRole | undefined = groups.has(Number(fields[2])) ? "app" : ROLE_BY_COMMAND[command];
-    if (role) sample[role] += ticks / TICKS_PER_S;
+    if (!role) continue;
+    const ticks = [11, 12, 13, 14].reduce((sum, index) => sum + Number(fields[index] ?? 0), 0);
+    sample.set(`${name}:${fields[19]}`, { role, seconds: ticks / TICKS_PER_S });
   }
   return sample;
 }
 
-/** `after - before` per role, in CPU milliseconds per request (`requests` > 0). */
-export function cpuMsPerRequest(before: CpuSample, after: CpuSample, requests: number): CpuSample {
-  const result = { ...before };
-  for (const role of CPU_ROLES) result[role] = (Math.max(0, after[role] - before[role]) * 1000) / Math.max(1, requests);
+/** What each role used between `before` and `after`, in CPU milliseconds per request (`requests` > 0). */
+export function cpuMsPerRequest(before: CpuSample, after: CpuSample, requests: number): CpuByRole {
+  const result: CpuByRole = { app: 0, postgres: 0, patroni: 0, redis: 0, haproxy: 0, pgbouncer: 0, etcd: 0 };
+  for (const [key, now] of after) {
+    const then = before.get(key)?.seconds ?? 0;
+    result[now.role] += Math.max(0, now.seconds - then);
+  }
+  for (const role of CPU_ROLES) result[role] = (result[role] * 1000) / Math.max(1, requests);
   return result;
 }

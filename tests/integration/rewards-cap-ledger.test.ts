@@ -8,12 +8,13 @@
  * audit's invariant 7.3 then holds. Negative control: the same run with the PostgreSQL cap off
  * (`ledgerCap: false`) passes the cap, and the audit says so.
  */
+import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { closeDb } from "../../lib/db";
 import { createRewardCapCheck } from "../../lib/audit/checks/reward-cap";
 import { claimReward } from "../../lib/rewards/claim-reward";
 import { repairRewardCounters } from "../../lib/rewards/repair-reward-counters";
-import { capCounterKey } from "../../lib/rewards/cap-store";
+import { capCounterKey, capKeysExpireAtS, capOperationKey, RedisRewardCapStore } from "../../lib/rewards/cap-store";
 import type { RewardRules } from "../../lib/rewards/rules";
 import { createTestUser, testPool } from "../helpers/db";
 import { creditedRewardsMinor, rewardRowCount, startOwnRedis, type OwnRedis } from "../helpers/rewards";
@@ -130,6 +131,39 @@ describe("the reward cap when Redis loses acknowledged writes", () => {
       examined: 1,
       raised: 0,
     });
+  });
+
+  it("a repair that already counted a credit is not counted again when its lost reservation settles", async () => {
+    const userId = `lost_${randomUUID().slice(0, 12)}`;
+    const operation = {
+      userId,
+      day: DAY,
+      adId: "ad-1",
+      attemptId: randomUUID(),
+      keysExpireAtS: capKeysExpireAtS(DAY, "UTC"),
+    };
+    const fresh = new RedisRewardCapStore(redis.client, { seedMinor: async () => 0 });
+    expect(await fresh.reserve(operation, 5, 50)).toMatchObject({ kind: "reserved", counterMinor: 5 });
+    // The failover loses the reservation (both keys, one script's writes) but keeps an older counter of 0...
+    await redis.admin.del(capOperationKey(userId, DAY, "ad-1"));
+    await redis.admin.set(capCounterKey(userId, DAY), "0", "KEEPTTL");
+    // ... the credit commits (ledger total 5), the reconciler's repair raises the counter to it, then the request
+    // settles: the credit is in the counter once.
+    expect(await fresh.raiseCounter(userId, DAY, 5, operation.keysExpireAtS)).toEqual({
+      raised: true,
+      counterMinor: 0,
+    });
+    expect(await fresh.settle(operation, 5, 5)).toEqual({ kind: "recounted" });
+    expect(await counter(userId)).toBe(5);
+    // Negative control: the same sequence settled without the ledger total counts the credit twice (INCRBY, the
+    // pre-issue-11 behaviour, kept for when no total is known: over-counting only refuses a reward).
+    const other = { ...operation, adId: "ad-2", attemptId: randomUUID() };
+    await fresh.reserve(other, 5, 50);
+    await redis.admin.del(capOperationKey(userId, DAY, "ad-2"));
+    await redis.admin.set(capCounterKey(userId, DAY), "5", "KEEPTTL");
+    await fresh.raiseCounter(userId, DAY, 10, operation.keysExpireAtS);
+    expect(await fresh.settle(other, 5)).toEqual({ kind: "recounted" });
+    expect(await counter(userId)).toBe(15);
   });
 
   it("concurrent credits against a counter that lost everything: PostgreSQL lets exactly what fits through", async () => {
