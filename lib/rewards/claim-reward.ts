@@ -4,7 +4,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { countOperation, metrics } from "../metrics/registry";
-import { withTransaction } from "../db";
+import { autocommit, withTransaction } from "../db";
 import { env } from "../env";
 import { log } from "../log";
 import { withTransactionRetry } from "../ledger/retry";
@@ -33,7 +33,7 @@ import {
   type CapOperation,
   type RewardCapStore,
 } from "./cap-store";
-import { raiseRewardDayCredit } from "./raise-reward-day-credit";
+import { raiseRewardDayCredit, readRewardDayCredited } from "./raise-reward-day-credit";
 import { rewardDay } from "./reward-day";
 import { admitNewOperation, rateLimitedResult } from "../limits/new-operation-rate";
 import { rewardRulesFromEnv, type RewardRules } from "./rules";
@@ -186,6 +186,11 @@ async function runReward(input: ClaimRewardInput, dependencies: ClaimRewardDepen
     if (error instanceof CommitUncertainError) landed = await creditLandedAfterError(key, params);
     throw error;
   } finally {
+    // A settle that did not run the credit itself still raises the counter to the ledger's total, so that a lost
+    // reservation is not counted twice (once by the credit's own settle or a repair, once by this INCRBY).
+    if (landed === true && ledgerTotalMinor === undefined && (dependencies.ledgerCap ?? true)) {
+      ledgerTotalMinor = await readRewardDayCredited(input.userId, day, autocommit()).catch(() => undefined);
+    }
     if (landed === true) await settleQuietly(capStore, operation, rules.amountMinor, ledgerTotalMinor);
     else if (landed === false) await releaseQuietly(capStore, operation, "credit did not land", ledgerTotalMinor);
     // "unknown": the ledger could not be read; the reservation stays counted (never exceeds the cap).

@@ -51,3 +51,13 @@ export async function raiseRewardDayCredit(
   );
   return { kind: "over_cap", creditedMinor: current.rows[0]?.credited_minor ?? 0 };
 }
+
+/**
+ * The day's credited total of `userId` from its `reward_cap_days` row, in minor units (0 without a row), read in
+ * its own statement. For a request that did not run the credit itself (a duplicate that lost the claim, or a
+ * commit whose answer was lost) and must still settle with the ledger's total. Throws database errors.
+ */
+export async function readRewardDayCredited(userId: string, day: string, db: Queryable): Promise<number> {
+  const current = await db.query<{ credited_minor: number }>(prepared("reward_cap_day_read", READ_SQL, [userId, day]));
+  return current.rows[0]?.credited_minor ?? 0;
+}
