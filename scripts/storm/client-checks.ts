@@ -4,6 +4,7 @@
  * Each check returns its violations (bounded); the storm fails when any check has one.
  */
 import type { ResponseBody } from "../lib/api-types";
+import type { HttpOutcome } from "./http-client";
 import { attemptKey, isStoredStatus, parseJson, type AttemptRecord, type OperationRecord } from "./observations";
 
 /** A 201 answer of any of the three operations, typed by the OpenAPI document (scripts/lib/api-types.ts). */
@@ -201,16 +202,19 @@ function acknowledgedInLedger(byKey: Map<string, KeyedAttempt[]>, rowByKey: Map<
   const findings = new Findings();
   let acknowledged = 0;
   for (const [key, attempts] of byKey) {
-    const ok = attempts.find(
-      ({ attempt }) =>
-        attempt.outcome.kind === "response" && attempt.outcome.status >= 200 && attempt.outcome.status < 300,
-    );
-    if (!ok || ok.attempt.outcome.kind !== "response") continue;
+    let outcome: HttpOutcome | undefined;
+    for (const { attempt } of attempts) {
+      if (attempt.outcome.kind === "response" && attempt.outcome.status >= 200 && attempt.outcome.status < 300) {
+        outcome = attempt.outcome;
+        break;
+      }
+    }
+    if (outcome?.kind !== "response") continue;
     acknowledged += 1;
     const row = rowByKey.get(key);
-    const body = parseJson(ok.attempt.outcome.body) as OperationAnswer | undefined;
+    const body = parseJson(outcome.body) as OperationAnswer | undefined;
     const view = body?.topup ?? body?.payment ?? body?.reward;
-    if (!row) findings.add(`${key}: acknowledged ${ok.attempt.outcome.status}, no row in the ledger`);
+    if (!row) findings.add(`${key}: acknowledged ${outcome.status}, no row in the ledger`);
     else if (view?.status === "succeeded" && row.status !== "succeeded")
       findings.add(`${key}: acknowledged as succeeded, the row is ${row.status}`);
   }
