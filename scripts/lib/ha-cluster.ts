@@ -23,7 +23,7 @@ import { signalGroup, spawnService, type Service } from "./processes";
 import { pgbouncerInstalled, startPgBouncer, type PgBouncer } from "./pgbouncer";
 import { startRedisCluster, type RedisCluster } from "./redis-cluster";
 import { findRedisServerBinary } from "./redis-server";
-import { projectRoot, spawnApp, spawnBank } from "./stack";
+import { childEnvironment, projectRoot, spawnApp, spawnBank } from "./stack";
 
 /** PostgreSQL 15's binaries from apt (stack-notes 13, 26). */
 export const PG15_BIN = "/usr/lib/postgresql/15/bin";
@@ -496,16 +496,6 @@ export async function startHaCluster(options: HaClusterOptions): Promise<HaClust
 function reconcilerEnvironment(app: Record<string, string>): Record<string, string> {
   const environment: Record<string, string> = { ...app, NODE_ENV: "production", RECONCILE_INTERVAL_MS: "2000" };
   delete environment.PORT;
-  return environment;
-}
-
-function childEnvironment(): Record<string, string> {
-  const environment: Record<string, string> = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (value === undefined) continue;
-    if (key.startsWith("VITEST") || key === "TEST_STACK" || key === "DATABASE_URL" || key === "REDIS_URL") continue;
-    environment[key] = value;
-  }
   return environment;
 }
 

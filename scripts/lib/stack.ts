@@ -378,7 +378,7 @@ async function waitForService(service: Service, url: string, options: { anyStatu
  * behind the test's back (vitest's markers, a parent stack's description, this process's database settings,
  * which the stack sets explicitly for the app).
  */
-function childEnvironment(): Record<string, string> {
+export function childEnvironment(): Record<string, string> {
   const environment: Record<string, string> = {};
   for (const [key, value] of Object.entries(process.env)) {
     if (value === undefined) continue;

@@ -18,7 +18,7 @@ import { sleep } from "../lib/ports";
 import { startHaCluster, type HaCluster } from "../lib/ha-cluster";
 import { LOAD_OPS_PER_MINUTE, projectRoot } from "../lib/stack";
 import type { StormServices } from "./services";
-import { STORM_FAULT_RATES, STORM_SETTINGS } from "./services";
+import { STORM_SETTINGS, stormBankEnvironment } from "./services";
 
 /** One fault and what it cost. */
 export interface FaultReport {
@@ -72,23 +72,9 @@ export async function startClusterStorm(options: {
       OPS_PER_MINUTE: LOAD_OPS_PER_MINUTE,
     },
     bankEnv: {
-      BANK_FAULT_DECLINE_RATE: String(STORM_FAULT_RATES.decline),
-      BANK_FAULT_SLOW_RATE: String(STORM_FAULT_RATES.slow),
-      BANK_FAULT_LOST_RATE: String(STORM_FAULT_RATES.lost),
-      BANK_FAULT_DUP_RATE: String(STORM_FAULT_RATES.dup),
-      BANK_FAULT_REORDER_RATE: String(STORM_FAULT_RATES.reorder),
-      BANK_FAULT_NOHOOK_RATE: String(STORM_FAULT_RATES.nohook),
-      BANK_FAULT_SEED: String(options.seed),
-      BANK_WEBHOOK_DELAY_MS: "100",
-      BANK_WEBHOOK_RETRY_BASE_MS: "250",
-      BANK_WEBHOOK_RETRY_MAX_MS: "2000",
-      // 20 attempts: deliveries must outlast a database failover (~20 s) and still arrive.
+      ...stormBankEnvironment(options.seed),
+      // 20 attempts (the storm's default is 8): deliveries must outlast a database failover (~20 s) and arrive.
       BANK_WEBHOOK_MAX_ATTEMPTS: "20",
-      BANK_WEBHOOK_TIMEOUT_MS: "3000",
-      BANK_WEBHOOK_CONCURRENCY: "64",
-      BANK_DELIVERY_HISTORY_MAX: "100",
-      BANK_SLOW_MS: "1500",
-      BANK_LOG_LEVEL: "warn",
     },
   });
   const services: StormServices = {

@@ -85,6 +85,20 @@ const STORM_BANK_SCHEDULE = {
   BANK_LOG_LEVEL: "warn",
 } as const;
 
+/** The sandbox bank's settings during a storm: {@link STORM_FAULT_RATES}, the storm's seed, {@link STORM_BANK_SCHEDULE}. */
+export function stormBankEnvironment(seed: number): Record<string, string> {
+  return {
+    BANK_FAULT_DECLINE_RATE: String(STORM_FAULT_RATES.decline),
+    BANK_FAULT_SLOW_RATE: String(STORM_FAULT_RATES.slow),
+    BANK_FAULT_LOST_RATE: String(STORM_FAULT_RATES.lost),
+    BANK_FAULT_DUP_RATE: String(STORM_FAULT_RATES.dup),
+    BANK_FAULT_REORDER_RATE: String(STORM_FAULT_RATES.reorder),
+    BANK_FAULT_NOHOOK_RATE: String(STORM_FAULT_RATES.nohook),
+    BANK_FAULT_SEED: String(seed),
+    ...STORM_BANK_SCHEDULE,
+  };
+}
+
 /**
  * How long a (re)started app instance or the bank may take to answer its health route: 60 s. `next start` is ready
  * in 1-2 s here; the bound only turns a hung start into an error instead of a hung storm.
@@ -205,14 +219,7 @@ export async function startOwnServices(options: { seed: number; appInstances: nu
         APP_URL: router.url,
         BANK_WEBHOOK_SECRETS: webhookSecrets,
         BANK_STATE_FILE: join(bankStateDir, "bank-state.json"),
-        BANK_FAULT_DECLINE_RATE: String(STORM_FAULT_RATES.decline),
-        BANK_FAULT_SLOW_RATE: String(STORM_FAULT_RATES.slow),
-        BANK_FAULT_LOST_RATE: String(STORM_FAULT_RATES.lost),
-        BANK_FAULT_DUP_RATE: String(STORM_FAULT_RATES.dup),
-        BANK_FAULT_REORDER_RATE: String(STORM_FAULT_RATES.reorder),
-        BANK_FAULT_NOHOOK_RATE: String(STORM_FAULT_RATES.nohook),
-        BANK_FAULT_SEED: String(options.seed),
-        ...STORM_BANK_SCHEDULE,
+        ...stormBankEnvironment(options.seed),
       },
       log: join(stack.logDir, "bank.log"),
     });
