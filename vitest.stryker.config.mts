@@ -19,6 +19,7 @@ export default defineConfig({
       "tests/integration/db-errors.test.ts",
       "tests/integration/replay-cache.test.ts",
       "tests/integration/failover-retry.test.ts",
+      "tests/integration/settle-topup.test.ts",
     ],
     environment: "node",
     globalSetup: ["tests/setup/global-setup.ts"],

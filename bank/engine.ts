@@ -209,7 +209,8 @@ export class BankEngine {
     // here would spin the timer at 0 ms.
     if (!this.paused && this.inFlight.size < this.config.deliveryConcurrency) {
       for (const d of this.state.deliveries) {
-        if (d.status === "pending" && !this.inFlight.has(d.id)) nextMs = Math.min(nextMs, d.nextAttemptAtMs);
+        if (d.status === "pending" && !this.inFlight.has(d.id) && !this.held(d))
+          nextMs = Math.min(nextMs, d.nextAttemptAtMs);
       }
     }
     if (nextMs === Infinity) return;
@@ -230,7 +231,7 @@ export class BankEngine {
     }
     if (!this.paused) {
       const due = this.state.deliveries
-        .filter((d) => d.status === "pending" && !this.inFlight.has(d.id) && d.nextAttemptAtMs <= now)
+        .filter((d) => d.status === "pending" && !this.inFlight.has(d.id) && d.nextAttemptAtMs <= now && !this.held(d))
         .sort((a, b) => a.nextAttemptAtMs - b.nextAttemptAtMs);
       for (const delivery of due) {
         if (this.inFlight.size >= this.config.deliveryConcurrency) break;
@@ -248,10 +249,20 @@ export class BankEngine {
     this.logger.info({ chargeId: charge.id, status: charge.status }, "charge settled");
     if (charge.faults.nohook) return; // contract section 5: no webhook; only the reconciler can learn the outcome
     const type: EventType = charge.outcome === "succeeded" ? "charge.succeeded" : "charge.failed";
+    if (type === "charge.succeeded" && charge.faults.reorder) {
+      // The reorder switch (case C14): a stale `charge.failed`, dated at the charge's creation as a late old event
+      // would be, goes first; the success is held back until that failure's delivery has finished (answered 2xx
+      // or given up), so the app sees the failure while the row is still waiting for the bank's word.
+      const staleEventId = this.queueEvent(charge, "charge.failed", charge.createdAt, nowMs);
+      charge.staleFailureQueued = true;
+      this.queueEvent(charge, type, new Date(nowMs).toISOString(), nowMs, staleEventId);
+      return;
+    }
     this.queueEvent(charge, type, new Date(nowMs).toISOString(), nowMs);
   }
 
-  private queueEvent(charge: ChargeRecord, type: EventType, createdIso: string, nowMs: number): void {
+  /** Queues the deliveries of a new event (3 copies with the duplicate switch); returns the event id. */
+  private queueEvent(charge: ChargeRecord, type: EventType, createdIso: string, nowMs: number, after?: string): string {
     const eventId = newId("evt");
     // Serialised once: every copy and every retry of this event sends these exact bytes.
     const body = JSON.stringify({
@@ -274,8 +285,16 @@ export class BankEngine {
         attempts: [],
         nextAttemptAtMs: nowMs,
         createdAt: new Date(nowMs).toISOString(),
+        ...(after ? { after } : {}),
       });
     }
+    return eventId;
+  }
+
+  /** True while a delivery waits for the deliveries of the event it must follow (the reorder switch). */
+  private held(delivery: DeliveryRecord): boolean {
+    if (!delivery.after) return false;
+    return this.state.deliveries.some((d) => d.eventId === delivery.after && d.status === "pending");
   }
 
   private dispatch(delivery: DeliveryRecord): void {
@@ -347,18 +366,7 @@ export class BankEngine {
         "webhook will be retried",
       );
     }
-    if (delivery.status !== "pending") this.afterFinished(delivery);
     this.state.pruneFinishedDeliveries(this.config.deliveryHistoryMax);
     this.saveInBackground();
-  }
-
-  /** The reorder switch: once the success event has been delivered (or given up), send a stale failure. */
-  private afterFinished(delivery: DeliveryRecord): void {
-    if (delivery.type !== "charge.succeeded") return;
-    const charge = this.state.chargesById.get(delivery.chargeId);
-    if (!charge?.faults.reorder || charge.staleFailureQueued) return;
-    charge.staleFailureQueued = true;
-    // "Stale": dated at the charge's creation, before the success event, as a late-arriving old event would be.
-    this.queueEvent(charge, "charge.failed", charge.createdAt, Date.now());
   }
 }

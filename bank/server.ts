@@ -134,6 +134,7 @@ function deliveryView(d: DeliveryRecord) {
     id,
     eventId,
     type,
+    after: d.after ?? null,
     chargeId,
     merchantRef,
     copy,

@@ -39,7 +39,7 @@ export interface ChargeRecord {
   settleAtMs: number;
   /** True once settled and its webhook events (if any) queued. */
   settled: boolean;
-  /** True once the reorder switch's stale `charge.failed` has been queued. */
+  /** True once the reorder switch's stale `charge.failed` has been queued (kept in the file for old states). */
   staleFailureQueued: boolean;
 }
 
@@ -66,6 +66,11 @@ export interface DeliveryRecord {
   copy: number;
   /** The exact body bytes (UTF-8) sent on every attempt, so every retry and copy is byte-identical. */
   body: string;
+  /**
+   * An event id whose deliveries must all have finished (delivered or given up) before this one is attempted: the
+   * reorder switch holds the success back this way while the stale failure goes through (case C14).
+   */
+  after?: string;
   status: "pending" | "delivered" | "failed";
   attempts: AttemptRecord[];
   /** Epoch ms of the next attempt while pending. */
@@ -111,6 +116,7 @@ const deliverySchema = z.object({
   merchantRef: z.string(),
   copy: z.number().int(),
   body: z.string(),
+  after: z.string().optional(),
   status: z.enum(["pending", "delivered", "failed"]),
   attempts: z.array(attemptSchema),
   nextAttemptAtMs: z.number(),

@@ -143,6 +143,12 @@ const schema = z
     OPS_PER_MINUTE: intFrom(1, 1_000_000).default(60),
     /** Contract: 20 active personal API tokens per user. */
     TOKENS_PER_USER_MAX: intFrom(1, 1000).default(20),
+    /**
+     * Contract section 5: failed attempts to settle one top-up (a credit the database refuses, a lost connection)
+     * before it is flagged for attention on the admin page. 5: a transient failure clears within a couple of
+     * reconciler passes or webhook retries; five in a row mean something a person must look at.
+     */
+    SETTLE_ATTEMPTS_MAX: intFrom(1, 1000).default(5),
     LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
     /**
      * Bearer token that a Prometheus scraper sends to `GET /api/v1/metrics` (admins can read it without). Unset: admins

@@ -10,6 +10,15 @@ import type { OperationParams } from "./fingerprint";
 export type EntryStatus = "initiated" | "processing" | "succeeded" | "failed";
 export const UNFINISHED_STATUSES: readonly EntryStatus[] = ["initiated", "processing"];
 
+/**
+ * Why a row failed: one union for every door and every operation (contract sections 3 and 5), shown to users in
+ * plain words by lib/web/failure-reasons.ts.
+ * - `declined_by_bank`: the bank says the charge did not and will not succeed;
+ * - `expired`: the top-up never reached the bank, and the bank confirmed its key can never be charged;
+ * - `insufficient_funds`: the payment's debit found the balance short (a stored 402).
+ */
+export type FailureReason = "declined_by_bank" | "expired" | "insufficient_funds";
+
 /** Who moved a row (contract section 2, audit table). */
 export type TransitionActor = "request" | "webhook" | "reconciler" | "admin";
 
@@ -29,13 +38,19 @@ export interface LedgerEntry {
   readonly fingerprint: string;
   readonly params: OperationParams;
   readonly status: EntryStatus;
-  readonly failureReason: string | null;
+  readonly failureReason: FailureReason | null;
   readonly response: StoredResponse | null;
   readonly leaseOwner: string | null;
   readonly leaseExpiresAt: Date | null;
   /** The fencing token: raised on every take-over; a lease holder's writes are conditional on it. */
   readonly attempt: number;
   readonly bankChargeId: string | null;
+  /** Failed attempts to settle the row from the bank's word (a refused credit, a lost connection), contract 5. */
+  readonly settleFailures: number;
+  /** The last such failure, described for admins; null when none happened. */
+  readonly settleLastError: string | null;
+  /** When the failures reached SETTLE_ATTEMPTS_MAX: the row is flagged for attention. */
+  readonly settleFlaggedAt: Date | null;
   readonly createdAt: Date;
   readonly updatedAt: Date;
 }
@@ -43,7 +58,7 @@ export interface LedgerEntry {
 /** The column list every ledger query returns, in the shape {@link toLedgerEntry} reads. */
 export const ENTRY_COLUMNS = `user_id, id, type, ref_id, amount_minor, currency, fingerprint, params, status,
   failure_reason, response_status, response_body, lease_owner, lease_expires_at, attempt, bank_charge_id,
-  created_at, updated_at`;
+  settle_failures, settle_last_error, settle_flagged_at, created_at, updated_at`;
 
 /** The same list qualified by a table alias (for UPDATE ... FROM and joins). */
 export function entryColumns(alias: string): string {
@@ -65,12 +80,15 @@ export function toLedgerEntry(row: Record<string, unknown>): LedgerEntry {
     fingerprint: row.fingerprint as string,
     params: row.params as OperationParams,
     status: row.status as EntryStatus,
-    failureReason: (row.failure_reason as string | null) ?? null,
+    failureReason: (row.failure_reason as FailureReason | null) ?? null,
     response: responseStatus === null ? null : { status: responseStatus, body: row.response_body as string },
     leaseOwner: (row.lease_owner as string | null) ?? null,
     leaseExpiresAt: (row.lease_expires_at as Date | null) ?? null,
     attempt: row.attempt as number,
     bankChargeId: (row.bank_charge_id as string | null) ?? null,
+    settleFailures: row.settle_failures as number,
+    settleLastError: (row.settle_last_error as string | null) ?? null,
+    settleFlaggedAt: (row.settle_flagged_at as Date | null) ?? null,
     createdAt: row.created_at as Date,
     updatedAt: row.updated_at as Date,
   };

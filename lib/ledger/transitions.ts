@@ -5,12 +5,13 @@
  * Every transition appends its audit row in the same statement, and a credit changes the wallet in the same
  * statement (hence the same transaction) as the row's final state.
  */
-import { autocommit } from "../db";
+import { autocommit, pool } from "../db";
 import {
   entryColumns,
   ENTRY_COLUMNS,
   toLedgerEntry,
   type EntryStatus,
+  type FailureReason,
   type LedgerEntry,
   type StoredResponse,
   type TransitionActor,
@@ -76,7 +77,7 @@ const SELECT_BY_ID_SQL = `SELECT ${ENTRY_COLUMNS} FROM ledger_entries WHERE user
 interface TransitionSpec {
   readonly to: EntryStatus;
   readonly from: readonly EntryStatus[];
-  readonly failureReason: string | null;
+  readonly failureReason: FailureReason | null;
   readonly bankChargeId: string | null;
   readonly credit: boolean;
   readonly actor: TransitionActor;
@@ -188,7 +189,7 @@ export interface FailOptions {
   readonly actor: TransitionActor;
   readonly guard: TransitionGuard;
   /** Machine-readable reason shown to the user in plain words by the UI (e.g. "declined_by_bank"). */
-  readonly reason: string;
+  readonly reason: FailureReason;
   readonly bankChargeId?: string | null;
   readonly detail?: string | null;
 }
@@ -259,4 +260,35 @@ export async function storeResponse(
   if (!current?.response)
     throw new Error(`ledger entry ${ref.userId}/${ref.entryId}: response neither stored nor present`);
   return { stored: false, response: current.response };
+}
+
+// The count, the last error and (once the count reaches $4) the time the row was flagged; only these columns:
+// a settlement failure is not a transition, so status, lease and updated_at stay as they are.
+// $1 user_id, $2 entry id, $3 description of the error, $4 SETTLE_ATTEMPTS_MAX.
+const RECORD_SETTLE_FAILURE_SQL = `
+UPDATE ledger_entries
+   SET settle_failures = settle_failures + 1,
+       settle_last_error = $3,
+       settle_flagged_at = CASE WHEN settle_failures + 1 >= $4::int THEN COALESCE(settle_flagged_at, now())
+                                ELSE settle_flagged_at END
+ WHERE user_id = $1 AND id = $2
+RETURNING settle_failures, settle_flagged_at`;
+
+/**
+ * Counts one failed attempt to settle a row from the bank's word (contract section 5: a completion that keeps
+ * failing is not hidden by a renewed lease). `lastError` describes it for admins (a constraint's name, not a
+ * stack); `attemptsMax` is SETTLE_ATTEMPTS_MAX: the attempt that reaches it flags the row (the first flag time is
+ * kept). Returns the new count and flag time, or null when the row does not exist. Throws database errors.
+ * Runs on the plain pool by default, not `autocommit()`: a count is not safe to run twice after a lost connection.
+ */
+export async function recordSettleFailure(
+  ref: EntryRef,
+  lastError: string,
+  attemptsMax: number,
+  db: Queryable = pool(),
+): Promise<{ failures: number; flaggedAt: Date | null } | null> {
+  const result = await db.query(RECORD_SETTLE_FAILURE_SQL, [ref.userId, ref.entryId, lastError, attemptsMax]);
+  const row = result.rows[0];
+  if (!row) return null;
+  return { failures: row.settle_failures as number, flaggedAt: (row.settle_flagged_at as Date | null) ?? null };
 }

@@ -299,7 +299,8 @@ export const API_PATHS = {
         "Signed by the bank over the raw body bytes: `Bank-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, " +
         '"<t>.<raw body>")>` (several `v1=` during secret rotation; 300 s tolerance). Every correctly signed ' +
         "delivery is answered 200, whether it credited, was a duplicate or could not be applied. A body over " +
-        "WEBHOOK_BODY_LIMIT_BYTES (default 65536) is 413 and the rest is not read.",
+        "WEBHOOK_BODY_LIMIT_BYTES (default 65536) is 413 and the rest is not read. A `charge.failed` is confirmed " +
+        "with the bank before any row fails; when the bank cannot be asked the answer is 503 and nothing changed.",
       parameters: [
         z
           .string()
@@ -313,7 +314,7 @@ export const API_PATHS = {
       success: {
         200: json("Received (new, duplicate or unusable).", z.strictObject({ received: z.literal(true) })),
       },
-      problems: { codes: ["invalid_signature", "payload_too_large"] },
+      problems: { codes: ["invalid_signature", "payload_too_large", "service_unavailable"] },
     }),
   },
   "/api/v1/admin/topups": {

@@ -34,12 +34,8 @@ import {
 } from "../ledger";
 import { CHARGE_LOOK_BACK_MS_DEFAULT, readChargeCursorMs, writeChargeCursorMs } from "./charge-cursor";
 import { ReconcileTally, type ReconcileAnomaly, type ReconcileResult } from "./reconcile-result";
-import {
-  failEntryAsExpired,
-  settleEntryFromCharge,
-  storeFinishedTopupResponse,
-  type SettleOutcome,
-} from "./settle-entry-from-charge";
+import { settleTopup, type ChargeEvidence, type SettlementOutcome } from "../topups/settle-topup";
+import { storeFinishedTopupResponse } from "../topups/topup-response";
 import { countExpiredUnfinishedEntries, takeOverExpiredEntry, type TakenOverEntry } from "./take-over-expired-entry";
 
 export type { ReconcileResult, ReconcileAnomaly } from "./reconcile-result";
@@ -228,7 +224,7 @@ async function guardRow(ctx: PassContext, subject: Subject, work: () => Promise<
     return await work();
   } catch (error) {
     const verdict = classifyDbError(error);
-    if (verdict.kind === "unknown" || verdict.kind === "retryable") throw error;
+    if (verdict.kind === "unknown" || verdict.kind === "retryable" || verdict.kind === "connection_lost") throw error;
     ctx.logger.warn({ err: error, verdict, ...subject }, "reconciler: row refused by a constraint");
     ctx.tally.skipped += 1;
     recordAnomaly(ctx, {
@@ -279,7 +275,11 @@ async function reconcileTakenOverEntry(ctx: PassContext, row: TakenOverEntry, su
       subject.chargeId = looked.charge.id;
       await applySettle(
         ctx,
-        await settleEntryFromCharge(entry, looked.charge, "reconciler: from the bank's charge after the lease expired"),
+        await settleAsReconciler(
+          entry,
+          { source: "bank", charge: looked.charge },
+          "reconciler: from the bank's charge after the lease expired",
+        ),
         {
           storeResponse: true,
           pendingCounts: "skipped",
@@ -318,17 +318,29 @@ async function redrive(ctx: PassContext, entry: LedgerEntry, merchantRef: string
   switch (created.kind) {
     case "charge":
       ctx.tally.redriven += 1;
-      await applySettle(ctx, await settleEntryFromCharge(entry, created.charge, "reconciler: re-driven to the bank"), {
-        storeResponse: true,
-        pendingCounts: "nothing",
-      });
+      await applySettle(
+        ctx,
+        await settleAsReconciler(
+          entry,
+          { source: "bank", charge: created.charge },
+          "reconciler: re-driven to the bank",
+        ),
+        {
+          storeResponse: true,
+          pendingCounts: "nothing",
+        },
+      );
       return "done";
     case "rejected":
       if (created.status === 409 && created.code === "idempotency_key_cancelled") {
         // An earlier pass cancelled the key and stopped before failing the row: no charge exists or ever will.
         await applySettle(
           ctx,
-          await failEntryAsExpired(entry, "reconciler: the key was already cancelled at the bank"),
+          await settleAsReconciler(
+            entry,
+            { source: "key_cancelled" },
+            "reconciler: the key was already cancelled at the bank",
+          ),
           { storeResponse: true, pendingCounts: "skipped" },
         );
         return "done";
@@ -360,8 +372,9 @@ async function cancelThenExpire(ctx: PassContext, entry: LedgerEntry, merchantRe
     case "cancelled":
       await applySettle(
         ctx,
-        await failEntryAsExpired(
+        await settleAsReconciler(
           entry,
+          { source: "key_cancelled" },
           "reconciler: never reached the bank; key cancelled there after the re-drive window",
         ),
         {
@@ -373,7 +386,11 @@ async function cancelThenExpire(ctx: PassContext, entry: LedgerEntry, merchantRe
     case "charge_exists":
       await applySettle(
         ctx,
-        await settleEntryFromCharge(entry, cancelled.charge, "reconciler: charge found while cancelling"),
+        await settleAsReconciler(
+          entry,
+          { source: "bank", charge: cancelled.charge },
+          "reconciler: charge found while cancelling",
+        ),
         {
           storeResponse: true,
           pendingCounts: "skipped",
@@ -396,14 +413,19 @@ async function cancelThenExpire(ctx: PassContext, entry: LedgerEntry, merchantRe
   }
 }
 
+/** Settles a row from the bank's word as the reconciler: status-only guard, the bank is the source of truth. */
+function settleAsReconciler(entry: LedgerEntry, evidence: ChargeEvidence, detail: string): Promise<SettlementOutcome> {
+  return settleTopup(entry, evidence, { actor: "reconciler", guard: { kind: "status_only" }, detail });
+}
+
 /** Counts an outcome and, when asked and the row is finished, stores its response. Returns the outcome. */
 async function applySettle(
   ctx: PassContext,
-  outcome: SettleOutcome,
+  outcome: SettlementOutcome,
   options: { storeResponse: boolean; pendingCounts: "skipped" | "nothing" },
-): Promise<SettleOutcome> {
+): Promise<SettlementOutcome> {
   switch (outcome.kind) {
-    case "completed":
+    case "credited":
       ctx.tally.completed += 1;
       break;
     case "failed":
@@ -412,7 +434,7 @@ async function applySettle(
     case "pending":
       if (options.pendingCounts === "skipped") ctx.tally.skipped += 1;
       break;
-    case "already_terminal":
+    case "unchanged":
       ctx.tally.skipped += 1;
       break;
     case "anomaly":
@@ -516,7 +538,11 @@ async function reconcileCharge(ctx: PassContext, charge: BankCharge): Promise<bo
         // Ours from the claim on: no request is waiting for this row, so its response is stored at once.
         await applySettle(
           ctx,
-          await settleEntryFromCharge(claimed.entry, charge, "reconciler: claimed from a succeeded bank charge"),
+          await settleAsReconciler(
+            claimed.entry,
+            { source: "bank", charge },
+            "reconciler: claimed from a succeeded bank charge",
+          ),
           {
             storeResponse: true,
             pendingCounts: "skipped",
@@ -615,17 +641,21 @@ async function reconcileExistingRow(
     }
     // Disagreement with a terminal row: report it (settle refuses to move a terminal row and says why).
     examine();
-    await applySettle(ctx, await settleEntryFromCharge(entry, charge, "reconciler: from the bank's charge list"), {
-      storeResponse: false,
-      pendingCounts: "skipped",
-    });
+    await applySettle(
+      ctx,
+      await settleAsReconciler(entry, { source: "bank", charge }, "reconciler: from the bank's charge list"),
+      {
+        storeResponse: false,
+        pendingCounts: "skipped",
+      },
+    );
     return false;
   }
 
   examine();
   const settled = await applySettle(
     ctx,
-    await settleEntryFromCharge(entry, charge, "reconciler: from the bank's charge list"),
+    await settleAsReconciler(entry, { source: "bank", charge }, "reconciler: from the bank's charge list"),
     {
       storeResponse: requestGone,
       pendingCounts: "skipped",

@@ -4,19 +4,15 @@
  * there is something to report, so a quiet pass is exactly the contract's shape).
  */
 import { z } from "zod";
+import { SETTLEMENT_ANOMALY_KINDS } from "../topups/settle-topup";
 
-/** Things a pass found that it must not fix by itself: an admin has to look (they credit nothing). */
+/**
+ * Things a pass found that it must not fix by itself: an admin has to look (they credit nothing). The settlement's
+ * own kinds (lib/topups/settle-topup.ts: amount, currency or charge id mismatches, a failed row whose charge
+ * succeeded, a credited row the bank disowns) plus the reconciler's.
+ */
 export const RECONCILE_ANOMALY_KINDS = [
-  /** The bank's charge has another amount than the ledger row (or than the wallet would accept). */
-  "amount_mismatch",
-  /** The bank's charge is in another currency than the row, or than the wallet currency for a missing row. */
-  "currency_mismatch",
-  /** The row already records another bank charge id than the one the bank reports for its key. */
-  "charge_mismatch",
-  /** The bank says the charge succeeded, but the row has already failed: money taken, nothing credited. */
-  "success_for_failed_row",
-  /** The bank says the charge was declined, but the row was credited. */
-  "decline_for_succeeded_row",
+  ...SETTLEMENT_ANOMALY_KINDS,
   /** A succeeded charge whose merchant reference is not a top-up reference of ours. */
   "unknown_merchant_ref",
   /** A reward or payment row left unfinished (they are single-transaction and never should be). */

@@ -8,23 +8,20 @@ import { countOperation } from "../metrics/registry";
 import { createCharge } from "../bank/client";
 import { merchantRefFor } from "../bank/merchant-ref";
 import {
-  attachCharge,
   cacheStoredResponse,
   claimOperation,
-  completeEntry,
-  failEntry,
   fromExisting,
   getEntryById,
-  jsonStoredResponse,
   markProcessing,
   operationKey,
   storeResponse,
-  topupView,
   newLeaseOwner,
   type LedgerEntry,
   type OperationResult,
 } from "../ledger";
 import { gateNewOperation, rateLimitedResult } from "../limits/new-operation-rate";
+import { settleTopup, type ChargeEvidence } from "./settle-topup";
+import { topupResponse } from "./topup-response";
 
 export interface CreateTopupInput {
   /** From the authenticated session or API token, never from a request body. */
@@ -41,11 +38,12 @@ export interface CreateTopupInput {
  * Runs one top-up exactly once per `(user, "topup", refId)`.
  *
  * The winner commits its claim (`initiated`), records `processing`, then calls the bank with the merchant
- * reference as `Idempotency-Key` (so a retried call can never create a second charge) and records the
- * answer: `succeeded` credits the wallet in the same statement, `declined` fails the row, `pending` attaches
- * the charge id and leaves the webhook to finish; a timeout or lost reply leaves the row `processing` for
+ * reference as `Idempotency-Key` (so a retried call can never create a second charge) and hands the answer to the
+ * one settlement function (./settle-topup.ts) as the lease holder: `succeeded` credits the wallet in the same
+ * statement, `declined` fails the row, `pending` records the charge id and leaves the webhook to finish, and a key
+ * the bank reports cancelled (409) fails it as `expired`. A timeout or lost reply leaves the row `processing` for
  * the webhook or the reconciler (the outcome is unknown, so nothing guesses). The response it returns,
- * 201 `{ topup: T }` with the status known at that moment, is stored first-writer-wins.
+ * 201 `{ topup: T }` with the status known at that moment (./topup-response.ts), is stored first-writer-wins.
  *
  * Returns `response` (`replayed: true` for losers), `mismatch` (same refId, other amount or currency),
  * `in_progress`, or `refused rate_limited` for a new refId past OPS_PER_MINUTE (nothing written). Throws on database failures; the row then stays claimed with a lease that the reconciler
@@ -76,7 +74,6 @@ async function runTopup(input: CreateTopupInput): Promise<OperationResult> {
   if (claim.kind !== "claimed") return fromExisting(claim);
 
   const ref = { userId: input.userId, entryId: claim.entry.id };
-  const guard = { kind: "lease", attempt: claim.entry.attempt } as const;
   const processing = await markProcessing(ref, claim.entry.attempt);
   // Refused but already `processing` under our own lease and attempt: our first try committed and its answer
   // was lost with the connection (the statement was retried, lib/db.ts `autocommit`). We still own the row.
@@ -85,42 +82,42 @@ async function runTopup(input: CreateTopupInput): Promise<OperationResult> {
     processing.entry.status === "processing" &&
     processing.entry.attempt === claim.entry.attempt &&
     processing.entry.leaseOwner === claim.entry.leaseOwner;
-  if (processing.kind === "refused" && !ownProcessing) {
-    // Our lease was taken over (this request stalled past LEASE_MS before reaching the bank): the new owner
-    // drives the row now, so this request must not call the bank. It answers with what the row says.
-    const stored = await storeResponse(ref, jsonStoredResponse(201, { topup: topupView(processing.entry) }));
-    return { kind: "response", response: stored.response, replayed: !stored.stored };
-  }
-
-  const charged = await createCharge(
-    {
-      merchantRef: merchantRefFor(input.userId, input.refId),
-      amountMinor: input.amountMinor,
-      currency: input.currency,
-    },
-    { bankUrl: settings.BANK_URL, timeoutMs: settings.BANK_TIMEOUT_MS },
-  );
-
-  let current: LedgerEntry | null = null;
-  if (charged.kind === "charge") {
-    const { charge } = charged;
-    if (charge.status === "succeeded") {
-      current = (await completeEntry(ref, { actor: "request", guard, credit: true, bankChargeId: charge.id })).entry;
-    } else if (charge.status === "declined") {
-      current = (await failEntry(ref, { actor: "request", guard, reason: "declined_by_bank", bankChargeId: charge.id }))
-        .entry;
-    } else {
-      current = await attachCharge(ref, charge.id);
-    }
-  } else {
+  let current: LedgerEntry = processing.entry;
+  // Otherwise refused: our lease was taken over (this request stalled past LEASE_MS before reaching the bank). The
+  // new owner drives the row now, so this request must not call the bank; it answers with what the row says.
+  if (processing.kind === "moved" || ownProcessing) {
+    const charged = await createCharge(
+      {
+        merchantRef: merchantRefFor(input.userId, input.refId),
+        amountMinor: input.amountMinor,
+        currency: input.currency,
+      },
+      { bankUrl: settings.BANK_URL, timeoutMs: settings.BANK_TIMEOUT_MS },
+    );
+    let evidence: ChargeEvidence | null = null;
+    if (charged.kind === "charge") evidence = { source: "bank", charge: charged.charge };
+    else if (charged.kind === "rejected" && charged.status === 409 && charged.code === "idempotency_key_cancelled")
+      // The key was given up at the bank (by the reconciler, or a failure event the bank could not match): no
+      // charge exists or ever will.
+      evidence = { source: "key_cancelled" };
     // Unknown outcome (timeout, lost reply, bank down) or a refusal we cannot interpret: the row stays
     // `processing`; the webhook or the reconciler, asking the bank by merchant reference, finishes it.
-    log().warn({ userId: input.userId, refId: input.refId, bank: charged }, "top-up charge outcome unknown");
+    else log().warn({ userId: input.userId, refId: input.refId, bank: charged }, "top-up charge outcome unknown");
+    if (evidence) {
+      const settled = await settleTopup(current, evidence, {
+        actor: "request",
+        guard: { kind: "lease", attempt: claim.entry.attempt },
+        detail: "request: the bank's answer to POST /charges",
+      });
+      if (settled.kind === "anomaly")
+        log().warn({ anomaly: settled.anomaly }, "top-up: the bank's answer disagrees with the row");
+      current = settled.entry;
+    } else {
+      current = (await getEntryById(ref)) ?? current;
+    }
   }
-  current ??= await getEntryById(ref);
-  if (!current) throw new Error(`top-up ${input.refId}: claimed row vanished`);
 
-  const stored = await storeResponse(ref, jsonStoredResponse(201, { topup: topupView(current) }));
+  const stored = await storeResponse(ref, topupResponse(current));
   await cacheStoredResponse(key, params, stored.response);
   return { kind: "response", response: stored.response, replayed: !stored.stored };
 }

@@ -1,10 +1,13 @@
-/** Plain words for a row's failure reason, shown to the user (issue 4 item 8). Unknown codes show as is. */
-const REASONS: Record<string, string> = {
+/** Plain words for a row's failure reason, shown to the user (issue 4 item 8). */
+import type { FailureReason } from "../ledger/entry";
+
+const REASONS: Record<FailureReason, string> = {
   declined_by_bank: "the bank declined the payment",
   insufficient_funds: "not enough money in the wallet",
   expired: "it never reached the bank and was cancelled",
 };
 
+/** The sentence for `reason`; a code from an older version that is not in the union shows as it is. */
 export function describeFailure(reason: string): string {
-  return REASONS[reason] ?? reason;
+  return (REASONS as Record<string, string>)[reason] ?? reason;
 }

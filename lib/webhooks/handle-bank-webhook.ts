@@ -1,31 +1,38 @@
 /**
- * Applies one bank webhook delivery (contract section 5). The signature is checked over the raw bytes
- * first; after that every delivery is answered 200 whatever it held, because a non-2xx only makes the bank
- * retry, and an event that cannot be applied will not become applicable by retrying. Events are
- * deduplicated by the ledger row's state, not by a cache: a duplicate, a redelivery 25 hours later or a
- * stale `charge.failed` after the success changes nothing (case C04).
+ * Applies one bank webhook delivery (contract section 5). The signature is checked over the raw bytes first; after
+ * that a delivery is answered 200 whatever it held, because a non-2xx only makes the bank retry, and an event that
+ * cannot be applied will not become applicable by retrying. The one exception is a failure the app must confirm
+ * with the bank and cannot, because the bank does not answer: 503, the row unchanged, and the bank redelivers.
  *
- * A signed event is still a claim about its fields: each one is checked for shape and bounds before it is read
- * (an unusable event is recorded as such and never reaches a query that PostgreSQL could refuse, case C18), and
- * the outcome recorded for an event is the one of the delivery that applied it, written in the same transaction
- * as the row's move (case C19).
+ * An event's fields, type and arrival order are claims:
+ * - each field is checked for shape and bounds before it is read; an unusable event is recorded as such and never
+ *   reaches a query that PostgreSQL could refuse (case C18);
+ * - a signed `charge.succeeded` settles its row (the success path trusts the signature); a `charge.failed` fails
+ *   nothing on its own word: the app asks the bank for the charge (`GET /charges?merchantRef=`) and settles the row
+ *   from the bank's answer, so a stale failure that overtook the success credits instead (case C14); when the bank
+ *   has no charge, the key is made unusable there first, as the reconciler does, and only then the row fails;
+ * - the outcome recorded for an event is the one of the delivery that applied it, written in the same transaction
+ *   as the row's move (case C19).
+ * Rows are settled by lib/topups/settle-topup.ts, the one settlement function of the request, the webhook and the
+ * reconciler. Events are deduplicated by the row's state, not by a cache (case C04).
  */
 import { createHash } from "node:crypto";
 import { z } from "zod";
+import { cancelCharge, getCharge, type BankCallOptions } from "../bank/client";
+import { parseMerchantRef } from "../bank/merchant-ref";
+import { verifyWebhookSignature, type SignatureFailureReason } from "../bank/signature";
 import { pool, withTransaction } from "../db";
 import { env } from "../env";
-import { log } from "../log";
-import { verifyWebhookSignature, type SignatureFailureReason } from "../bank/signature";
-import { parseMerchantRef } from "../bank/merchant-ref";
-import {
-  completeEntry,
-  failEntry,
-  findEntryByKey,
-  operationKey,
-  type LedgerEntry,
-  type TransitionOutcome,
-} from "../ledger";
+import { findEntryByKey, isTerminal, operationKey, type LedgerEntry } from "../ledger";
 import type { Queryable } from "../ledger/queryable";
+import { log } from "../log";
+import {
+  noteSettleFailure,
+  settleTopup,
+  type ChargeEvidence,
+  type SettlementAnomalyKind,
+  type SettlementOutcome,
+} from "../topups/settle-topup";
 
 /** Printable ASCII without spaces, 1..`max` characters: ids and references as the bank writes them. */
 const printable = (max: number) => z.string().regex(new RegExp(`^[\\x21-\\x7e]{1,${max}}$`), "printable ASCII");
@@ -52,40 +59,52 @@ type BankEvent = z.infer<typeof bankEventSchema>;
 
 /** What the app did with an event; recorded per event id and shown to admins. `anomaly_*` credits nothing. */
 export type WebhookOutcome =
+  /** This delivery credited the row (a success, or a failure the bank contradicted: case C14). */
   | "credited"
+  /** This delivery failed the row, on the bank's confirmation. */
   | "failed"
+  /** The row already is what the event says. */
   | "duplicate"
-  | "ignored_terminal"
+  /** A failure event for a row that succeeded, or whose charge the bank still has pending: changes nothing. */
+  | "ignored_stale"
   | "unusable_event"
   | "anomaly_unknown_merchant_ref"
-  | "anomaly_amount_mismatch"
-  | "anomaly_currency_mismatch"
-  | "anomaly_charge_mismatch"
-  | "anomaly_success_for_failed_row";
+  | `anomaly_${SettlementAnomalyKind}`;
 
 /** Outcomes that mean "this delivery applied the event": the recorded outcome of its event, whoever came first. */
 const APPLIED_OUTCOMES: readonly WebhookOutcome[] = ["credited", "failed"];
 
 export type WebhookResult =
   | { readonly kind: "invalid_signature"; readonly reason: SignatureFailureReason }
-  | { readonly kind: "received"; readonly outcome: WebhookOutcome };
+  | { readonly kind: "received"; readonly outcome: WebhookOutcome }
+  /** A failure could not be confirmed: the bank did not answer. Answer 503; nothing changed (contract section 5). */
+  | { readonly kind: "bank_unavailable"; readonly reason: string };
+
+/**
+ * Budget of the bank call that confirms a failure, in ms: 2 s. The sandbox gives each delivery 5 s
+ * (BANK_WEBHOOK_TIMEOUT_MS) and a lookup answers in milliseconds; past 2 s the app answers 503 in time for the
+ * bank to record it and redeliver, instead of being cut off mid-answer.
+ */
+const CONFIRM_TIMEOUT_MS = 2000;
 
 /**
  * Verifies and applies a delivery. `rawBody` is the request body exactly as received (already bounded by
  * WEBHOOK_BODY_LIMIT_BYTES); `signatureHeader` the `Bank-Signature` header (null when absent); `nowSeconds` the
  * verifier's clock in unix seconds.
- * Returns `invalid_signature` (answer 400, nothing changed) or `received` with the outcome (answer 200).
- * Throws on database failures (answer 500, so the bank redelivers later).
+ * Returns `invalid_signature` (answer 400, nothing changed), `bank_unavailable` (answer 503, nothing changed) or
+ * `received` with the outcome (answer 200). Throws on database failures (answer 500, so the bank redelivers later),
+ * after counting a failed settlement on the row.
  */
 export async function handleBankWebhook(
   rawBody: Buffer,
   signatureHeader: string | null,
   nowSeconds: number = Math.floor(Date.now() / 1000),
 ): Promise<WebhookResult> {
+  const settings = env();
   const verified = verifyWebhookSignature({
     rawBody,
     header: signatureHeader,
-    secrets: env().webhookSecrets,
+    secrets: settings.webhookSecrets,
     nowSeconds,
   });
   if (!verified.ok) return { kind: "invalid_signature", reason: verified.reason };
@@ -97,7 +116,21 @@ export async function handleBankWebhook(
     return { kind: "received", outcome: "unusable_event" };
   }
   const { event, text } = parsed;
-  const outcome = await applyEvent(event, text);
+  const parts = parseMerchantRef(event.data.merchantRef);
+  const entry = parts ? await findEntryByKey(operationKey(parts.userId, "topup", parts.refId)) : null;
+  if (!entry) {
+    await recordEvent(pool(), event, text, "anomaly_unknown_merchant_ref", "no top-up has this merchant reference");
+    log().warn({ eventId: event.id, data: event.data }, "bank webhook anomaly: unknown merchant reference");
+    return { kind: "received", outcome: "anomaly_unknown_merchant_ref" };
+  }
+
+  const evidence = await evidenceFor(event, entry, { bankUrl: settings.BANK_URL, timeoutMs: CONFIRM_TIMEOUT_MS });
+  if (evidence.kind === "bank_unavailable") return evidence;
+  if (evidence.kind === "no_move") {
+    await recordEvent(pool(), event, text, evidence.outcome, evidence.detail);
+    return { kind: "received", outcome: evidence.outcome };
+  }
+  const outcome = await settleAndRecord(event, text, entry, evidence.evidence);
   if (outcome.startsWith("anomaly_"))
     log().warn({ eventId: event.id, outcome, data: event.data }, "bank webhook anomaly");
   return { kind: "received", outcome };
@@ -129,65 +162,120 @@ function parseEvent(rawBody: Buffer): ParsedEvent {
   return { kind: "event", event: checked.data, text };
 }
 
-async function applyEvent(event: BankEvent, text: string): Promise<WebhookOutcome> {
-  const record = (outcome: WebhookOutcome, db: Queryable = pool()) => recordEvent(db, event, text, outcome);
-  const parts = parseMerchantRef(event.data.merchantRef);
-  const entry = parts ? await findEntryByKey(operationKey(parts.userId, "topup", parts.refId)) : null;
-  const refused = entry ? mismatchOf(event, entry) : "anomaly_unknown_merchant_ref";
-  if (refused || !entry) {
-    const outcome = refused ?? "anomaly_unknown_merchant_ref";
-    await record(outcome);
-    return outcome;
-  }
+type EventEvidence =
+  | { kind: "evidence"; evidence: ChargeEvidence }
+  /** Nothing to move and nothing to ask: the row already settled the question. */
+  | { kind: "no_move"; outcome: WebhookOutcome; detail: string }
+  | { kind: "bank_unavailable"; reason: string };
 
-  const ref = { userId: entry.userId, entryId: entry.id };
-  const detail = `event ${event.id}`;
-  // The move and the event's record commit together: the delivery that moved the row records what the event did,
-  // and a concurrent copy of it waits on the row's lock, then finds the row terminal (case C19).
-  return withTransaction(async (tx) => {
-    let moved: TransitionOutcome;
-    if (event.type === "charge.succeeded") {
-      // Status-only guard: the bank is the source of truth, whoever holds the lease (contract section 2).
-      moved = await completeEntry(
-        ref,
-        { actor: "webhook", guard: { kind: "status_only" }, credit: true, bankChargeId: event.data.chargeId, detail },
-        tx,
-      );
-    } else {
-      moved = await failEntry(
-        ref,
-        {
-          actor: "webhook",
-          guard: { kind: "status_only" },
-          reason: "declined_by_bank",
-          bankChargeId: event.data.chargeId,
-          detail,
-        },
-        tx,
-      );
+/**
+ * Turns an event into evidence the settlement accepts. A success is its own evidence (signed). A failure is a
+ * question for the bank, asked only while the row is unfinished: a terminal row is never moved by a failure, so
+ * asking would change nothing.
+ */
+async function evidenceFor(event: BankEvent, entry: LedgerEntry, bank: BankCallOptions): Promise<EventEvidence> {
+  const { data } = event;
+  if (event.type === "charge.succeeded") {
+    return {
+      kind: "evidence",
+      evidence: {
+        source: "signed_success",
+        chargeId: data.chargeId,
+        amountMinor: data.amount,
+        currency: data.currency,
+      },
+    };
+  }
+  if (isTerminal(entry.status)) {
+    return entry.status === "failed"
+      ? { kind: "no_move", outcome: "duplicate", detail: "the row has already failed" }
+      : {
+          kind: "no_move",
+          outcome: "ignored_stale",
+          detail: "a failure for a row that succeeded: terminal rows do not move",
+        };
+  }
+  const looked = await getCharge(data.merchantRef, bank);
+  switch (looked.kind) {
+    case "found":
+      return { kind: "evidence", evidence: { source: "bank", charge: looked.charge } };
+    case "not_found": {
+      // No charge: make the key unusable first (a request still in flight can then never charge it), as the
+      // reconciler does, and fail the row only on the bank's confirmation (contract section 5).
+      const cancelled = await cancelCharge(data.merchantRef, bank);
+      if (cancelled.kind === "cancelled") return { kind: "evidence", evidence: { source: "key_cancelled" } };
+      if (cancelled.kind === "charge_exists")
+        return { kind: "evidence", evidence: { source: "bank", charge: cancelled.charge } };
+      return { kind: "bank_unavailable", reason: describeBankFailure(cancelled) };
     }
-    const wanted = event.type === "charge.succeeded" ? "succeeded" : "failed";
-    const outcome: WebhookOutcome =
-      moved.kind === "moved" ? (wanted === "succeeded" ? "credited" : "failed") : terminalOutcome(moved.entry, wanted);
-    await record(outcome, tx);
-    return outcome;
-  });
+    default:
+      return { kind: "bank_unavailable", reason: describeBankFailure(looked) };
+  }
 }
 
-/** The anomaly an event's data makes against its row, or null when they agree. */
-function mismatchOf(event: BankEvent, entry: LedgerEntry): WebhookOutcome | null {
-  if (event.data.amount !== entry.amountMinor) return "anomaly_amount_mismatch";
-  if (event.data.currency !== entry.currency) return "anomaly_currency_mismatch";
-  if (entry.bankChargeId !== null && entry.bankChargeId !== event.data.chargeId) return "anomaly_charge_mismatch";
+function describeBankFailure(
+  result: { kind: "unknown"; reason: string; detail?: string } | { kind: "rejected"; status: number; code: string },
+): string {
+  return result.kind === "unknown"
+    ? `${result.reason}${result.detail ? `: ${result.detail}` : ""}`
+    : `${result.status} ${result.code}`;
+}
+
+/** The outcome an event records for a settlement's outcome. */
+function webhookOutcome(event: BankEvent, settled: SettlementOutcome): WebhookOutcome {
+  switch (settled.kind) {
+    case "credited":
+      return "credited";
+    case "failed":
+      return "failed";
+    case "anomaly":
+      return `anomaly_${settled.anomaly.kind}`;
+    case "pending":
+      return "ignored_stale";
+    case "unchanged":
+      if (event.type === "charge.failed" && settled.entry.status !== "failed") return "ignored_stale";
+      return "duplicate";
+  }
+}
+
+function outcomeDetail(event: BankEvent, settled: SettlementOutcome): string | null {
+  if (settled.kind === "anomaly") return settled.anomaly.detail;
+  if (event.type !== "charge.failed") return null;
+  if (settled.kind === "credited") return "charge.failed not confirmed: the bank reports the charge succeeded";
+  if (settled.kind === "pending") return "charge.failed not confirmed: the bank reports the charge pending";
+  if (settled.kind === "failed" && settled.entry.failureReason === "expired")
+    return "the bank had no charge for this key; the key was cancelled there first";
   return null;
 }
 
-function terminalOutcome(entry: LedgerEntry, wanted: "succeeded" | "failed"): WebhookOutcome {
-  if (entry.status === wanted) return "duplicate";
-  // A success for a row that already failed would mean money taken and not credited: an admin must look.
-  if (wanted === "succeeded") return "anomaly_success_for_failed_row";
-  // A failure after a success is a stale, reordered delivery: terminal rows do not move (contract section 5).
-  return "ignored_terminal";
+/**
+ * Settles the row and records the event in one transaction: the delivery that moves the row records what the event
+ * did, and a concurrent copy of it waits on the row's lock, then finds the row settled (case C19). A database
+ * failure rolls both back, is counted on the row after the rollback, and is rethrown (500: the bank redelivers).
+ */
+async function settleAndRecord(
+  event: BankEvent,
+  text: string,
+  entry: LedgerEntry,
+  evidence: ChargeEvidence,
+): Promise<WebhookOutcome> {
+  try {
+    return await withTransaction(async (tx) => {
+      const settled = await settleTopup(entry, evidence, {
+        actor: "webhook",
+        // Status-only guard: the bank is the source of truth, whoever holds the lease (contract section 2).
+        guard: { kind: "status_only" },
+        detail: `webhook: ${event.type} ${event.id}`,
+        db: tx,
+      });
+      const outcome = webhookOutcome(event, settled);
+      await recordEvent(tx, event, text, outcome, outcomeDetail(event, settled));
+      return outcome;
+    });
+  } catch (error) {
+    await noteSettleFailure(entry, error);
+    throw error;
+  }
 }
 
 // First delivery of an event inserts its row; later ones count themselves. The outcome is replaced only by a
@@ -202,7 +290,13 @@ ON CONFLICT (event_id) DO UPDATE
        outcome = CASE WHEN $10::boolean THEN EXCLUDED.outcome ELSE bank_webhook_events.outcome END,
        detail = CASE WHEN $10::boolean THEN EXCLUDED.detail ELSE bank_webhook_events.detail END`;
 
-async function recordEvent(db: Queryable, event: BankEvent, payload: string, outcome: WebhookOutcome): Promise<void> {
+async function recordEvent(
+  db: Queryable,
+  event: BankEvent,
+  payload: string,
+  outcome: WebhookOutcome,
+  detail: string | null,
+): Promise<void> {
   await db.query(RECORD_EVENT_SQL, [
     event.id,
     event.type,
@@ -212,7 +306,7 @@ async function recordEvent(db: Queryable, event: BankEvent, payload: string, out
     event.data.currency,
     outcome,
     payload,
-    null,
+    detail,
     APPLIED_OUTCOMES.includes(outcome),
   ]);
 }

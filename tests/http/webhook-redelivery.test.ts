@@ -106,7 +106,7 @@ describe("bank webhook deliveries", () => {
     expect(stale.status).toBe(200);
     expect(await balanceOf(user.id)).toBe(640);
     expect((await waitForTopupStatus(user.token, refId)).status).toBe("succeeded");
-    expect(await recordedEvent(`evt_stale_${refId}`)).toMatchObject({ outcome: "ignored_terminal" });
+    expect(await recordedEvent(`evt_stale_${refId}`)).toMatchObject({ outcome: "ignored_stale" });
   });
 
   it("a bad or stale signature is 400 and changes nothing, not even the event record", async () => {

@@ -147,6 +147,7 @@ interface DeliveryView {
   id: string;
   eventId: string;
   type: string;
+  after: string | null;
   copy: number;
   status: "pending" | "delivered" | "failed";
   attempts: Array<{ attempt: number; status?: number; error?: string; startedAt: string }>;
@@ -399,17 +400,27 @@ describe("sandbox bank: charges", () => {
     expect(receiver.for(merchantRef)).toHaveLength(3);
   });
 
-  it("sbx-reorder-: after the success webhook, a stale charge.failed for the same charge", async () => {
+  it("sbx-reorder-: a stale charge.failed goes first, and the success is held back until it has been answered", async () => {
     const merchantRef = ref("sbx-reorder-");
+    // The failure's first attempt is refused: the success must wait for its retry, not for its first attempt.
+    receiver.plan(merchantRef, [503]);
     const result = await createCharge({ merchantRef, amountMinor: 100, currency: "USD" }, options);
-    await receiver.waitFor(() => receiver.for(merchantRef).length >= 2);
-    const [success, stale] = receiver.for(merchantRef);
-    expect(success!.event.type).toBe("charge.succeeded");
-    expect(stale!.event.type).toBe("charge.failed");
-    expect(stale!.event.id).not.toBe(success!.event.id);
+    await receiver.waitFor(() => receiver.for(merchantRef).length >= 3);
+    const [stale, staleRetry, success] = receiver.for(merchantRef);
+    expect([stale!.event.type, staleRetry!.event.type, success!.event.type]).toEqual([
+      "charge.failed",
+      "charge.failed",
+      "charge.succeeded",
+    ]);
+    expect(staleRetry!.event.id).toBe(stale!.event.id);
+    expect(success!.event.id).not.toBe(stale!.event.id);
     expect(stale!.event.data).toEqual(success!.event.data);
+    // "Stale": dated at the charge's creation, before the success.
     if (result.kind === "charge") expect(stale!.event.created).toBe(result.charge.createdAt);
     expect(Date.parse(stale!.event.created)).toBeLessThanOrEqual(Date.parse(success!.event.created));
+    expect(success!.at).toBeGreaterThanOrEqual(staleRetry!.at);
+    const deliveries = await deliveriesFor(bank.url, merchantRef);
+    expect(deliveries.find((d) => d.type === "charge.succeeded")?.after).toBe(stale!.event.id);
     // The bank's truth is unchanged by the stale event.
     expect(await getCharge(merchantRef, options)).toMatchObject({ kind: "found", charge: { status: "succeeded" } });
   });

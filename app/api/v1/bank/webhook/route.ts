@@ -11,7 +11,9 @@ export const dynamic = "force-dynamic";
 
 /**
  * The bank's webhook (contract section 5): at most WEBHOOK_BODY_LIMIT_BYTES of raw bytes are read (413 past it,
- * the rest never read: case C17), then the signature is checked over them, then the event.
+ * the rest never read: case C17), then the signature is checked over them, then the event. 200 for every signed
+ * event, new, duplicate or unusable; 503 when a failure event could not be confirmed with the bank (nothing
+ * changed, the bank redelivers).
  */
 const handlePost = withErrors(async (request) => {
   const limitBytes = env().WEBHOOK_BODY_LIMIT_BYTES;
@@ -29,9 +31,19 @@ const handlePost = withErrors(async (request) => {
     Buffer.from(body.buffer, body.byteOffset, body.byteLength),
     request.headers.get(SIGNATURE_HEADER),
   );
-  metrics().webhookDeliveries.inc({ outcome: result.kind === "invalid_signature" ? result.kind : result.outcome });
+  metrics().webhookDeliveries.inc({ outcome: result.kind === "received" ? result.outcome : result.kind });
   if (result.kind === "invalid_signature") {
     return problemResponse("invalid_signature", `The Bank-Signature header is ${result.reason}.`);
+  }
+  if (result.kind === "bank_unavailable") {
+    // Retry-After 5 s: a lookup that failed now has a fair chance in a few seconds; the bank's own back-off may
+    // wait longer, which is as good.
+    return problemResponse(
+      "service_unavailable",
+      `The failure could not be confirmed with the bank (${result.reason}); nothing changed. Deliver it again.`,
+      {},
+      { "Retry-After": "5" },
+    );
   }
   return jsonResponse(200, { received: true });
 });

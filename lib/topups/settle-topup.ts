@@ -1,0 +1,300 @@
+/**
+ * The one place that applies the bank's word to a top-up row (contract section 5; issue 9, build item 0). The
+ * request (lib/topups/create-topup.ts), the webhook (lib/webhooks/handle-bank-webhook.ts) and the reconciler
+ * (lib/reconciler/reconcile-once.ts) each learn something about a charge and hand it here; this decides, once and
+ * for all three, whether the row is credited, failed, left pending, or reported as an anomaly.
+ *
+ * What counts as evidence is part of the type ({@link ChargeEvidence}): the bank's own answers, a signed
+ * `charge.succeeded`, or the bank's confirmation that a key can never be charged. A `charge.failed` event is not
+ * evidence: its type and arrival order are claims (case C14), so the webhook asks the bank and brings its answer.
+ * Transitions go through lib/ledger's guarded statements, so a row moves to a terminal state once, whoever calls.
+ */
+import type { BankCharge } from "../bank/client";
+import { merchantRefFor } from "../bank/merchant-ref";
+import { env } from "../env";
+import { log } from "../log";
+import {
+  attachCharge,
+  completeEntry,
+  failEntry,
+  isTerminal,
+  recordSettleFailure,
+  type EntryRef,
+  type FailureReason,
+  type LedgerEntry,
+  type TransitionActor,
+  type TransitionGuard,
+  type TransitionOutcome,
+} from "../ledger";
+import type { Queryable } from "../ledger/queryable";
+import { classifyDbError } from "../ledger/db-errors";
+
+/** What is known about the charge of a top-up's merchant reference, and on whose word. */
+export type ChargeEvidence =
+  /** The bank's own answer to a call the app made (POST or GET /charges, the charge list, a cancel that found one). */
+  | { readonly source: "bank"; readonly charge: BankCharge }
+  /**
+   * A `charge.succeeded` event whose signature verified. The success path trusts the signature (contract
+   * section 5); there is deliberately no such variant for `charge.failed`.
+   */
+  | {
+      readonly source: "signed_success";
+      readonly chargeId: string;
+      readonly amountMinor: number;
+      readonly currency: string;
+    }
+  /** The bank confirmed that no charge exists for the key and none ever will (cancelled, or 409 on a re-send). */
+  | { readonly source: "key_cancelled" };
+
+/** Who is settling, with which guard (contract section 2), and what the audit row says. */
+export interface SettleDoor {
+  readonly actor: Extract<TransitionActor, "request" | "webhook" | "reconciler">;
+  /** A lease holder's fencing token (the request), or status-only (the bank's word: webhook, reconciler). */
+  readonly guard: TransitionGuard;
+  /** Audit detail of the transition, e.g. "webhook: event evt_…". */
+  readonly detail: string;
+  /**
+   * Run the transition on this connection (a transaction of the caller's, e.g. the webhook recording its event in
+   * the same commit). When given, a failure is not recorded here: the caller's transaction is aborted, and the
+   * caller records it with {@link noteSettleFailure} after rolling back.
+   */
+  readonly db?: Queryable;
+}
+
+/** Why a row and its charge cannot be settled by the app alone: nothing moves, an admin looks. */
+export const SETTLEMENT_ANOMALY_KINDS = [
+  /** The charge's amount differs from the row's. */
+  "amount_mismatch",
+  /** The charge's currency differs from the row's. */
+  "currency_mismatch",
+  /** The row already records another charge id than the one reported. */
+  "charge_mismatch",
+  /** The bank says the charge succeeded, but the row has already failed: money taken, nothing credited. */
+  "success_for_failed_row",
+  /** The bank says declined, but the row was credited. */
+  "decline_for_succeeded_row",
+  /** The bank has no charge for the key (and cancelled it), but the row was credited. */
+  "no_charge_for_succeeded_row",
+] as const;
+export type SettlementAnomalyKind = (typeof SETTLEMENT_ANOMALY_KINDS)[number];
+
+/** An anomaly names the merchant reference and the charge id it is about (contract section 5, case C19). */
+export interface SettlementAnomaly {
+  readonly kind: SettlementAnomalyKind;
+  readonly merchantRef: string | null;
+  readonly chargeId: string | null;
+  /** One sentence for the admin page and the logs. */
+  readonly detail: string;
+}
+
+export type SettlementOutcome =
+  /** This call moved the row to `succeeded` and credited the wallet in the same statement. */
+  | { readonly kind: "credited"; readonly entry: LedgerEntry }
+  /** This call moved the row to `failed`. */
+  | { readonly kind: "failed"; readonly entry: LedgerEntry }
+  /** The charge is pending at the bank: the row stays unfinished (its charge id recorded). */
+  | { readonly kind: "pending"; readonly entry: LedgerEntry }
+  /**
+   * Nothing to do: the row already is what the evidence says (`already_succeeded`, `already_failed`), or this
+   * lease holder was fenced out by a take-over (`fenced`: the new owner settles it).
+   */
+  | {
+      readonly kind: "unchanged";
+      readonly entry: LedgerEntry;
+      readonly why: "already_succeeded" | "already_failed" | "fenced";
+    }
+  /** The row and the evidence disagree: nothing moved. */
+  | { readonly kind: "anomaly"; readonly entry: LedgerEntry; readonly anomaly: SettlementAnomaly };
+
+function refOf(entry: LedgerEntry): EntryRef {
+  return { userId: entry.userId, entryId: entry.id };
+}
+
+/** The row's merchant reference, or null when its key cannot be one (then it never reached the bank). */
+export function merchantRefOf(entry: LedgerEntry): string | null {
+  try {
+    return merchantRefFor(entry.userId, entry.refId);
+  } catch {
+    return null;
+  }
+}
+
+function anomaly(
+  entry: LedgerEntry,
+  kind: SettlementAnomalyKind,
+  chargeId: string | null,
+  detail: string,
+): SettlementOutcome {
+  return { kind: "anomaly", entry, anomaly: { kind, merchantRef: merchantRefOf(entry), chargeId, detail } };
+}
+
+/** The charge as evidence describes it: id, status, amount, currency (null for a cancelled key). */
+function chargeOf(evidence: ChargeEvidence) {
+  switch (evidence.source) {
+    case "bank":
+      return {
+        id: evidence.charge.id,
+        status: evidence.charge.status,
+        amountMinor: evidence.charge.amount,
+        currency: evidence.charge.currency,
+      };
+    case "signed_success":
+      return {
+        id: evidence.chargeId,
+        status: "succeeded" as const,
+        amountMinor: evidence.amountMinor,
+        currency: evidence.currency,
+      };
+    case "key_cancelled":
+      return null;
+  }
+}
+
+/**
+ * Applies `evidence` about the charge of `entry` (a top-up row) through `door`:
+ * - succeeded: an unfinished row is completed with its credit; a failed row is an anomaly (money taken, nothing
+ *   credited);
+ * - declined: an unfinished row fails (`declined_by_bank`); a credited row is an anomaly;
+ * - pending: an unfinished row stays as it is, with the charge id recorded;
+ * - key cancelled: an unfinished row fails (`expired`: it never reached the bank); a credited row is an anomaly;
+ * - amount, currency or a recorded charge id that differ: an anomaly, nothing moves.
+ * A row some other door finished meanwhile is judged again as it now is, so two doors racing end in the same state.
+ *
+ * Returns a {@link SettlementOutcome}. Throws database errors (a refused credit, a lost connection) after counting
+ * the failure on the row ({@link noteSettleFailure}) unless `door.db` is the caller's transaction.
+ */
+export async function settleTopup(
+  entry: LedgerEntry,
+  evidence: ChargeEvidence,
+  door: SettleDoor,
+): Promise<SettlementOutcome> {
+  try {
+    return await settle(entry, evidence, door, 0);
+  } catch (error) {
+    if (!door.db) await noteSettleFailure(entry, error);
+    throw error;
+  }
+}
+
+/** A row judged again after a refused move is terminal (or fenced): one more round is all it can take. */
+const SETTLE_ROUNDS_MAX = 2;
+
+async function settle(
+  entry: LedgerEntry,
+  evidence: ChargeEvidence,
+  door: SettleDoor,
+  round: number,
+): Promise<SettlementOutcome> {
+  const charge = chargeOf(evidence);
+  if (charge) {
+    if (charge.amountMinor !== entry.amountMinor)
+      return anomaly(
+        entry,
+        "amount_mismatch",
+        charge.id,
+        `the bank charged ${charge.amountMinor} but the row is for ${entry.amountMinor}`,
+      );
+    if (charge.currency !== entry.currency)
+      return anomaly(
+        entry,
+        "currency_mismatch",
+        charge.id,
+        `the bank charged in ${charge.currency} but the row is in ${entry.currency}`,
+      );
+    if (entry.bankChargeId !== null && entry.bankChargeId !== charge.id)
+      return anomaly(
+        entry,
+        "charge_mismatch",
+        charge.id,
+        `the row records charge ${entry.bankChargeId}, the bank reports ${charge.id}`,
+      );
+  }
+  const status = charge?.status ?? "cancelled";
+  const chargeId = charge?.id ?? null;
+
+  if (isTerminal(entry.status)) {
+    if (status === "succeeded")
+      return entry.status === "succeeded"
+        ? { kind: "unchanged", entry, why: "already_succeeded" }
+        : anomaly(
+            entry,
+            "success_for_failed_row",
+            chargeId,
+            "the bank charged the user but the row has already failed",
+          );
+    if (status === "pending")
+      return { kind: "unchanged", entry, why: entry.status === "succeeded" ? "already_succeeded" : "already_failed" };
+    if (entry.status === "failed") return { kind: "unchanged", entry, why: "already_failed" };
+    return status === "declined"
+      ? anomaly(
+          entry,
+          "decline_for_succeeded_row",
+          chargeId,
+          "the row was credited but the bank reports the charge as declined",
+        )
+      : anomaly(
+          entry,
+          "no_charge_for_succeeded_row",
+          null,
+          "the row was credited but the bank has no charge for its key",
+        );
+  }
+
+  const options = { actor: door.actor, guard: door.guard, detail: door.detail };
+  const db = door.db;
+  let moved: TransitionOutcome;
+  if (status === "pending") {
+    const attached = entry.bankChargeId === null && chargeId ? await attachCharge(refOf(entry), chargeId, db) : null;
+    return { kind: "pending", entry: attached ?? entry };
+  }
+  if (status === "succeeded") {
+    moved = await completeEntry(refOf(entry), { ...options, credit: true, bankChargeId: chargeId }, db);
+    if (moved.kind === "moved") return { kind: "credited", entry: moved.entry };
+  } else {
+    const reason: FailureReason = status === "declined" ? "declined_by_bank" : "expired";
+    moved = await failEntry(refOf(entry), { ...options, reason, bankChargeId: chargeId }, db);
+    if (moved.kind === "moved") return { kind: "failed", entry: moved.entry };
+  }
+  // Refused: another door finished the row first (judge it again as it is now), or a take-over fenced this lease.
+  if (!isTerminal(moved.entry.status) || round + 1 >= SETTLE_ROUNDS_MAX)
+    return { kind: "unchanged", entry: moved.entry, why: "fenced" };
+  return settle(moved.entry, evidence, door, round + 1);
+}
+
+/**
+ * Counts a failed settlement attempt on the row (contract section 5: settlement that keeps failing is flagged after
+ * SETTLE_ATTEMPTS_MAX attempts and listed for admins, with its last error). Best effort: when the database cannot
+ * take even this, the error is logged and the caller's error stands. Never throws.
+ */
+export async function noteSettleFailure(entry: LedgerEntry, error: unknown): Promise<void> {
+  try {
+    const noted = await recordSettleFailure(refOf(entry), describeSettleError(error), env().SETTLE_ATTEMPTS_MAX);
+    const level = noted?.flaggedAt ? "error" : "warn";
+    log()[level](
+      { err: error, merchantRef: merchantRefOf(entry), chargeId: entry.bankChargeId, failures: noted?.failures },
+      noted?.flaggedAt ? "top-up settlement keeps failing: flagged for attention" : "top-up settlement failed",
+    );
+  } catch (recordError) {
+    log().error(
+      { err: recordError, cause: error, merchantRef: merchantRefOf(entry) },
+      "settlement failure not recorded",
+    );
+  }
+}
+
+/** A short, stable description of a settlement error for the admin page: the database's verdict, not its prose. */
+export function describeSettleError(error: unknown): string {
+  const verdict = classifyDbError(error);
+  switch (verdict.kind) {
+    case "unknown":
+      return error instanceof Error ? `${error.name}: ${error.message}`.slice(0, 300) : "unknown error";
+    case "retryable":
+      return `retryable database error ${verdict.sqlstate}`;
+    case "already_claimed":
+      return "unique violation on the claim index";
+    case "connection_lost":
+      return `connection to the database lost (${verdict.cause})`;
+    default:
+      return `${verdict.kind.replaceAll("_", " ")}${verdict.constraint ? ` on ${verdict.constraint}` : ""}`;
+  }
+}
