@@ -31,18 +31,47 @@ function peakRssBytes(pid: number): number {
 }
 
 /**
+ * A barrier for `count` senders: `arrive()` resolves once every sender has arrived, or finished without arriving.
+ * It lets four bodies end at the same moment, so an app that buffers holds all four at once (not one after the
+ * other, as the order of the network would otherwise decide).
+ */
+function barrier(count: number) {
+  let arrived = 0;
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const arrive = () => {
+    arrived += 1;
+    if (arrived >= count) release();
+    return released;
+  };
+  return { arrive };
+}
+
+/**
  * POSTs `bytes` of unsigned body to the webhook over a raw socket, declared by Content-Length or sent chunked, and
  * stops sending as soon as the status line of an answer arrives (a client cannot rely on finishing the upload when
- * the server refuses it early and closes). Resolves with the status (null when none arrived).
+ * the server refuses it early and closes). The last chunk waits for `gate` (every body's last chunk at once).
+ * Resolves with the status (null when none arrived).
  */
-function postBody(port: number, bytes: number, framing: "declared" | "chunked"): Promise<number | null> {
+function postBody(
+  port: number,
+  bytes: number,
+  framing: "declared" | "chunked",
+  gate: () => Promise<void> = async () => {},
+): Promise<number | null> {
   return new Promise((resolve) => {
     const socket = connect(port, "127.0.0.1");
     let received = "";
     let status: number | null = null;
     let sent = 0;
+    let gated = false;
     const finish = () => {
       socket.destroy();
+      // A sender that stops before its last chunk still counts as arrived, so nobody waits for it.
+      if (!gated) {
+        gated = true;
+        void gate();
+      }
       resolve(status);
     };
     socket.on("data", (data: Buffer) => {
@@ -62,19 +91,31 @@ function postBody(port: number, bytes: number, framing: "declared" | "chunked"):
       "",
       "",
     ].join("\r\n");
+    const write = (chunk: Buffer): boolean => {
+      const framed = framing === "chunked" ? [`${chunk.length.toString(16)}\r\n`, chunk, "\r\n"] : [chunk];
+      let flushed = true;
+      for (const part of framed) flushed = socket.write(part) && flushed;
+      return flushed;
+    };
     const pump = () => {
-      while (sent < bytes && status === null && !socket.destroyed) {
+      while (status === null && !socket.destroyed) {
         const chunk = CHUNK.subarray(0, Math.min(CHUNK.length, bytes - sent));
+        if (sent + chunk.length >= bytes) {
+          // The last chunk: once every body has got this far.
+          gated = true;
+          void gate().then(() => {
+            if (status !== null || socket.destroyed) return;
+            write(chunk);
+            if (framing === "chunked") socket.write("0\r\n\r\n");
+          });
+          return;
+        }
         sent += chunk.length;
-        const framed = framing === "chunked" ? [`${chunk.length.toString(16)}\r\n`, chunk, "\r\n"] : [chunk];
-        let flushed = true;
-        for (const part of framed) flushed = socket.write(part) && flushed;
-        if (!flushed) {
+        if (!write(chunk)) {
           socket.once("drain", pump);
           return;
         }
       }
-      if (sent >= bytes && framing === "chunked" && !socket.destroyed) socket.write("0\r\n\r\n");
     };
     socket.once("connect", () => {
       socket.write(head);
@@ -85,9 +126,10 @@ function postBody(port: number, bytes: number, framing: "declared" | "chunked"):
 
 /** Four bodies at once, two with a declared length and two chunked (the limit must hold for both framings). */
 async function fourBodies(port: number): Promise<(number | null)[]> {
+  const together = barrier(PARALLEL_BODIES);
   return Promise.all(
     Array.from({ length: PARALLEL_BODIES }, (_, index) =>
-      postBody(port, BODY_BYTES, index % 2 === 0 ? "declared" : "chunked"),
+      postBody(port, BODY_BYTES, index % 2 === 0 ? "declared" : "chunked", together.arrive),
     ),
   );
 }
