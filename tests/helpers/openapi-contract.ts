@@ -93,13 +93,15 @@ export class OpenApiContract {
       // Contract section 9: an unknown /api/v1 path is a 404 problem; it has no operation to check against.
       return response.status === 404 ? [] : [`${where}: path not in the document`];
     }
-    const method = response.method.toLowerCase();
+    // HEAD is GET without a body (RFC 9110 section 9.3.2): the GET operation's statuses and headers apply.
+    const head = response.method.toUpperCase() === "HEAD";
+    const method = head ? "get" : response.method.toLowerCase();
     const operation = this.document.paths[template]![method];
     if (!operation) {
-      // Contract section 9: a known path with another method is 405 with Allow.
-      return response.status === 405 && response.headers.has("allow")
-        ? []
-        : [`${where}: ${method.toUpperCase()} ${template} is not in the document`];
+      // Contract section 9: a known path with another method is 405 with Allow; OPTIONS answers 204 with Allow.
+      const listsAllowed = response.headers.has("allow");
+      const answered = (response.status === 405 || (method === "options" && response.status === 204)) && listsAllowed;
+      return answered ? [] : [`${where}: ${method.toUpperCase()} ${template} is not in the document`];
     }
     const status = String(response.status);
     const spec = operation.responses[status] ?? operation.responses.default;
@@ -121,6 +123,10 @@ export class OpenApiContract {
       }
     }
 
+    if (head) {
+      if (response.text.length > 0) problems.push(`${where}: a body in the answer to HEAD`);
+      return problems;
+    }
     const mediaType = (response.headers.get("content-type") ?? "").split(";")[0]!.trim().toLowerCase();
     const content = spec.content ?? {};
     if (Object.keys(content).length === 0) {
