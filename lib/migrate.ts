@@ -104,6 +104,74 @@ export function readMigrationFiles(migrationsDir: string = DEFAULT_MIGRATIONS_DI
   return files.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
+/** What the database has applied compared with the files on disk: see {@link checkMigrations}. */
+export interface MigrationStatus {
+  /** Names on disk and recorded with the same checksum, in order. */
+  applied: string[];
+  /** Names on disk with no record yet (what `migrate` would apply), in order. */
+  pending: string[];
+  /** A sentence per recorded migration whose file changed or is gone; non-empty means `migrate` refuses. */
+  mismatches: string[];
+}
+
+/**
+ * Compares the applied record (`_schema_migrations` rows) with the files on disk. Pure.
+ * Returns the {@link MigrationStatus}: a recorded file whose SHA-256 changed, or a recorded name with no folder,
+ * is a mismatch (an applied migration is never edited: a change goes in a new one).
+ */
+function compareWithRecord(files: MigrationFile[], recorded: { name: string; checksum: string }[]): MigrationStatus {
+  const onDisk = new Map(files.map((file) => [file.name, file]));
+  const mismatches: string[] = [];
+  for (const row of recorded) {
+    const file = onDisk.get(row.name);
+    if (!file) {
+      mismatches.push(`${row.name} is recorded as applied but its folder is missing from disk`);
+    } else if (file.checksum !== row.checksum) {
+      mismatches.push(
+        `${file.path} changed after it was applied (recorded sha256 ${row.checksum}, file ${file.checksum}); ` +
+          "restore it and put the change in a new migration",
+      );
+    }
+  }
+  const recordedNames = new Set(recorded.map((row) => row.name));
+  const status: MigrationStatus = { applied: [], pending: [], mismatches };
+  for (const file of files) (recordedNames.has(file.name) ? status.applied : status.pending).push(file.name);
+  return status;
+}
+
+/**
+ * Reads, without changing anything, which migrations the database at `databaseUrl` has applied: for a server to
+ * refuse to start on a schema it was not built for (`npm start`, issue 17). Takes no lock and creates nothing; a
+ * database without `_schema_migrations` has every migration pending.
+ *
+ * Returns the {@link MigrationStatus} (names in order). Throws when the migrations folder cannot be read (see
+ * {@link readMigrationFiles}) and rethrows connection and query errors as pg gives them (with `.code`, e.g.
+ * ECONNREFUSED, 28P01, 3D000). Connects with a 10 s timeout.
+ */
+export async function checkMigrations(
+  databaseUrl: string,
+  options: Pick<MigrateOptions, "migrationsDir"> = {},
+): Promise<MigrationStatus> {
+  const files = readMigrationFiles(options.migrationsDir);
+  const client = await connect(databaseUrl, "wallet-migrate-check");
+  try {
+    // to_regclass resolves the name through search_path exactly as migrate()'s unqualified CREATE TABLE does.
+    const table = await client.query<{ found: boolean }>(
+      "SELECT to_regclass('_schema_migrations') IS NOT NULL AS found",
+    );
+    const recorded = table.rows[0]?.found
+      ? (
+          await client.query<{ name: string; checksum: string }>(
+            "SELECT name, checksum FROM _schema_migrations ORDER BY name",
+          )
+        ).rows
+      : [];
+    return compareWithRecord(files, recorded);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
 /**
  * Applies every pending migration to the database at `databaseUrl`.
  *
@@ -118,15 +186,7 @@ export async function migrate(databaseUrl: string, options: MigrateOptions = {})
   const log = options.log ?? (() => {});
   const lockTimeoutMs = options.lockTimeoutMs ?? 120_000;
 
-  const client = new pg.Client({
-    connectionString: databaseUrl,
-    application_name: "wallet-migrate",
-    // 10 s to connect: a local or same-region server answers in milliseconds; past that it is down.
-    connectionTimeoutMillis: 10_000,
-  });
-  // An error on the idle connection (server restart) surfaces through the next query; do not crash.
-  client.on("error", () => {});
-  await client.connect();
+  const client = await connect(databaseUrl, "wallet-migrate");
   try {
     // lock_timeout bounds the wait for the advisory lock (a heavyweight lock); it is reset before any
     // migration runs, so migrations themselves wait for their locks as long as they need.
@@ -152,6 +212,20 @@ export async function migrate(databaseUrl: string, options: MigrateOptions = {})
   }
 }
 
+/** A connected client for one run, named `applicationName` in pg_stat_activity. */
+async function connect(databaseUrl: string, applicationName: string): Promise<pg.Client> {
+  const client = new pg.Client({
+    connectionString: databaseUrl,
+    application_name: applicationName,
+    // 10 s to connect: a local or same-region server answers in milliseconds; past that it is down.
+    connectionTimeoutMillis: 10_000,
+  });
+  // An error on the idle connection (server restart) surfaces through the next query; do not crash.
+  client.on("error", () => {});
+  await client.connect();
+  return client;
+}
+
 async function applyPending(
   client: pg.Client,
   files: MigrationFile[],
@@ -168,28 +242,13 @@ async function applyPending(
     "SELECT name, checksum FROM _schema_migrations ORDER BY name",
   );
 
-  const onDisk = new Map(files.map((file) => [file.name, file]));
-  const problems: string[] = [];
-  for (const row of recorded.rows) {
-    const file = onDisk.get(row.name);
-    if (!file) {
-      problems.push(`${row.name} is recorded as applied but its folder is missing from disk`);
-    } else if (file.checksum !== row.checksum) {
-      problems.push(
-        `${file.path} changed after it was applied (recorded sha256 ${row.checksum}, file ${file.checksum}); ` +
-          "restore it and put the change in a new migration",
-      );
-    }
-  }
-  if (problems.length > 0) throw new MigrationMismatchError(problems);
+  const status = compareWithRecord(files, recorded.rows);
+  if (status.mismatches.length > 0) throw new MigrationMismatchError(status.mismatches);
 
-  const appliedNames = new Set(recorded.rows.map((row) => row.name));
-  const result: MigrateResult = { applied: [], skipped: [] };
+  const pending = new Set(status.pending);
+  const result: MigrateResult = { applied: [], skipped: status.applied };
   for (const file of files) {
-    if (appliedNames.has(file.name)) {
-      result.skipped.push(file.name);
-      continue;
-    }
+    if (!pending.has(file.name)) continue;
     try {
       await client.query("BEGIN");
       await client.query(file.sql);

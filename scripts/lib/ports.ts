@@ -29,6 +29,23 @@ export function freePort(): Promise<number> {
   });
 }
 
+/**
+ * Whether TCP port `port` can be bound on `host` (default 127.0.0.1) right now: binds it exclusively and closes.
+ * Resolves false when the bind fails with EADDRINUSE or EACCES (another server, or a privileged port); rejects on
+ * any other error. Like {@link freePort}, the answer can change the moment after it is given.
+ */
+export function isPortFree(port: number, host = "127.0.0.1"): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.once("error", (error: NodeJS.ErrnoException) => {
+      if (error.code === "EADDRINUSE" || error.code === "EACCES") resolve(false);
+      else reject(error);
+    });
+    server.listen({ host, port, exclusive: true }, () => server.close(() => resolve(true)));
+  });
+}
+
 /** How long one probe may take. 2 s: a healthy local server answers in milliseconds; a hung one is retried. */
 const PROBE_TIMEOUT_MS = 2000;
 /** Pause between probes. 250 ms: fast enough that start-up is not slowed visibly, slow enough not to spin. */

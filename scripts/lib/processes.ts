@@ -240,6 +240,26 @@ function readProcStat(pid: number | string): ProcStat | null {
   return { pid: Number(pid), state: fields[0] ?? "", pgrp: Number(fields[2]), startTicks: Number(fields[19]) };
 }
 
+/**
+ * Whether process `pid` is running (not a zombie) and, when `startTicks` is given, is the very process that was
+ * recorded (its start time matches, so a PID reused by another program does not count). On Linux this reads
+ * /proc (stack-notes 30: `kill -0` reports a dead, unreaped process as alive); elsewhere it is `kill(pid, 0)`.
+ */
+export function isProcessRunning(pid: number, startTicks: number | null = null): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  if (process.platform !== "linux") {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch (error) {
+      return (error as NodeJS.ErrnoException).code === "EPERM";
+    }
+  }
+  const stat = readProcStat(pid);
+  if (!stat || stat.state === "Z") return false;
+  return startTicks === null || stat.startTicks === startTicks;
+}
+
 /** Running (non-zombie) processes whose process group is `pgid` (Linux, from /proc). */
 function groupMembers(pgid: number): ProcStat[] {
   const members: ProcStat[] = [];
@@ -300,6 +320,18 @@ type Cleanup = () => Promise<void> | void;
 const cleanups: Cleanup[] = [];
 let handlersInstalled = false;
 let cleaningUp: Promise<void> | null = null;
+let cleanupFailed = false;
+let exitZeroAfterSignal = false;
+
+/**
+ * Makes a SIGINT, SIGTERM or SIGHUP end the process with exit code 0 once every cleanup has succeeded (instead
+ * of 128 + signal). For a server that was asked to stop and stopped cleanly (`npm start`): systemd counts exit 0
+ * as a clean stop and 143 as a failure. A failed cleanup, or cleanups cut short by the time bound, still exit
+ * with 128 + signal.
+ */
+export function exitZeroAfterCleanShutdown(): void {
+  exitZeroAfterSignal = true;
+}
 
 /**
  * Registers `cleanup` to run (last registered, first run) on SIGINT, SIGTERM or SIGHUP, or when the script calls
@@ -325,6 +357,7 @@ export function runCleanups(): Promise<void> {
       try {
         await cleanup();
       } catch (error) {
+        cleanupFailed = true;
         process.stderr.write(`cleanup failed: ${error instanceof Error ? error.message : String(error)}\n`);
       }
     }
@@ -356,7 +389,7 @@ export function installSignalHandlers(): void {
     for (const pgid of liveGroups.keys()) signalGroup(pgid, "SIGTERM");
     const forced = setTimeout(() => process.exit(exitCode), SIGNAL_CLEANUP_MS_MAX);
     forced.unref();
-    void runCleanups().finally(() => process.exit(exitCode));
+    void runCleanups().finally(() => process.exit(exitZeroAfterSignal && !cleanupFailed ? 0 : exitCode));
   };
   // Exit codes 128 + signal number, as a shell reports a process killed by that signal.
   process.on("SIGINT", () => onSignal("SIGINT", 130));

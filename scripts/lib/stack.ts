@@ -30,6 +30,7 @@ import {
 } from "./embedded-postgres";
 import { freePort, waitForHttp } from "./ports";
 import {
+  isProcessRunning,
   killRecordedGroup,
   recordGroup,
   registerCleanup,
@@ -105,10 +106,12 @@ export function spawnBank(options: { name?: string; env: ServiceEnv; log?: strin
 }
 
 /**
- * Spawns the built app, `next start -H 127.0.0.1 -p <port>`, run by node directly so that stopping its
- * process group stops next-server too (stack-notes 8). `env` is its whole environment (DATABASE_URL,
- * BANK_URL, APP_URL...); NODE_ENV=production and NEXT_TELEMETRY_DISABLED=1 are added. `nodeArgs` go before the
- * script (e.g. `--cpu-prof`). Readiness is the caller's business (`GET /api/v1/health`).
+ * Spawns the built app, `next start -H <host> -p <port>` (or, with `dev`, the development server `next dev`,
+ * which compiles on request and hot-reloads edited files), run by node directly so that stopping its process
+ * group stops next-server too (stack-notes 8). `env` is its whole environment (DATABASE_URL, BANK_URL,
+ * APP_URL...); NODE_ENV (production, or development with `dev`) and NEXT_TELEMETRY_DISABLED=1 are added. `host`
+ * defaults to 127.0.0.1. `nodeArgs` go before the script (e.g. `--cpu-prof`). Readiness is the caller's business
+ * (`GET /api/v1/health`).
  */
 export function spawnApp(options: {
   name?: string;
@@ -116,6 +119,8 @@ export function spawnApp(options: {
   env: ServiceEnv;
   log?: string;
   nodeArgs?: string[];
+  host?: string;
+  dev?: boolean;
 }): Service {
   return spawnService({
     name: options.name ?? "app",
@@ -123,14 +128,18 @@ export function spawnApp(options: {
     args: [
       ...(options.nodeArgs ?? []),
       "node_modules/next/dist/bin/next",
-      "start",
+      options.dev ? "dev" : "start",
       "-H",
-      "127.0.0.1",
+      options.host ?? "127.0.0.1",
       "-p",
       String(options.port),
     ],
     cwd: projectRoot,
-    env: { ...options.env, NODE_ENV: "production", NEXT_TELEMETRY_DISABLED: "1" },
+    env: {
+      ...options.env,
+      NODE_ENV: options.dev ? "development" : "production",
+      NEXT_TELEMETRY_DISABLED: "1",
+    },
     log: options.log,
   });
 }
@@ -286,7 +295,7 @@ function claimLogDir(label: string): string {
   const ownerFile = join(logDir, "owner.pid");
   if (existsSync(ownerFile)) {
     const owner = Number(readFileSync(ownerFile, "utf8").trim());
-    if (owner !== process.pid && isAlive(owner)) logDir = `${logDir}-${process.pid}`;
+    if (owner !== process.pid && isProcessRunning(owner)) logDir = `${logDir}-${process.pid}`;
   }
   rmSync(logDir, { recursive: true, force: true });
   mkdirSync(logDir, { recursive: true });
@@ -316,7 +325,7 @@ async function sweepAbandonedStacks(pgRoot: string): Promise<void> {
     } catch {
       ownerPid = null;
     }
-    if (ownerPid !== null && isAlive(ownerPid)) continue;
+    if (ownerPid !== null && isProcessRunning(ownerPid)) continue;
     if (ownerPid === null && Date.now() - statSync(dir).mtimeMs < UNOWNED_STACK_AGE_MS_MIN) continue;
     try {
       for (const line of readLines(join(dir, "groups.jsonl"))) killRecordedGroup(JSON.parse(line) as GroupRecord);
@@ -340,20 +349,18 @@ function readLines(file: string): string[] {
   }
 }
 
-function isAlive(pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false;
+/**
+ * Waits until `url` answers 2xx (any status with `anyStatus`) while `service` runs, for at most `timeoutMs`
+ * (default 60 s). Resolves once ready. Throws as soon as the service exits, or at the deadline, with the end of the
+ * service's output in the message.
+ */
+export async function waitForService(
+  service: Service,
+  url: string,
+  options: { anyStatus?: boolean; timeoutMs?: number },
+): Promise<void> {
   try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: the PID exists but belongs to another user, so it is alive.
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
-async function waitForService(service: Service, url: string, options: { anyStatus?: boolean }): Promise<void> {
-  try {
-    await waitForHttp(url, SERVICE_READY_TIMEOUT_MS, {
+    await waitForHttp(url, options.timeoutMs ?? SERVICE_READY_TIMEOUT_MS, {
       anyStatus: options.anyStatus,
       failIf: () => {
         const exit = service.exitStatus();

@@ -3,12 +3,13 @@
  * (CREATE DATABASE on the test server), so the shared, already migrated test database is never touched.
  */
 import { randomBytes } from "node:crypto";
-import { cpSync, mkdtempSync, rmSync, writeFileSync, appendFileSync } from "node:fs";
+import { appendFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import {
+  checkMigrations,
   DEFAULT_MIGRATIONS_DIR,
   MIGRATION_LOCK_KEY,
   MigrationMismatchError,
@@ -54,6 +55,12 @@ function copyOfMigrations(): string {
   scratchDirs.push(dir);
   cpSync(DEFAULT_MIGRATIONS_DIR, dir, { recursive: true });
   return dir;
+}
+
+/** Adds migration `name` holding `sql` to the migrations folder `dir`. */
+function addMigration(dir: string, name: string, sql: string): void {
+  mkdirSync(join(dir, name));
+  writeFileSync(join(dir, name, "migration.sql"), sql);
 }
 
 async function query<R extends pg.QueryResultRow>(url: string, sql: string, params: unknown[] = []): Promise<R[]> {
@@ -137,8 +144,7 @@ describe("migrate", () => {
     appendFileSync(firstFile!.path, "\n-- an edit after the fact\n");
     // A new migration beside the edited one must not be applied either: nothing runs on a mismatch.
     const laterName = "29991231235959_should_not_apply";
-    cpSync(join(dir, firstFile!.name), join(dir, laterName), { recursive: true });
-    writeFileSync(join(dir, laterName, "migration.sql"), "CREATE TABLE should_not_exist (id int);\n");
+    addMigration(dir, laterName, "CREATE TABLE should_not_exist (id int);\n");
 
     const error = await migrate(url, { migrationsDir: dir }).catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(MigrationMismatchError);
@@ -165,11 +171,7 @@ describe("migrate", () => {
     const url = await freshDatabase();
     const dir = copyOfMigrations();
     const badName = "29991231235959_broken";
-    cpSync(join(dir, allNames[0]!), join(dir, badName), { recursive: true });
-    writeFileSync(
-      join(dir, badName, "migration.sql"),
-      "CREATE TABLE half_done (id int);\nSELECT no_such_function();\n",
-    );
+    addMigration(dir, badName, "CREATE TABLE half_done (id int);\nSELECT no_such_function();\n");
 
     await expect(migrate(url, { migrationsDir: dir })).rejects.toThrow(/29991231235959_broken/);
     const tables = await query(url, "SELECT 1 FROM pg_tables WHERE tablename = 'half_done'");
@@ -187,6 +189,56 @@ describe("migrate", () => {
     );
     expect(rows).toHaveLength(1);
     expect(rows[0]!.indexdef).toMatch(/^CREATE UNIQUE INDEX .* \(user_id, type, ref_id\)$/);
+  });
+});
+
+describe("checkMigrations (npm start's migration check)", () => {
+  it("lists every migration as pending on an empty database, and creates nothing", async () => {
+    const url = await freshDatabase();
+    expect(await checkMigrations(url)).toEqual({ applied: [], pending: allNames, mismatches: [] });
+    const tables = await query(url, "SELECT 1 FROM pg_tables WHERE tablename = '_schema_migrations'");
+    expect(tables).toHaveLength(0);
+  });
+
+  it("lists only the migrations a database has not applied, in order", async () => {
+    const url = await freshDatabase();
+    const dir = copyOfMigrations();
+    await migrate(url, { migrationsDir: dir });
+    const later = ["29991231235958_later_one", "29991231235959_later_two"];
+    for (const name of [...later].reverse()) addMigration(dir, name, "SELECT 1;\n");
+
+    expect(await checkMigrations(url, { migrationsDir: dir })).toEqual({
+      applied: allNames,
+      pending: later,
+      mismatches: [],
+    });
+    await migrate(url, { migrationsDir: dir });
+    expect(await checkMigrations(url, { migrationsDir: dir })).toEqual({
+      applied: [...allNames, ...later],
+      pending: [],
+      mismatches: [],
+    });
+  });
+
+  it("reports an applied migration whose file changed, naming the file, and one missing from disk", async () => {
+    const url = await freshDatabase();
+    const dir = copyOfMigrations();
+    await migrate(url, { migrationsDir: dir });
+    const [firstFile] = readMigrationFiles(dir);
+    appendFileSync(firstFile!.path, "\n-- an edit after the fact\n");
+    await query(url, "INSERT INTO _schema_migrations (name, checksum) VALUES ($1, $2)", [
+      "20000101000000_gone",
+      "0".repeat(64),
+    ]);
+
+    const status = await checkMigrations(url, { migrationsDir: dir });
+    expect(status.mismatches).toHaveLength(2);
+    expect(status.mismatches.join("\n")).toContain(firstFile!.path);
+    expect(status.mismatches.join("\n")).toContain("20000101000000_gone");
+  });
+
+  it("rethrows a connection failure with pg's code", async () => {
+    await expect(checkMigrations(urlFor("no_such_database_for_check"))).rejects.toMatchObject({ code: "3D000" });
   });
 });
 
