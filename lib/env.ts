@@ -30,6 +30,12 @@ const schema = z
     REDIS_URL: optionalUrl,
     /** Contract: 3000. */
     PORT: intFrom(1, 65535).default(3000),
+    /**
+     * Address `npm start` listens on. 127.0.0.1: reachable only through a reverse proxy on the same host;
+     * `0.0.0.0` (or `::`) in a container or behind a load balancer. The demo and `npm run dev` always listen on
+     * 127.0.0.1 only.
+     */
+    HOST: z.union([z.ipv4(), z.ipv6(), z.hostname()]).default("127.0.0.1"),
     /** Contract: PORT + 1. */
     BANK_PORT: intFrom(1, 65535).optional(),
     /** Contract: http://127.0.0.1:$BANK_PORT. */
@@ -62,7 +68,7 @@ const schema = z
     BANK_TIMEOUT_MS: intFrom(100, 120_000).default(8000),
     /** Window in which the reconciler re-drives a top-up that may never have reached the bank. */
     REDRIVE_WINDOW_S: intFrom(1, 7 * 24 * 3600).default(600),
-    /** Reconciler timer inside `npm run demo`; 0 turns it off. */
+    /** Reconciler timer inside `npm run demo`, `npm run dev` and `npm start`; 0 turns it off. */
     RECONCILE_INTERVAL_MS: intFrom(0, 3_600_000).default(10_000),
     /** Contract: 5, 50 and UTC (section 6). */
     REWARD_AMOUNT_MINOR: intFrom(1, 1_000_000).default(5),

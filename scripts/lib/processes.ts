@@ -33,7 +33,8 @@ export interface ServiceOptions {
   /**
    * Where the child's stdout and stderr go, each line prefixed with `[name]`: a file path (appended to, its
    * folder created), "stderr" (this process's stderr), or "silent" (kept only in memory for error messages).
-   * Default "stderr".
+   * Or "inherit": the child writes to this process's stdout and stderr directly, unprefixed (a server's own
+   * log lines, e.g. JSON for a log shipper); {@link Service.recentOutput} is then empty. Default "stderr".
    */
   log?: string;
   /** SIGTERM-to-SIGKILL bound for {@link Service.stop}, in ms. Default {@link DEFAULT_STOP_TIMEOUT_MS}. */
@@ -84,11 +85,12 @@ export function spawnService(options: ServiceOptions): Service {
   const stopTimeoutMs = options.stopTimeoutMs ?? DEFAULT_STOP_TIMEOUT_MS;
   installSignalHandlers();
 
+  const inherit = options.log === "inherit";
   const child = spawn(options.command, options.args, {
     cwd: options.cwd,
     env: (options.env ?? process.env) as NodeJS.ProcessEnv,
     detached: true,
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: ["ignore", inherit ? "inherit" : "pipe", inherit ? "inherit" : "pipe"],
   });
 
   let exitStatus: ServiceExit | null = null;
@@ -115,7 +117,7 @@ export function spawnService(options: ServiceOptions): Service {
   const pid = child.pid;
   // The group stays registered until stop() has SIGKILLed it: a grandchild may outlive its leader.
   liveGroups.set(pid, name);
-  const sink = openSink(options.log ?? "stderr");
+  const sink = inherit ? null : openSink(options.log ?? "stderr");
 
   const onLine = (stream: string) => (line: string) => {
     recent.push(line);

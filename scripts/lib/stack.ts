@@ -497,7 +497,7 @@ export function ensureBuilt(root: string = projectRoot): boolean {
   const deadline = Date.now() + BUILD_LOCK_WAIT_MS_MAX;
   let force = process.env.FORCE_BUILD === "1";
   for (;;) {
-    const reason = force ? "FORCE_BUILD=1" : staleReason(root);
+    const reason = force ? "FORCE_BUILD=1" : buildStaleReason(root);
     if (reason === null) return false;
     process.stderr.write(`building the app (next build): ${reason}\n`);
     const result = spawnSync(process.execPath, ["node_modules/next/dist/bin/next", "build"], {
@@ -524,8 +524,12 @@ export function ensureBuilt(root: string = projectRoot): boolean {
   }
 }
 
-/** Why the app needs a build, or null when `.next/BUILD_ID` is newer than every build input. */
-function staleReason(root: string): string | null {
+/**
+ * Why the app at `root` needs a build ("first build ..." when `.next/BUILD_ID` is missing, "<file> changed after
+ * the last build" when a build input is newer), or null when the build is newer than every build input. Compares
+ * modification times only; reads no file's content.
+ */
+export function buildStaleReason(root: string = projectRoot): string | null {
   const buildId = join(root, ".next", "BUILD_ID");
   if (!existsSync(buildId)) return "first build, about a minute on 2 cores";
   const builtAtMs = statSync(buildId).mtimeMs;

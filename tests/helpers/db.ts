@@ -3,7 +3,7 @@
  * their own users (random ids and emails); nothing is ever truncated, so tests can run in parallel and a
  * failed test leaves its rows for inspection.
  */
-import { randomUUID } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import pg from "pg";
 import { assertLocalDatabase } from "../../scripts/lib/stack";
 import { testStack } from "./stack";
@@ -59,4 +59,47 @@ export async function createTestUser(options: { role?: "user" | "admin"; name?: 
     options.role ?? "user",
   ]);
   return { id, email };
+}
+
+const scratchDatabases: string[] = [];
+
+/** URL of database `name` on the test stack's PostgreSQL server. */
+export function testDatabaseUrl(name: string): string {
+  const url = new URL(testStack().databaseUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** Runs `work` on a connection to the test server's `postgres` database (for CREATE/DROP DATABASE). */
+export async function withAdminClient<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+  const url = testDatabaseUrl("postgres");
+  assertLocalDatabase(url);
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await work(client);
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * Creates an empty database `<prefix>_<12 random hex>` on the test server (no tables, no migrations) for a test
+ * that needs a database of its own, and returns its URL. {@link dropScratchDatabases} drops every one made.
+ */
+export async function createScratchDatabase(prefix: string): Promise<string> {
+  const name = `${prefix}_${randomBytes(6).toString("hex")}`;
+  await withAdminClient((client) => client.query(`CREATE DATABASE ${client.escapeIdentifier(name)}`));
+  scratchDatabases.push(name);
+  return testDatabaseUrl(name);
+}
+
+/** Drops (WITH FORCE: open sessions are closed) every database {@link createScratchDatabase} made here. */
+export async function dropScratchDatabases(): Promise<void> {
+  const names = scratchDatabases.splice(0);
+  if (names.length === 0) return;
+  await withAdminClient(async (client) => {
+    for (const name of names)
+      await client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(name)} WITH (FORCE)`);
+  });
 }

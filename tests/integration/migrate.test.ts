@@ -2,7 +2,6 @@
  * lib/migrate.ts against a real PostgreSQL (the test stack's server). Every test gets its own database
  * (CREATE DATABASE on the test server), so the shared, already migrated test database is never touched.
  */
-import { randomBytes } from "node:crypto";
 import { appendFileSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -16,38 +15,9 @@ import {
   migrate,
   readMigrationFiles,
 } from "../../lib/migrate";
-import { assertLocalDatabase } from "../../scripts/lib/stack";
-import { testStack } from "../helpers/stack";
+import { createScratchDatabase, dropScratchDatabases, testDatabaseUrl } from "../helpers/db";
 
-const created: string[] = [];
 const scratchDirs: string[] = [];
-
-/** URL of database `name` on the test server. */
-function urlFor(name: string): string {
-  const url = new URL(testStack().databaseUrl);
-  url.pathname = `/${name}`;
-  return url.toString();
-}
-
-async function withAdmin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const url = urlFor("postgres");
-  assertLocalDatabase(url);
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
-
-/** Creates an empty database with a random name and returns its URL. */
-async function freshDatabase(): Promise<string> {
-  const name = `migrate_test_${randomBytes(6).toString("hex")}`;
-  await withAdmin((client) => client.query(`CREATE DATABASE ${client.escapeIdentifier(name)}`));
-  created.push(name);
-  return urlFor(name);
-}
 
 /** A private copy of the project's migrations folder that a test may edit. */
 function copyOfMigrations(): string {
@@ -74,11 +44,7 @@ async function query<R extends pg.QueryResultRow>(url: string, sql: string, para
 }
 
 afterAll(async () => {
-  await withAdmin(async (client) => {
-    for (const name of created) {
-      await client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(name)} WITH (FORCE)`);
-    }
-  });
+  await dropScratchDatabases();
   for (const dir of scratchDirs) rmSync(dir, { recursive: true, force: true });
 });
 
@@ -86,7 +52,7 @@ const allNames = readMigrationFiles().map((file) => file.name);
 
 describe("migrate", () => {
   it("applies every migration once, and a second run applies nothing", async () => {
-    const url = await freshDatabase();
+    const url = await createScratchDatabase("migrate_test");
 
     const first = await migrate(url);
     expect(first).toEqual({ applied: allNames, skipped: [] });
@@ -103,7 +69,7 @@ describe("migrate", () => {
   });
 
   it("applies each migration exactly once when two runs start at the same moment", async () => {
-    const url = await freshDatabase();
+    const url = await createScratchDatabase("migrate_test");
     // Staged, not hoped for: a third session holds the migration lock until both runs are seen waiting for
     // it in pg_stat_activity, then lets go, so the two really contend for the same lock.
     const holder = new pg.Client({ connectionString: url });
@@ -136,7 +102,7 @@ describe("migrate", () => {
   });
 
   it("refuses to run when an applied migration's file changed, naming the file", async () => {
-    const url = await freshDatabase();
+    const url = await createScratchDatabase("migrate_test");
     const dir = copyOfMigrations();
     await migrate(url, { migrationsDir: dir });
 
@@ -154,7 +120,7 @@ describe("migrate", () => {
   });
 
   it("refuses to run when an applied migration is missing on disk", async () => {
-    const url = await freshDatabase();
+    const url = await createScratchDatabase("migrate_test");
     const dir = copyOfMigrations();
     await migrate(url, { migrationsDir: dir });
     await query(url, "INSERT INTO _schema_migrations (name, checksum) VALUES ($1, $2)", [
@@ -168,7 +134,7 @@ describe("migrate", () => {
   });
 
   it("rolls back a failing migration completely and records nothing for it", async () => {
-    const url = await freshDatabase();
+    const url = await createScratchDatabase("migrate_test");
     const dir = copyOfMigrations();
     const badName = "29991231235959_broken";
     addMigration(dir, badName, "CREATE TABLE half_done (id int);\nSELECT no_such_function();\n");
@@ -181,7 +147,7 @@ describe("migrate", () => {
   });
 
   it("builds the claim index ledger_entries_user_id_type_ref_id_key, unique on (user_id, type, ref_id)", async () => {
-    const url = await freshDatabase();
+    const url = await createScratchDatabase("migrate_test");
     await migrate(url);
     const rows = await query<{ indexdef: string }>(
       url,
@@ -194,14 +160,14 @@ describe("migrate", () => {
 
 describe("checkMigrations (npm start's migration check)", () => {
   it("lists every migration as pending on an empty database, and creates nothing", async () => {
-    const url = await freshDatabase();
+    const url = await createScratchDatabase("migrate_test");
     expect(await checkMigrations(url)).toEqual({ applied: [], pending: allNames, mismatches: [] });
     const tables = await query(url, "SELECT 1 FROM pg_tables WHERE tablename = '_schema_migrations'");
     expect(tables).toHaveLength(0);
   });
 
   it("lists only the migrations a database has not applied, in order", async () => {
-    const url = await freshDatabase();
+    const url = await createScratchDatabase("migrate_test");
     const dir = copyOfMigrations();
     await migrate(url, { migrationsDir: dir });
     const later = ["29991231235958_later_one", "29991231235959_later_two"];
@@ -221,7 +187,7 @@ describe("checkMigrations (npm start's migration check)", () => {
   });
 
   it("reports an applied migration whose file changed, naming the file, and one missing from disk", async () => {
-    const url = await freshDatabase();
+    const url = await createScratchDatabase("migrate_test");
     const dir = copyOfMigrations();
     await migrate(url, { migrationsDir: dir });
     const [firstFile] = readMigrationFiles(dir);
@@ -238,7 +204,9 @@ describe("checkMigrations (npm start's migration check)", () => {
   });
 
   it("rethrows a connection failure with pg's code", async () => {
-    await expect(checkMigrations(urlFor("no_such_database_for_check"))).rejects.toMatchObject({ code: "3D000" });
+    await expect(checkMigrations(testDatabaseUrl("no_such_database_for_check"))).rejects.toMatchObject({
+      code: "3D000",
+    });
   });
 });
 
