@@ -5,7 +5,10 @@
  */
 import { z } from "zod";
 import { AD_ID_PATTERN, REF_ID_PATTERN } from "../ledger/keys";
+import { env } from "../env";
+import { readJsonBody } from "./read-json-body";
 import { parseAmountToken, type RawMembers } from "./raw-json";
+import type { InputOutcome } from "./route";
 
 export type Validated<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly detail: string };
 
@@ -127,4 +130,40 @@ export function formToRaw(fields: Record<string, string>): { value: Record<strin
     }
   }
   return { value, raw };
+}
+
+/** The amount rules of this deployment (MAX_AMOUNT_MINOR, WALLET_CURRENCY). */
+function amountRules(): AmountRules {
+  const settings = env();
+  return { maxAmountMinor: settings.MAX_AMOUNT_MINOR, walletCurrency: settings.WALLET_CURRENCY };
+}
+
+/**
+ * Reads a JSON body under BODY_LIMIT_BYTES and validates it with `validate` (contract sections 1 and 3): the
+ * first step of every operation's route, before authentication (contract section 9, order of checks).
+ * Returns the validated input, or `415`/`413`/`400` as a problem code and a detail for the client.
+ */
+async function readOperationInput<T>(
+  request: Request,
+  validate: (value: Record<string, unknown>, raw: RawMembers) => Validated<T>,
+): Promise<InputOutcome<T>> {
+  const body = await readJsonBody(request, env().BODY_LIMIT_BYTES);
+  if (!body.ok) return body;
+  const input = validate(body.value, body.raw);
+  return input.ok ? input : { ok: false, code: "invalid_request", detail: input.detail };
+}
+
+/** `POST /api/v1/topups`: the body read and validated ({@link readOperationInput}, {@link validateTopupRequest}). */
+export function readTopupInput(request: Request) {
+  return readOperationInput(request, (value, raw) => validateTopupRequest(value, raw, amountRules()));
+}
+
+/** `POST /api/v1/payments`: the body read and validated ({@link validatePaymentRequest}). */
+export function readPaymentInput(request: Request) {
+  return readOperationInput(request, (value, raw) => validatePaymentRequest(value, raw, amountRules()));
+}
+
+/** `POST /api/v1/rewards`: the body read and validated ({@link validateRewardRequest}). */
+export function readRewardInput(request: Request) {
+  return readOperationInput(request, (value) => validateRewardRequest(value));
 }

@@ -12,6 +12,7 @@ import { currentRequestId, REQUEST_ID_HEADER, requestIdFrom, runWithRequestConte
 import { routeTemplateOf } from "./route-templates";
 import { clientGoneResponse, internalErrorResponse, problemResponse } from "./respond";
 import { isSameOrigin, isStateChangingMethod } from "./same-origin";
+import type { ProblemCode } from "../problems";
 
 export interface RouteContext<P> {
   readonly params: Promise<P>;
@@ -56,37 +57,75 @@ export function withErrors<P = Record<string, never>>(handler: Handler<P>): Hand
   };
 }
 
+/** Options of {@link withPrincipal} and {@link withInputThenPrincipal}. */
+export interface PrincipalOptions {
+  /** Only admins pass; others get `403 forbidden`. */
+  readonly admin?: boolean;
+}
+
 /**
- * Wraps a handler that needs a signed-in user (session cookie or `Authorization: Bearer <token>`):
- * `401 unauthenticated` without one; `403 forbidden` for a cookie-authenticated state change (any method but
- * GET, HEAD, OPTIONS, with a body or without) that is not provably same-origin (contract section 9, case C23;
- * ./same-origin.ts); with `{ admin: true }`, `403 forbidden` for non-admins. Bearer-token requests are not
- * subject to the origin check: a browser never attaches a token on its own.
- * The handler receives the principal, whose `userId` is the only source of ledger keys' user ids.
+ * Authentication, then authorization and same-origin, in that order (contract section 9, "Order of checks"):
+ * `401 unauthenticated` without a session cookie or a valid `Authorization: Bearer <token>`; `403 forbidden` for
+ * a cookie-authenticated state change (any method but GET, HEAD, OPTIONS, with a body or without) that is not
+ * provably same-origin (case C23; ./same-origin.ts); with `admin`, `403 forbidden` for non-admins. Bearer-token
+ * requests are not subject to the origin check: a browser never attaches a token on its own.
+ * Returns the principal, or the problem response that refuses the request.
+ */
+async function authorize(request: Request, options: PrincipalOptions): Promise<Principal | Response> {
+  const principal = await getPrincipal(request.headers);
+  if (!principal) {
+    return problemResponse(
+      "unauthenticated",
+      "Sign in, or send Authorization: Bearer <token>.",
+      {},
+      { "WWW-Authenticate": 'Bearer realm="wallet"' },
+    );
+  }
+  if (principal.via === "session" && isStateChangingMethod(request.method) && !isSameOrigin(request.headers)) {
+    return problemResponse("forbidden", "Cross-origin requests cannot use the session cookie; send it from this site.");
+  }
+  if (options.admin && principal.role !== "admin") {
+    return problemResponse("forbidden", "This endpoint is for administrators.");
+  }
+  return principal;
+}
+
+/**
+ * Wraps a handler that needs a signed-in user and reads no body: see `authorize` above for the 401 and 403
+ * answers. The handler receives the principal, whose `userId` is the only source of ledger keys' user ids.
  */
 export function withPrincipal<P = Record<string, never>>(
   handler: AuthedHandler<P>,
-  options: { admin?: boolean } = {},
+  options: PrincipalOptions = {},
 ): Handler<P> {
   return withErrors(async (request, context) => {
-    const principal = await getPrincipal(request.headers);
-    if (!principal) {
-      return problemResponse(
-        "unauthenticated",
-        "Sign in, or send Authorization: Bearer <token>.",
-        {},
-        { "WWW-Authenticate": 'Bearer realm="wallet"' },
-      );
-    }
-    if (principal.via === "session" && isStateChangingMethod(request.method) && !isSameOrigin(request.headers)) {
-      return problemResponse(
-        "forbidden",
-        "Cross-origin requests cannot use the session cookie; send it from this site.",
-      );
-    }
-    if (options.admin && principal.role !== "admin") {
-      return problemResponse("forbidden", "This endpoint is for administrators.");
-    }
+    const principal = await authorize(request, options);
+    if (principal instanceof Response) return principal;
     return await handler(request, principal, context);
+  });
+}
+
+/** A request's validated input, or the problem that refuses it (400, 413 or 415). */
+export type InputOutcome<T> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly code: ProblemCode; readonly detail: string };
+
+/**
+ * Wraps an operation's handler (a POST with a body) in the order of checks of contract section 9: first the
+ * request itself is read and validated by `parseInput` (`415`, `413`, `400`: nothing about the caller is looked
+ * up for a request that cannot be valid), then the caller is authenticated and authorized as {@link withPrincipal}
+ * does (`401`, `403`), and only then does the handler run with the principal and the validated input.
+ */
+export function withInputThenPrincipal<T, P = Record<string, never>>(
+  parseInput: (request: Request) => Promise<InputOutcome<T>>,
+  handler: (request: Request, principal: Principal, input: T, context: RouteContext<P>) => Promise<Response>,
+  options: PrincipalOptions = {},
+): Handler<P> {
+  return withErrors(async (request, context) => {
+    const input = await parseInput(request);
+    if (!input.ok) return problemResponse(input.code, input.detail);
+    const principal = await authorize(request, options);
+    if (principal instanceof Response) return principal;
+    return await handler(request, principal, input.value, context);
   });
 }

@@ -1,8 +1,6 @@
-import { env } from "@/lib/env";
-import { readJsonBody } from "@/lib/http/read-json-body";
-import { validateTopupRequest } from "@/lib/http/operation-requests";
+import { readTopupInput } from "@/lib/http/operation-requests";
 import { jsonResponse, operationResponse, problemResponse } from "@/lib/http/respond";
-import { withPrincipal } from "@/lib/http/route";
+import { withInputThenPrincipal, withPrincipal } from "@/lib/http/route";
 import { parseQuery, topupsQuerySchema } from "@/lib/http/list-query";
 import { createTopup } from "@/lib/topups/create-topup";
 import { listTopups } from "@/lib/topups/list-topups";
@@ -10,18 +8,10 @@ import { apiRoute } from "@/lib/http/api-route";
 
 export const dynamic = "force-dynamic";
 
-/** POST /api/v1/topups `{ refId, amount }` (contract section 4). */
-const handlePost = withPrincipal(async (request, principal) => {
-  const settings = env();
-  const body = await readJsonBody(request, settings.BODY_LIMIT_BYTES);
-  if (!body.ok) return problemResponse(body.code, body.detail);
-  const input = validateTopupRequest(body.value, body.raw, {
-    maxAmountMinor: settings.MAX_AMOUNT_MINOR,
-    walletCurrency: settings.WALLET_CURRENCY,
-  });
-  if (!input.ok) return problemResponse("invalid_request", input.detail);
-  return operationResponse(await createTopup({ userId: principal.userId, ...input.value }));
-});
+/** POST /api/v1/topups `{ refId, amount }` (contract section 4); the body is validated before authentication. */
+const handlePost = withInputThenPrincipal(readTopupInput, async (_request, principal, input) =>
+  operationResponse(await createTopup({ userId: principal.userId, ...input })),
+);
 
 /** GET /api/v1/topups?status=&limit=&cursor=: the caller's top-ups, newest first, one page (contract section 4). */
 const handleGet = withPrincipal(async (request, principal) => {
