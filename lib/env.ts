@@ -51,6 +51,14 @@ const schema = z
     BETTER_AUTH_SECRET: z.string().optional(),
     /** Contract: 1,000,000 minor units. 2^53 - 1 is the hard ceiling (JSON integers). */
     MAX_AMOUNT_MINOR: intFrom(1, Number.MAX_SAFE_INTEGER).default(1_000_000),
+    /**
+     * Contract sections 5 and 9: the largest balance a wallet may reach, in minor units (default 10,000,000). A
+     * top-up is charged only when its credit fits under it together with the user's other unfinished top-ups, and
+     * a reward only when it fits; otherwise the row fails with `422 balance_limit_exceeded` (case C15). At most
+     * 2^52: money already charged (an adjustment, a top-up past the check) is credited even over the ceiling, and
+     * the balance's CHECK (< 2^53) keeps that much room above it for such credits.
+     */
+    MAX_BALANCE_MINOR: intFrom(1, 2 ** 52).default(10_000_000),
     /** Contract: 3000 ms, how long a loser waits for the winner's stored response before answering 409. */
     IDEMPOTENCY_WAIT_MS: intFrom(0, 60_000).default(3000),
     /** Contract: USD. ISO 4217 alphabetic code. */

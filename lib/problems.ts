@@ -17,6 +17,7 @@ export const PROBLEM_CODES = {
   payload_too_large: { status: 413, title: "Payload too large" },
   unsupported_media_type: { status: 415, title: "Unsupported media type" },
   idempotency_key_reused: { status: 422, title: "Idempotency key reused with different parameters" },
+  balance_limit_exceeded: { status: 422, title: "Balance limit exceeded" },
   daily_cap_reached: { status: 429, title: "Daily reward cap reached" },
   rate_limited: { status: 429, title: "Too many requests" },
   internal_error: { status: 500, title: "Internal error" },
@@ -30,7 +31,10 @@ export type ProblemCode = keyof typeof PROBLEM_CODES;
  * Codes whose body is a claimed row's stored first response (contract section 3), replayed byte for byte: their
  * bodies carry no request id (contract section 4). Every other problem is answered fresh and names its request.
  */
-export const STORED_PROBLEM_CODES: ReadonlySet<ProblemCode> = new Set<ProblemCode>(["insufficient_funds"]);
+export const STORED_PROBLEM_CODES: ReadonlySet<ProblemCode> = new Set<ProblemCode>([
+  "insufficient_funds",
+  "balance_limit_exceeded",
+]);
 
 export interface Problem {
   readonly type: string;

@@ -15,9 +15,11 @@ export const UNFINISHED_STATUSES: readonly EntryStatus[] = ["initiated", "proces
  * plain words by lib/web/failure-reasons.ts.
  * - `declined_by_bank`: the bank says the charge did not and will not succeed;
  * - `expired`: the top-up never reached the bank, and the bank confirmed its key can never be charged;
- * - `insufficient_funds`: the payment's debit found the balance short (a stored 402).
+ * - `insufficient_funds`: the payment's debit found the balance short (a stored 402);
+ * - `balance_limit_exceeded`: the credit would not fit under MAX_BALANCE_MINOR, so nothing was charged or credited
+ *   (a stored 422; contract section 5, case C15).
  */
-export type FailureReason = "declined_by_bank" | "expired" | "insufficient_funds";
+export type FailureReason = "declined_by_bank" | "expired" | "insufficient_funds" | "balance_limit_exceeded";
 
 /** Who moved a row (contract section 2, audit table). */
 export type TransitionActor = "request" | "webhook" | "reconciler" | "admin";

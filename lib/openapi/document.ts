@@ -227,7 +227,7 @@ export const API_PATHS = {
           },
         ),
       },
-      problems: { codes: [...BODY_CODES, ...AUTH_CODES, ...KEY_CODES] },
+      problems: { codes: [...BODY_CODES, ...AUTH_CODES, ...KEY_CODES, "balance_limit_exceeded"] },
     }),
     get: operation("The caller's top-ups, newest first, one page", {
       tags: ["wallet"],
@@ -275,7 +275,16 @@ export const API_PATHS = {
           "Idempotent-Replayed": replayedHeader.optional(),
         }),
       },
-      problems: { codes: [...BODY_CODES, ...AUTH_CODES, ...KEY_CODES, "daily_cap_reached", "cap_store_unavailable"] },
+      problems: {
+        codes: [
+          ...BODY_CODES,
+          ...AUTH_CODES,
+          ...KEY_CODES,
+          "balance_limit_exceeded",
+          "daily_cap_reached",
+          "cap_store_unavailable",
+        ],
+      },
     }),
   },
   "/api/v1/payments": {

@@ -1,5 +1,5 @@
 /**
- * One reconciler pass (contract sections 2, 5 and 7; issue 4): brings the ledger and the bank back into agreement
+ * One reconciler pass (contract sections 2, 5 and 7): brings the ledger and the bank back into agreement
  * in both directions, through the same lib/ledger functions as live traffic (claim, guarded transitions,
  * first-writer-wins responses), so the reconciler can collide with a request, a webhook or another reconciler but
  * never race them.
@@ -23,19 +23,12 @@ import {
 } from "../bank/client";
 import { merchantRefFor, parseMerchantRef } from "../bank/merchant-ref";
 import { classifyDbError } from "../ledger/db-errors";
-import {
-  findEntryByKey,
-  insertClaimOrLose,
-  isTerminal,
-  markProcessing,
-  operationKey,
-  WORKER_ID,
-  type LedgerEntry,
-} from "../ledger";
+import { findEntryByKey, insertClaimOrLose, isTerminal, operationKey, WORKER_ID, type LedgerEntry } from "../ledger";
 import { CHARGE_LOOK_BACK_MS_DEFAULT, readChargeCursorMs, writeChargeCursorMs } from "./charge-cursor";
 import { ReconcileTally, type ReconcileAnomaly, type ReconcileResult } from "./reconcile-result";
 import { settleTopup, type ChargeEvidence, type SettlementOutcome } from "../topups/settle-topup";
 import { storeFinishedTopupResponse } from "../topups/topup-response";
+import { admitTopup } from "../topups/admit-topup";
 import { countExpiredUnfinishedEntries, takeOverExpiredEntry, type TakenOverEntry } from "./take-over-expired-entry";
 
 export type { ReconcileResult, ReconcileAnomaly } from "./reconcile-result";
@@ -159,7 +152,7 @@ export async function reconcileOnce(options: ReconcileOptions = {}): Promise<Rec
       chargesUnlisted: !chargesListed,
     };
   }
-  // Reward counters a Redis failover left below the ledger are raised back (issue 11, docs/decisions/016).
+  // Reward counters a Redis failover left below the ledger are raised back (docs/decisions/016).
   await repairRewardCounters({ userIds: ctx.userIds });
   const result = ctx.tally.toResult();
   countReconcilePass(result);
@@ -307,10 +300,23 @@ async function reconcileTakenOverEntry(ctx: PassContext, row: TakenOverEntry, su
   }
 }
 
-/** Sends the charge again with the same Idempotency-Key: the bank makes at most one charge per key. */
+/**
+ * Sends the charge again with the same Idempotency-Key: the bank makes at most one charge per key. A row that never
+ * got past `initiated` passes the same headroom gate as a live request first (contract section 5, case C15).
+ */
 async function redrive(ctx: PassContext, entry: LedgerEntry, merchantRef: string): Promise<RowVerdict> {
-  // Record that the bank may be called from here on (no-op when the row is already `processing`).
-  await markProcessing({ userId: entry.userId, entryId: entry.id }, entry.attempt, { actor: "reconciler" });
+  if (entry.status === "initiated") {
+    // Records that the bank may be called from here on, or fails the row with its stored 422 when there is no room.
+    const admission = await admitTopup(entry, entry.attempt, "reconciler");
+    if (admission.kind === "no_room") {
+      ctx.tally.failed += 1;
+      return "done";
+    }
+    if (admission.kind === "fenced") {
+      ctx.tally.skipped += 1;
+      return "done";
+    }
+  }
   const created = await createCharge(
     { merchantRef, amountMinor: entry.amountMinor, currency: entry.currency },
     ctx.bank,

@@ -11,6 +11,7 @@ import { withTransactionRetry } from "../ledger/retry";
 import {
   awaitStoredResponse,
   completeEntry,
+  failEntry,
   findEntryByKey,
   fingerprint,
   fromExisting,
@@ -37,6 +38,7 @@ import { raiseRewardDayCredit, readRewardDayCredited } from "./raise-reward-day-
 import { rewardDay } from "./reward-day";
 import { admitNewOperation, rateLimitedResult } from "../limits/new-operation-rate";
 import { rewardRulesFromEnv, type RewardRules } from "./rules";
+import { balanceLimitResponse, checkBalanceHeadroom } from "../wallet/check-balance-headroom";
 
 export interface ClaimRewardInput {
   /** From the authenticated session or API token, never from a request body. */
@@ -85,7 +87,11 @@ function creditedResponse(entry: LedgerEntry): StoredResponse {
  *    (lost claim race, mismatch, database error, timeout). A failed release or settle is logged and leaves the
  *    reservation counted: the safe direction, which can refuse a reward but never exceed the cap.
  *
- * Returns `response` (201, new or replayed), `mismatch` (422), `in_progress` (409) or `refused` (429
+ * 3a. A reward whose credit would take the balance past MAX_BALANCE_MINOR (counting the user's unfinished top-ups)
+ *    fails instead, in the same transaction, with a stored `422 balance_limit_exceeded` that replays like any first
+ *    response; the reservation is released (contract section 5, case C15).
+ *
+ * Returns `response` (201 or the stored 422 balance_limit_exceeded, new or replayed), `mismatch` (422), `in_progress` (409) or `refused` (429
  * rate_limited past OPS_PER_MINUTE, 429 daily_cap_reached, 503).
  * Throws database errors (500; the reservation is released first) and bugs.
  * Params fingerprinted: `{ adId, day, amount, currency }`.
@@ -163,6 +169,10 @@ async function runReward(input: ClaimRewardInput, dependencies: ClaimRewardDepen
       ledgerTotalMinor = outcome.creditedTodayMinor ?? undefined;
       return { kind: "response", response: outcome.response, replayed: false };
     }
+    if (outcome.kind === "no_room") {
+      // A stored outcome of a claimed row (contract section 5): the credit did not land, the reservation is released.
+      return { kind: "response", response: outcome.response, replayed: false };
+    }
     if (outcome.kind === "over_cap") {
       ledgerTotalMinor = outcome.creditedTodayMinor;
       log().warn(
@@ -211,7 +221,9 @@ type CreditOutcome =
   /** Another request holds the key (or this request's own committed earlier attempt does). Nothing written now. */
   | { readonly kind: "lost_claim" }
   /** PostgreSQL refused the credit past the cap; rolled back, no row. */
-  | { readonly kind: "over_cap"; readonly creditedTodayMinor: number };
+  | { readonly kind: "over_cap"; readonly creditedTodayMinor: number }
+  /** No room under MAX_BALANCE_MINOR: the row failed with its stored 422 (committed); nothing was credited. */
+  | { readonly kind: "no_room"; readonly response: StoredResponse };
 
 /** Thrown inside the transaction to roll it back when the day's row refuses the credit. */
 class LedgerCapRefusal extends Error {
@@ -251,8 +263,28 @@ async function creditInOneTransaction(
           leaseMs: env().LEASE_MS,
           actor: "request",
         });
-        // No row back: another request holds the key and has committed (stack-notes 15). Not a result.
+        // No row back: another request holds the key and has committed (contract section 1). Not a result.
         if (!entry) return { kind: "lost_claim" };
+        const ref = { userId: key.userId, entryId: entry.id };
+        const guard = { kind: "lease", attempt: entry.attempt } as const;
+        // Rewards refuse at the ceiling like top-ups (contract section 5, case C15), before the day's cap is counted:
+        // the row fails with a stored 422 instead of a credit the balance cannot take.
+        const maxBalanceMinor = env().MAX_BALANCE_MINOR;
+        const headroom = await checkBalanceHeadroom(tx, {
+          userId: key.userId,
+          currency: rules.currency,
+          amountMinor: rules.amountMinor,
+          excludeEntryId: null,
+          maxBalanceMinor,
+        });
+        if (!headroom.fits) {
+          const failed = await failEntry(ref, { actor: "request", guard, reason: "balance_limit_exceeded" }, tx);
+          if (failed.kind !== "moved") throw new Error(`reward ${key.refId}: fresh claim refused its transition`);
+          const refusal = balanceLimitResponse(rules.amountMinor, rules.currency, maxBalanceMinor);
+          const stored = (await storeResponse(ref, refusal, tx)).response;
+          commitSent = true;
+          return { kind: "no_room", response: stored };
+        }
         let creditedTodayMinor: number | null = null;
         if (ledgerCap) {
           const counted = await raiseRewardDayCredit(tx, {
@@ -265,12 +297,7 @@ async function creditInOneTransaction(
           if (counted.kind === "over_cap") throw new LedgerCapRefusal(counted.creditedMinor);
           creditedTodayMinor = counted.creditedMinor;
         }
-        const ref = { userId: key.userId, entryId: entry.id };
-        const moved = await completeEntry(
-          ref,
-          { actor: "request", guard: { kind: "lease", attempt: entry.attempt }, credit: true },
-          tx,
-        );
+        const moved = await completeEntry(ref, { actor: "request", guard, credit: true }, tx);
         // The row was inserted by this transaction and nobody else can see it yet: the guard cannot refuse.
         if (moved.kind !== "moved") throw new Error(`reward ${key.refId}: fresh claim refused its transition`);
         const stored = (await storeResponse(ref, creditedResponse(moved.entry), tx)).response;

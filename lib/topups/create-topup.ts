@@ -12,7 +12,6 @@ import {
   claimOperation,
   fromExisting,
   getEntryById,
-  markProcessing,
   operationKey,
   storeResponse,
   newLeaseOwner,
@@ -20,6 +19,7 @@ import {
   type OperationResult,
 } from "../ledger";
 import { gateNewOperation, rateLimitedResult } from "../limits/new-operation-rate";
+import { admitTopup } from "./admit-topup";
 import { settleTopup, type ChargeEvidence } from "./settle-topup";
 import { topupResponse } from "./topup-response";
 
@@ -37,7 +37,9 @@ export interface CreateTopupInput {
 /**
  * Runs one top-up exactly once per `(user, "topup", refId)`.
  *
- * The winner commits its claim (`initiated`), records `processing`, then calls the bank with the merchant
+ * The winner commits its claim (`initiated`), then checks that the credit will have room under MAX_BALANCE_MINOR
+ * (./admit-topup.ts; contract section 5, case C15): without room the row fails with a stored
+ * `422 balance_limit_exceeded` and the bank is never called. With room it records `processing`, then calls the bank with the merchant
  * reference as `Idempotency-Key` (so a retried call can never create a second charge) and hands the answer to the
  * one settlement function (./settle-topup.ts) as the lease holder: `succeeded` credits the wallet in the same
  * statement, `declined` fails the row, `pending` records the charge id and leaves the webhook to finish, and a key
@@ -74,18 +76,17 @@ async function runTopup(input: CreateTopupInput): Promise<OperationResult> {
   if (claim.kind !== "claimed") return fromExisting(claim);
 
   const ref = { userId: input.userId, entryId: claim.entry.id };
-  const processing = await markProcessing(ref, claim.entry.attempt);
-  // Refused but already `processing` under our own lease and attempt: our first try committed and its answer
-  // was lost with the connection (the statement was retried, lib/db.ts `autocommit`). We still own the row.
-  const ownProcessing =
-    processing.kind === "refused" &&
-    processing.entry.status === "processing" &&
-    processing.entry.attempt === claim.entry.attempt &&
-    processing.entry.leaseOwner === claim.entry.leaseOwner;
-  let current: LedgerEntry = processing.entry;
-  // Otherwise refused: our lease was taken over (this request stalled past LEASE_MS before reaching the bank). The
-  // new owner drives the row now, so this request must not call the bank; it answers with what the row says.
-  if (processing.kind === "moved" || ownProcessing) {
+  // Admitted also covers our own earlier commit whose answer was lost with the connection (the transaction was
+  // retried): the row is `processing` under our attempt and we still own it.
+  const admission = await admitTopup(claim.entry, claim.entry.attempt, "request");
+  if (admission.kind === "no_room") {
+    await cacheStoredResponse(key, params, admission.response);
+    return { kind: "response", response: admission.response, replayed: false };
+  }
+  let current: LedgerEntry = admission.entry;
+  // Fenced: our lease was taken over (this request stalled past LEASE_MS before reaching the bank). The new owner
+  // drives the row now, so this request must not call the bank; it answers with what the row says.
+  if (admission.kind === "admitted") {
     const charged = await createCharge(
       {
         merchantRef: merchantRefFor(input.userId, input.refId),

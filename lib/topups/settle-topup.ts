@@ -1,5 +1,5 @@
 /**
- * The one place that applies the bank's word to a top-up row (contract section 5; issue 9, build item 0). The
+ * The one place that applies the bank's word to a top-up row (contract section 5). The
  * request (lib/topups/create-topup.ts), the webhook (lib/webhooks/handle-bank-webhook.ts) and the reconciler
  * (lib/reconciler/reconcile-once.ts) each learn something about a charge and hand it here; this decides, once and
  * for all three, whether the row is credited, failed, left pending, or reported as an anomaly.

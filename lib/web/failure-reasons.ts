@@ -1,10 +1,11 @@
-/** Plain words for a row's failure reason, shown to the user (issue 4 item 8). */
+/** Plain words for a row's failure reason, shown to the user (contract section 4: a top-up's status and why it failed). */
 import type { FailureReason } from "../ledger/entry";
 
 const REASONS: Record<FailureReason, string> = {
   declined_by_bank: "the bank declined the payment",
   insufficient_funds: "not enough money in the wallet",
   expired: "it never reached the bank and was cancelled",
+  balance_limit_exceeded: "the wallet would go over its balance limit, so nothing was charged",
 };
 
 /** The sentence for `reason`; a code from an older version that is not in the union shows as it is. */

@@ -199,18 +199,27 @@ export async function backendPid(client: pg.Client): Promise<number> {
 }
 
 /**
- * Waits until at least one session is blocked by the session `blockerPid` (pg_blocking_pids), polling every 5 ms,
- * at most `timeoutMs`. Precise where a name filter is not: other test files' sessions never match.
+ * Waits until at least `count` sessions are blocked by the session `blockerPid` (pg_blocking_pids), directly or
+ * through a chain (a second waiter for a row lock queues behind the first waiter, not behind the holder), polling
+ * every 5 ms, at most `timeoutMs`. Precise where a name filter is not: other test files' sessions never match.
  */
-export async function waitUntilBlockedBy(blockerPid: number, timeoutMs = 10_000): Promise<void> {
+export async function waitUntilBlockedBy(blockerPid: number, timeoutMs = 10_000, count = 1): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const result = await testPool().query<{ n: number }>(
-      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid))",
+      `WITH RECURSIVE waits AS (
+         SELECT pid, pg_blocking_pids(pid) AS blockers FROM pg_stat_activity
+       ), behind (pid) AS (
+         SELECT pid FROM waits WHERE $1::int = ANY (blockers)
+         UNION
+         SELECT w.pid FROM waits w JOIN behind b ON b.pid = ANY (w.blockers)
+       )
+       SELECT count(*)::int AS n FROM behind`,
       [blockerPid],
     );
-    if ((result.rows[0]?.n ?? 0) > 0) return;
-    if (Date.now() > deadline) throw new Error(`no session blocked by pid ${blockerPid} within ${timeoutMs} ms`);
+    if ((result.rows[0]?.n ?? 0) >= count) return;
+    if (Date.now() > deadline)
+      throw new Error(`fewer than ${count} sessions blocked by pid ${blockerPid} within ${timeoutMs} ms`);
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }

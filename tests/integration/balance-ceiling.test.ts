@@ -1,0 +1,222 @@
+/**
+ * C15: no charge without room for its credit (contract section 5; MAX_BALANCE_MINOR, section 9). A top-up passes
+ * the headroom gate (lib/topups/admit-topup.ts) before the bank is called; a reward is refused the same way; a
+ * payment (a debit) never is. Real PostgreSQL and Redis; the reconciler's re-drive against a real sandbox bank.
+ * Races are staged: a session holds the wallet row's lock while the competitors queue behind it.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { closeDb } from "@/lib/db";
+import { env } from "@/lib/env";
+import { claimOperation } from "@/lib/ledger/claim";
+import type { LedgerEntry } from "@/lib/ledger/entry";
+import { markProcessing } from "@/lib/ledger/transitions";
+import { createPayment } from "@/lib/payments/create-payment";
+import { reconcileOnce } from "@/lib/reconciler/reconcile-once";
+import { closeRedis, ensureRedisConnected, redis } from "@/lib/redis";
+import { capCounterKey } from "@/lib/rewards/cap-store";
+import { claimReward } from "@/lib/rewards/claim-reward";
+import { admitTopup } from "@/lib/topups/admit-topup";
+import { createTestUser } from "../helpers/db";
+import { balanceOf, claimRequest, dedicatedClient, freshRefId, seedBalance, transitionsOf } from "../helpers/ledger";
+import { creditedRewardsMinor } from "../helpers/rewards";
+import {
+  backendPid,
+  bankChargeOf,
+  passOptions,
+  startTestBank,
+  storedResponseOf,
+  stuckTopup,
+  waitUntilBlockedBy,
+  type TestBank,
+} from "./reconciler-fixtures";
+import { rewardDay } from "@/lib/rewards/reward-day";
+
+afterAll(async () => {
+  await closeRedis();
+  await closeDb();
+});
+
+const maxBalance = () => env().MAX_BALANCE_MINOR;
+
+/** A claimed top-up row (`initiated`, lease held), as the request has it just before the gate. */
+async function claimedTopup(userId: string, amountMinor: number): Promise<LedgerEntry> {
+  const claim = await claimOperation(claimRequest(userId, { refId: freshRefId("c15"), amountMinor }), 0);
+  if (claim.kind !== "claimed") throw new Error("expected a fresh claim");
+  return claim.entry;
+}
+
+function problemCode(body: string): unknown {
+  return (JSON.parse(body) as { code?: unknown }).code;
+}
+
+describe("C15: the headroom gate in front of the bank", () => {
+  it("C15: at the ceiling, a top-up of 1 fails as balance_limit_exceeded with a stored 422 and never reaches processing", async () => {
+    const user = await createTestUser();
+    await seedBalance(user.id, maxBalance());
+    const entry = await claimedTopup(user.id, 1);
+    const admission = await admitTopup(entry, entry.attempt, "request");
+    expect(admission.kind).toBe("no_room");
+    expect(admission.entry).toMatchObject({ status: "failed", failureReason: "balance_limit_exceeded" });
+    const stored = await storedResponseOf(user.id, entry.id);
+    expect(stored?.status).toBe(422);
+    expect(problemCode(stored!.body)).toBe("balance_limit_exceeded");
+    expect(admission.kind === "no_room" && admission.response).toEqual(stored);
+    // Straight from initiated to failed: the row never said "the bank may have been called".
+    expect((await transitionsOf(user.id, entry.id)).map((t) => t.to)).toEqual(["initiated", "failed"]);
+    expect(await balanceOf(user.id)).toBe(maxBalance());
+  });
+
+  it("C15: exactly at the ceiling fits; one minor unit over does not", async () => {
+    const user = await createTestUser();
+    await seedBalance(user.id, maxBalance() - 500);
+    const over = await claimedTopup(user.id, 501);
+    expect((await admitTopup(over, over.attempt, "request")).kind).toBe("no_room");
+    const exact = await claimedTopup(user.id, 500);
+    const admitted = await admitTopup(exact, exact.attempt, "request");
+    expect(admitted.kind).toBe("admitted");
+    expect(admitted.entry.status).toBe("processing");
+  });
+
+  it("C15: counts the user's other unfinished top-ups (never its own twice), not finished ones", async () => {
+    const user = await createTestUser();
+    await seedBalance(user.id, maxBalance() - 1000);
+    const other = await claimedTopup(user.id, 600);
+    await markProcessing({ userId: user.id, entryId: other.id }, other.attempt);
+    const tooMuch = await claimedTopup(user.id, 500);
+    expect((await admitTopup(tooMuch, tooMuch.attempt, "request")).kind).toBe("no_room");
+    // The refused row is finished: it no longer holds room. 600 + 400 = the 1000 left.
+    const fits = await claimedTopup(user.id, 400);
+    expect((await admitTopup(fits, fits.attempt, "request")).kind).toBe("admitted");
+  });
+
+  it("C15: a user with no wallet row yet is admitted (the row is created to be locked), and a fenced lease is not", async () => {
+    const user = await createTestUser();
+    const entry = await claimedTopup(user.id, 700);
+    expect((await admitTopup(entry, entry.attempt + 1, "request")).kind).toBe("fenced");
+    expect((await admitTopup(entry, entry.attempt, "request")).kind).toBe("admitted");
+    // Run again (a retried transaction whose first run committed): its own result, not a refusal.
+    expect((await admitTopup(entry, entry.attempt, "request")).kind).toBe("admitted");
+    expect(await balanceOf(user.id)).toBe(0);
+  });
+
+  it("C15: two concurrent top-ups that each fit but not together: exactly one is admitted (staged on the wallet lock)", async () => {
+    const user = await createTestUser();
+    await seedBalance(user.id, maxBalance() - 1000);
+    const first = await claimedTopup(user.id, 600);
+    const second = await claimedTopup(user.id, 600);
+    const holder = await dedicatedClient("c15-wallet-holder");
+    try {
+      await holder.query("BEGIN");
+      await holder.query("SELECT 1 FROM wallets WHERE user_id = $1 FOR UPDATE", [user.id]);
+      const racing = [first, second].map((entry) => admitTopup(entry, entry.attempt, "request"));
+      await waitUntilBlockedBy(await backendPid(holder), 10_000, 2);
+      await holder.query("COMMIT");
+      const kinds = (await Promise.all(racing)).map((outcome) => outcome.kind).sort();
+      expect(kinds).toEqual(["admitted", "no_room"]);
+    } finally {
+      await holder.end();
+    }
+  });
+
+  it("C15 negative control: the same staged race through a gate that ignores the other top-up admits both", async () => {
+    // What the gate prevents: each request alone sees room for its 600 in the 1000 left.
+    const user = await createTestUser();
+    await seedBalance(user.id, maxBalance() - 1000);
+    const first = await claimedTopup(user.id, 600);
+    const second = await claimedTopup(user.id, 600);
+    const balance = await balanceOf(user.id);
+    const noGate = async (entry: LedgerEntry) =>
+      balance + entry.amountMinor <= maxBalance()
+        ? (await markProcessing({ userId: user.id, entryId: entry.id }, entry.attempt)).kind
+        : "no_room";
+    const kinds = (await Promise.all([first, second].map(noGate))).sort();
+    expect(kinds).toEqual(["moved", "moved"]);
+  });
+});
+
+describe("C15: rewards and payments near the ceiling", () => {
+  it("C15: a reward at the ceiling is a stored 422 balance_limit_exceeded, replayed; nothing credited, the reservation released", async () => {
+    const user = await createTestUser();
+    await seedBalance(user.id, maxBalance());
+    const now = new Date();
+    const first = await claimReward({ userId: user.id, adId: "ad-c15", now });
+    expect(first).toMatchObject({ kind: "response", replayed: false, response: { status: 422 } });
+    const firstBody = first.kind === "response" ? first.response.body : "";
+    expect(problemCode(firstBody)).toBe("balance_limit_exceeded");
+    const again = await claimReward({ userId: user.id, adId: "ad-c15", now });
+    expect(again).toEqual({ kind: "response", replayed: true, response: { status: 422, body: firstBody } });
+    expect(await balanceOf(user.id)).toBe(maxBalance());
+    const day = rewardDay(now, "UTC");
+    expect(await creditedRewardsMinor(user.id, day)).toBe(0);
+    // The reservation was released: the day's counter holds nothing for the refused reward.
+    const client = redis();
+    if (!client) throw new Error("REDIS_URL is not set");
+    await ensureRedisConnected(client);
+    expect(Number((await client.get(capCounterKey(user.id, day))) ?? 0)).toBe(0);
+    // With room again (a payment made some), another ad is credited and counted.
+    const paid = await createPayment({
+      userId: user.id,
+      orderId: freshRefId("c15-pay"),
+      amountMinor: 100,
+      currency: "USD",
+    });
+    expect(paid).toMatchObject({ kind: "response", response: { status: 201 } });
+    const other = await claimReward({ userId: user.id, adId: "ad-c15-b", now });
+    expect(other).toMatchObject({ kind: "response", response: { status: 201 } });
+    expect(Number(await client.get(capCounterKey(user.id, day)))).toBe(5);
+  });
+
+  it("C15: a reward counts the user's unfinished top-ups as credited", async () => {
+    const user = await createTestUser();
+    await seedBalance(user.id, maxBalance() - 100);
+    const topup = await claimedTopup(user.id, 98);
+    expect((await admitTopup(topup, topup.attempt, "request")).kind).toBe("admitted");
+    const reward = await claimReward({ userId: user.id, adId: "ad-c15-pending" });
+    expect(reward).toMatchObject({ kind: "response", response: { status: 422 } });
+  });
+
+  it("C15: a payment at the ceiling is never refused for it (a debit makes room)", async () => {
+    const user = await createTestUser();
+    await seedBalance(user.id, maxBalance());
+    const paid = await createPayment({
+      userId: user.id,
+      orderId: freshRefId("c15-pay"),
+      amountMinor: 250,
+      currency: "USD",
+    });
+    expect(paid).toMatchObject({ kind: "response", response: { status: 201 } });
+    expect(await balanceOf(user.id)).toBe(maxBalance() - 250);
+  });
+});
+
+describe("C15: the reconciler's re-drive passes the same gate", () => {
+  let bank: TestBank;
+  beforeAll(async () => {
+    bank = await startTestBank();
+  }, 60_000);
+  afterAll(async () => {
+    await bank?.stop();
+  });
+
+  it("C15: an initiated row taken over at the ceiling fails with the stored 422 and the bank has no charge for it", async () => {
+    const user = await createTestUser();
+    await seedBalance(user.id, maxBalance());
+    const stuck = await stuckTopup(user.id, { amountMinor: 1, processing: false });
+    const pass = await reconcileOnce(passOptions(bank.url, [user.id]));
+    expect(pass).toMatchObject({ examined: 1, failed: 1, redriven: 0 });
+    const stored = await storedResponseOf(user.id, stuck.entry.id);
+    expect(stored?.status).toBe(422);
+    expect(problemCode(stored!.body)).toBe("balance_limit_exceeded");
+    expect(await bankChargeOf(bank.url, stuck.merchantRef)).toBeNull();
+  });
+
+  it("C15: with room, the same re-drive charges and credits", async () => {
+    const user = await createTestUser();
+    await seedBalance(user.id, maxBalance() - 1);
+    const stuck = await stuckTopup(user.id, { amountMinor: 1, processing: false });
+    const pass = await reconcileOnce(passOptions(bank.url, [user.id]));
+    expect(pass).toMatchObject({ redriven: 1, completed: 1 });
+    expect(await bankChargeOf(bank.url, stuck.merchantRef)).toMatchObject({ status: "succeeded" });
+    expect(await balanceOf(user.id)).toBe(maxBalance());
+  });
+});
