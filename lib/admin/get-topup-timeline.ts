@@ -2,7 +2,7 @@ import { pool } from "../db";
 import { env } from "../env";
 import { getCharge, type BankCharge } from "../bank/client";
 import { merchantRefFor } from "../bank/merchant-ref";
-import { findEntryByKey, isValidRefId, topupView, type TopupView } from "../ledger";
+import { findEntryByKey, isValidRefId, topupView, type LedgerEntry, type TopupView } from "../ledger";
 
 /** One line of a row's audit trail (ledger_transitions). A take-over has from = to and says so in `detail`. */
 export interface TimelineTransition {
@@ -47,6 +47,20 @@ export interface TopupTimeline {
   transitions: TimelineTransition[];
   webhooks: TimelineWebhook[];
   bank: TimelineBankView;
+  /**
+   * The `adjustment` entry that credited this failed top-up's charge after it failed (contract section 5), or null.
+   */
+  adjustment: TimelineAdjustment | null;
+}
+
+/** An adjustment linked to the top-up: its amount, the charge it credits, its status and when it was made. */
+export interface TimelineAdjustment {
+  entryId: number;
+  amount: number;
+  currency: string;
+  chargeId: string | null;
+  status: string;
+  createdAt: string;
 }
 
 /**
@@ -86,12 +100,13 @@ export async function getTopupTimeline(userId: string, refId: string): Promise<T
   } catch {
     merchantRef = null;
   }
-  const [transitions, webhooks, bank] = await Promise.all([
+  const [transitions, webhooks, bank, adjustment] = await Promise.all([
     pool().query(TRANSITIONS_SQL, [userId, entry.id, TIMELINE_LINES_MAX]),
     merchantRef
       ? pool().query(WEBHOOKS_SQL, [merchantRef, TIMELINE_LINES_MAX])
       : Promise.resolve({ rows: [] as Record<string, unknown>[] }),
     bankView(merchantRef),
+    findEntryByKey({ userId, type: "adjustment", refId }),
   ]);
   return {
     topup: {
@@ -124,6 +139,19 @@ export async function getTopupTimeline(userId: string, refId: string): Promise<T
       lastSeenAt: (row.last_seen_at as Date).toISOString(),
     })),
     bank,
+    adjustment: adjustment?.adjustsEntryId === entry.id ? timelineAdjustment(adjustment) : null,
+  };
+}
+
+function timelineAdjustment(entry: LedgerEntry): TimelineAdjustment {
+  const chargeId = entry.params.chargeId;
+  return {
+    entryId: entry.id,
+    amount: entry.amountMinor,
+    currency: entry.currency,
+    chargeId: typeof chargeId === "string" ? chargeId : null,
+    status: entry.status,
+    createdAt: entry.createdAt.toISOString(),
   };
 }
 

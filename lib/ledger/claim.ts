@@ -26,6 +26,8 @@ export interface ClaimRequest {
   /** Lease length in milliseconds; after it the reconciler may take the row over. */
   readonly leaseMs: number;
   readonly actor: TransitionActor;
+  /** An `adjustment`'s failed top-up (its row id, same user): required for adjustments, absent otherwise. */
+  readonly adjustsEntryId?: number;
 }
 
 /** Outcomes of reading a key that another request already claimed. */
@@ -39,8 +41,9 @@ export type ClaimOutcome = { readonly kind: "claimed"; readonly entry: LedgerEnt
 const INSERT_CLAIM_SQL = `
 WITH claimed AS (
   INSERT INTO ledger_entries
-    (user_id, type, ref_id, amount_minor, currency, fingerprint, params, status, lease_owner, lease_expires_at)
-  VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, 'initiated', $8, now() + $9::int * interval '1 millisecond')
+    (user_id, type, ref_id, amount_minor, currency, fingerprint, params, status, lease_owner, lease_expires_at,
+     adjusts_entry_id)
+  VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, 'initiated', $8, now() + $9::int * interval '1 millisecond', $11::bigint)
   ON CONFLICT (user_id, type, ref_id) DO NOTHING
   RETURNING ${ENTRY_COLUMNS}
 ), logged AS (
@@ -73,6 +76,7 @@ export async function insertClaim(db: Queryable, request: ClaimRequest): Promise
       request.leaseOwner,
       request.leaseMs,
       request.actor,
+      request.adjustsEntryId ?? null,
     ]),
   );
   // The race is decided here: exactly one INSERT per key returns a row. An empty RETURNING means another

@@ -53,6 +53,8 @@ export interface LedgerEntry {
   readonly settleLastError: string | null;
   /** When the failures reached SETTLE_ATTEMPTS_MAX: the row is flagged for attention. */
   readonly settleFlaggedAt: Date | null;
+  /** An `adjustment`'s link: the id of the failed top-up it settles (contract section 5); null for other types. */
+  readonly adjustsEntryId: number | null;
   readonly createdAt: Date;
   readonly updatedAt: Date;
 }
@@ -60,7 +62,7 @@ export interface LedgerEntry {
 /** The column list every ledger query returns, in the shape {@link toLedgerEntry} reads. */
 export const ENTRY_COLUMNS = `user_id, id, type, ref_id, amount_minor, currency, fingerprint, params, status,
   failure_reason, response_status, response_body, lease_owner, lease_expires_at, attempt, bank_charge_id,
-  settle_failures, settle_last_error, settle_flagged_at, created_at, updated_at`;
+  settle_failures, settle_last_error, settle_flagged_at, adjusts_entry_id, created_at, updated_at`;
 
 /** The same list qualified by a table alias (for UPDATE ... FROM and joins). */
 export function entryColumns(alias: string): string {
@@ -91,6 +93,7 @@ export function toLedgerEntry(row: Record<string, unknown>): LedgerEntry {
     settleFailures: row.settle_failures as number,
     settleLastError: (row.settle_last_error as string | null) ?? null,
     settleFlaggedAt: (row.settle_flagged_at as Date | null) ?? null,
+    adjustsEntryId: (row.adjusts_entry_id as number | null) ?? null,
     createdAt: row.created_at as Date,
     updatedAt: row.updated_at as Date,
   };

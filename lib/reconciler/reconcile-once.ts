@@ -432,6 +432,7 @@ async function applySettle(
 ): Promise<SettlementOutcome> {
   switch (outcome.kind) {
     case "credited":
+    case "adjusted":
       ctx.tally.completed += 1;
       break;
     case "failed":

@@ -57,7 +57,7 @@ const count = (description: string) => z.int().min(0).meta({ description });
 export const reconcileResultSchema = z
   .strictObject({
     examined: count("Rows taken over plus bank charges that needed a decision."),
-    completed: count("Rows this pass moved to `succeeded` (each credited once)."),
+    completed: count("Rows this pass moved to `succeeded`, and adjustments it credited (each credited once)."),
     failed: count("Rows this pass moved to `failed` (declined, or `expired` after a confirmed cancel)."),
     redriven: count("Rows whose charge this pass sent to the bank again (same Idempotency-Key)."),
     skipped: count("Rows and charges looked at and left as they were."),

@@ -28,6 +28,7 @@ import {
 } from "../ledger";
 import type { Queryable } from "../ledger/queryable";
 import { classifyDbError } from "../ledger/db-errors";
+import { creditAdjustment, type AdjustedCharge } from "./credit-adjustment";
 
 /** What is known about the charge of a top-up's merchant reference, and on whose word. */
 export type ChargeEvidence =
@@ -69,8 +70,16 @@ export const SETTLEMENT_ANOMALY_KINDS = [
   "currency_mismatch",
   /** The row already records another charge id than the one reported. */
   "charge_mismatch",
-  /** The bank says the charge succeeded, but the row has already failed: money taken, nothing credited. */
+  /**
+   * A signed `charge.succeeded` for a row that has already failed: an adjustment credits money only on the bank's
+   * own answer, so nothing moves on the event's word (the webhook asks the bank first; the reconciler reads it).
+   */
   "success_for_failed_row",
+  /**
+   * The bank says the charge succeeded for a row that has already failed, and the row's adjustment already exists
+   * for another charge, amount or currency: nothing more is credited.
+   */
+  "adjustment_mismatch",
   /** The bank says declined, but the row was credited. */
   "decline_for_succeeded_row",
   /** The bank has no charge for the key (and cancelled it), but the row was credited. */
@@ -92,6 +101,11 @@ export type SettlementOutcome =
   | { readonly kind: "credited"; readonly entry: LedgerEntry }
   /** This call moved the row to `failed`. */
   | { readonly kind: "failed"; readonly entry: LedgerEntry }
+  /**
+   * The charge succeeded but the row had already failed: this call credited it through an `adjustment` entry linked
+   * to the row (contract section 5). `entry` is the top-up, unchanged.
+   */
+  | { readonly kind: "adjusted"; readonly entry: LedgerEntry; readonly adjustment: LedgerEntry }
   /** The charge is pending at the bank: the row stays unfinished (its charge id recorded). */
   | { readonly kind: "pending"; readonly entry: LedgerEntry }
   /**
@@ -101,7 +115,7 @@ export type SettlementOutcome =
   | {
       readonly kind: "unchanged";
       readonly entry: LedgerEntry;
-      readonly why: "already_succeeded" | "already_failed" | "fenced";
+      readonly why: "already_succeeded" | "already_failed" | "already_adjusted" | "fenced";
     }
   /** The row and the evidence disagree: nothing moved. */
   | { readonly kind: "anomaly"; readonly entry: LedgerEntry; readonly anomaly: SettlementAnomaly };
@@ -152,8 +166,9 @@ function chargeOf(evidence: ChargeEvidence) {
 
 /**
  * Applies `evidence` about the charge of `entry` (a top-up row) through `door`:
- * - succeeded: an unfinished row is completed with its credit; a failed row is an anomaly (money taken, nothing
- *   credited);
+ * - succeeded: an unfinished row is completed with its credit; a failed row is credited once through its
+ *   `adjustment` entry (./credit-adjustment.ts), the row itself unchanged, but only on the bank's own answer
+ *   (`source: "bank"`); a signed event alone is an anomaly for a failed row;
  * - declined: an unfinished row fails (`declined_by_bank`); a credited row is an anomaly;
  * - pending: an unfinished row stays as it is, with the charge id recorded;
  * - key cancelled: an unfinished row fails (`expired`: it never reached the bank); a credited row is an anomaly;
@@ -213,15 +228,21 @@ async function settle(
   const chargeId = charge?.id ?? null;
 
   if (isTerminal(entry.status)) {
-    if (status === "succeeded")
-      return entry.status === "succeeded"
-        ? { kind: "unchanged", entry, why: "already_succeeded" }
-        : anomaly(
-            entry,
-            "success_for_failed_row",
-            chargeId,
-            "the bank charged the user but the row has already failed",
-          );
+    if (status === "succeeded" && charge) {
+      if (entry.status === "succeeded") return { kind: "unchanged", entry, why: "already_succeeded" };
+      if (evidence.source !== "bank")
+        return anomaly(
+          entry,
+          "success_for_failed_row",
+          chargeId,
+          "a signed success for a row that had already failed: an adjustment needs the bank's own answer",
+        );
+      return await adjust(
+        entry,
+        { chargeId: charge.id, amountMinor: charge.amountMinor, currency: charge.currency },
+        door,
+      );
+    }
     if (status === "pending")
       return { kind: "unchanged", entry, why: entry.status === "succeeded" ? "already_succeeded" : "already_failed" };
     if (entry.status === "failed") return { kind: "unchanged", entry, why: "already_failed" };
@@ -259,6 +280,28 @@ async function settle(
   if (!isTerminal(moved.entry.status) || round + 1 >= SETTLE_ROUNDS_MAX)
     return { kind: "unchanged", entry: moved.entry, why: "fenced" };
   return settle(moved.entry, evidence, door, round + 1);
+}
+
+/** A failed row whose charge succeeded: credited once through its adjustment entry (contract section 5). */
+async function adjust(entry: LedgerEntry, charge: AdjustedCharge, door: SettleDoor): Promise<SettlementOutcome> {
+  const adjusted = await creditAdjustment(entry, charge, {
+    actor: door.actor,
+    detail: `${door.detail}; charge ${charge.chargeId} succeeded after the top-up failed`,
+    db: door.db,
+  });
+  switch (adjusted.kind) {
+    case "credited":
+      return { kind: "adjusted", entry, adjustment: adjusted.adjustment };
+    case "already_credited":
+      return { kind: "unchanged", entry, why: "already_adjusted" };
+    case "mismatch":
+      return anomaly(
+        entry,
+        "adjustment_mismatch",
+        charge.chargeId,
+        `the top-up's adjustment already credits ${JSON.stringify(adjusted.adjustment.params)}`,
+      );
+  }
 }
 
 /**

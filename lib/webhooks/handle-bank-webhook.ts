@@ -11,6 +11,8 @@
  *   nothing on its own word: the app asks the bank for the charge (`GET /charges?merchantRef=`) and settles the row
  *   from the bank's answer, so a stale failure that overtook the success credits instead (case C14); when the bank
  *   has no charge, the key is made unusable there first, as the reconciler does, and only then the row fails;
+ * - a `charge.succeeded` for a row that has already failed is credited by the row's `adjustment` entry, once, and
+ *   only when the bank confirms the charge succeeded (an adjustment is money moved on the bank's word, not an event's);
  * - the outcome recorded for an event is the one of the delivery that applied it, written in the same transaction
  *   as the row's move (case C19).
  * Rows are settled by lib/topups/settle-topup.ts, the one settlement function of the request, the webhook and the
@@ -63,6 +65,8 @@ export type WebhookOutcome =
   | "credited"
   /** This delivery failed the row, on the bank's confirmation. */
   | "failed"
+  /** The row had already failed: this delivery credited the charge through the row's adjustment entry. */
+  | "adjusted"
   /** The row already is what the event says. */
   | "duplicate"
   /** A failure event for a row that succeeded, or whose charge the bank still has pending: changes nothing. */
@@ -72,7 +76,7 @@ export type WebhookOutcome =
   | `anomaly_${SettlementAnomalyKind}`;
 
 /** Outcomes that mean "this delivery applied the event": the recorded outcome of its event, whoever came first. */
-const APPLIED_OUTCOMES: readonly WebhookOutcome[] = ["credited", "failed"];
+const APPLIED_OUTCOMES: readonly WebhookOutcome[] = ["credited", "failed", "adjusted"];
 
 export type WebhookResult =
   | { readonly kind: "invalid_signature"; readonly reason: SignatureFailureReason }
@@ -175,6 +179,7 @@ type EventEvidence =
  */
 async function evidenceFor(event: BankEvent, entry: LedgerEntry, bank: BankCallOptions): Promise<EventEvidence> {
   const { data } = event;
+  if (event.type === "charge.succeeded" && entry.status === "failed") return await adjustmentEvidence(data, bank);
   if (event.type === "charge.succeeded") {
     return {
       kind: "evidence",
@@ -213,6 +218,24 @@ async function evidenceFor(event: BankEvent, entry: LedgerEntry, bank: BankCallO
   }
 }
 
+/**
+ * A success for a row that has already failed would be credited by an adjustment, and an adjustment credits money
+ * only on the bank's own answer (contract section 5): the bank is asked for the charge first. Its `succeeded`
+ * settles the row through the adjustment; anything else credits nothing and is recorded as an anomaly.
+ */
+async function adjustmentEvidence(data: BankEvent["data"], bank: BankCallOptions): Promise<EventEvidence> {
+  const looked = await getCharge(data.merchantRef, bank);
+  if (looked.kind === "found" && looked.charge.status === "succeeded")
+    return { kind: "evidence", evidence: { source: "bank", charge: looked.charge } };
+  if (looked.kind === "found" || looked.kind === "not_found")
+    return {
+      kind: "no_move",
+      outcome: "anomaly_success_for_failed_row",
+      detail: `a success for a failed top-up, but the bank ${looked.kind === "found" ? `reports the charge ${looked.charge.status}` : "has no charge for it"}: nothing credited`,
+    };
+  return { kind: "bank_unavailable", reason: describeBankFailure(looked) };
+}
+
 function describeBankFailure(
   result: { kind: "unknown"; reason: string; detail?: string } | { kind: "rejected"; status: number; code: string },
 ): string {
@@ -228,6 +251,8 @@ function webhookOutcome(event: BankEvent, settled: SettlementOutcome): WebhookOu
       return "credited";
     case "failed":
       return "failed";
+    case "adjusted":
+      return "adjusted";
     case "anomaly":
       return `anomaly_${settled.anomaly.kind}`;
     case "pending":
@@ -240,6 +265,8 @@ function webhookOutcome(event: BankEvent, settled: SettlementOutcome): WebhookOu
 
 function outcomeDetail(event: BankEvent, settled: SettlementOutcome): string | null {
   if (settled.kind === "anomaly") return settled.anomaly.detail;
+  if (settled.kind === "adjusted")
+    return `the top-up had failed: credited by adjustment entry ${settled.adjustment.id}, linked to it`;
   if (event.type !== "charge.failed") return null;
   if (settled.kind === "credited") return "charge.failed not confirmed: the bank reports the charge succeeded";
   if (settled.kind === "pending") return "charge.failed not confirmed: the bank reports the charge pending";

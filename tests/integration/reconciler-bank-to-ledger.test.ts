@@ -134,7 +134,7 @@ describe("reconciler: bank → ledger", () => {
     expect(await balanceOf(user.id)).toBe(150);
   });
 
-  it("a succeeded charge for a row that already failed is an anomaly: reported, nothing credited, the row stays failed", async () => {
+  it("a succeeded charge for a row that already failed is credited once by an adjustment; the row stays failed", async () => {
     const user = await createTestUser();
     const refId = freshRefId("failed-row");
     const claim = await claimOperation(claimRequest(user.id, { refId, amountMinor: 500 }), 0);
@@ -146,13 +146,20 @@ describe("reconciler: bank → ledger", () => {
     await charge(syncBank.url, user.id, refId, 500);
 
     const result = await reconcileOnce(passOptions(syncBank.url, [user.id]));
-    expect(result).toMatchObject({
-      completed: 0,
-      failed: 0,
-      anomalies: [{ kind: "success_for_failed_row", merchantRef: merchantRefFor(user.id, refId) }],
+    expect(result).toMatchObject({ completed: 1, failed: 0 });
+    expect(result.anomalies).toBeUndefined();
+    expect(await balanceOf(user.id)).toBe(500);
+    const topup = await findEntryByKey({ userId: user.id, type: "topup", refId });
+    expect(topup?.status).toBe("failed");
+    expect(await findEntryByKey({ userId: user.id, type: "adjustment", refId })).toMatchObject({
+      status: "succeeded",
+      amountMinor: 500,
+      adjustsEntryId: topup?.id,
     });
-    expect(await balanceOf(user.id)).toBe(0);
-    expect((await findEntryByKey({ userId: user.id, type: "topup", refId }))?.status).toBe("failed");
+    // A second pass finds it credited already.
+    resetChargeCursors();
+    expect(await reconcileOnce(passOptions(syncBank.url, [user.id]))).toMatchObject({ completed: 0 });
+    expect(await balanceOf(user.id)).toBe(500);
   });
 
   it("amount or currency mismatches are anomalies and credit nothing", async () => {

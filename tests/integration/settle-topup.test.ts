@@ -138,13 +138,15 @@ describe("settleTopup: an unfinished row", () => {
   it("a row another door finished meanwhile is judged as it now is (a stale read never moves it twice)", async () => {
     const row = await topupRow("processing");
     await settleTopup(row, bankSays(row, "declined"), WEBHOOK);
-    // `row` is the stale read (still processing); the bank now (wrongly) reports succeeded for the failed row.
+    // `row` is the stale read (still processing); the bank now reports succeeded for the row that failed: judged
+    // as it is now (failed), the charge is credited through its adjustment, and the row itself does not move.
     expect(await settleTopup(row, bankSays(row, "succeeded"), WEBHOOK)).toMatchObject({
-      kind: "anomaly",
-      anomaly: { kind: "success_for_failed_row" },
+      kind: "adjusted",
       entry: { status: "failed" },
+      adjustment: { type: "adjustment", refId: row.refId, status: "succeeded", adjustsEntryId: row.id },
     });
-    expect(await balanceOf(row.userId)).toBe(0);
+    expect(await getEntryById({ userId: row.userId, entryId: row.id })).toMatchObject({ status: "failed" });
+    expect(await balanceOf(row.userId)).toBe(1200);
   });
 });
 
@@ -163,17 +165,46 @@ describe("settleTopup: a terminal row never moves", () => {
     expect(await balanceOf(row.userId)).toBe(1200);
   });
 
-  it("failed: a decline or a cancelled key is already so; a success is an anomaly (money taken, nothing credited)", async () => {
+  it("failed: a decline or a cancelled key is already so; a signed success alone credits nothing", async () => {
     const row = await topupRow("failed");
     expect(await settleTopup(row, bankSays(row, "declined"), WEBHOOK)).toMatchObject({
       kind: "unchanged",
       why: "already_failed",
     });
     expect(await settleTopup(row, { source: "key_cancelled" }, WEBHOOK)).toMatchObject({ kind: "unchanged" });
-    expect(await settleTopup(row, bankSays(row, "succeeded"), WEBHOOK)).toMatchObject({
+    const signed: ChargeEvidence = { source: "signed_success", chargeId: "ch_x", amountMinor: 1200, currency: "USD" };
+    expect(await settleTopup(row, signed, WEBHOOK)).toMatchObject({
       kind: "anomaly",
-      anomaly: { kind: "success_for_failed_row" },
+      anomaly: { kind: "success_for_failed_row", chargeId: "ch_x" },
     });
+    expect(await balanceOf(row.userId)).toBe(0);
+  });
+
+  it("failed: the bank's `succeeded` credits the charge once through the row's adjustment; the row stays failed", async () => {
+    const row = await topupRow("failed");
+    const first = await settleTopup(row, bankSays(row, "succeeded"), WEBHOOK);
+    expect(first).toMatchObject({ kind: "adjusted", entry: { id: row.id, status: "failed" } });
+    if (first.kind !== "adjusted") throw new Error("expected an adjustment");
+    expect(first.adjustment).toMatchObject({
+      userId: row.userId,
+      type: "adjustment",
+      refId: row.refId,
+      amountMinor: 1200,
+      status: "succeeded",
+      adjustsEntryId: row.id,
+      params: { amount: 1200, currency: "USD", chargeId: `ch_${row.refId}` },
+    });
+    expect(await settleTopup(row, bankSays(row, "succeeded"), WEBHOOK)).toMatchObject({
+      kind: "unchanged",
+      why: "already_adjusted",
+    });
+    // Another charge for the same top-up cannot be credited a second time.
+    expect(await settleTopup(row, bankSays(row, "succeeded", { id: "ch_other" }), WEBHOOK)).toMatchObject({
+      kind: "anomaly",
+      anomaly: { kind: "adjustment_mismatch", chargeId: "ch_other" },
+    });
+    expect(await balanceOf(row.userId)).toBe(1200);
+    expect(await getEntryById({ userId: row.userId, entryId: row.id })).toMatchObject({ status: "failed" });
   });
 });
 

@@ -2,7 +2,7 @@
  * The pure parts of lib/ledger: keys (contract section 1, case C08), fingerprints, views and outcome mapping.
  */
 import { describe, expect, it } from "vitest";
-import { AD_ID_PATTERN, isValidRefId, LEDGER_DIRECTION, operationKey } from "../../lib/ledger/keys";
+import { AD_ID_PATTERN, isValidRefId, LEDGER_DIRECTION, LEDGER_TYPES, operationKey } from "../../lib/ledger/keys";
 import { canonicalParams, differingFields, fingerprint } from "../../lib/ledger/fingerprint";
 import { entryColumns, isTerminal, toLedgerEntry, ENTRY_COLUMNS } from "../../lib/ledger/entry";
 import {
@@ -51,8 +51,9 @@ describe("keys", () => {
     expect(() => operationKey("u1", "topup", "r ")).toThrow(TypeError);
   });
 
-  it("credits raise and payments lower the balance", () => {
-    expect(LEDGER_DIRECTION).toEqual({ topup: 1, reward: 1, payment: -1 });
+  it("credits (adjustments among them) raise and payments lower the balance", () => {
+    expect(LEDGER_TYPES).toEqual(["topup", "reward", "payment", "adjustment"]);
+    expect(LEDGER_DIRECTION).toEqual({ topup: 1, reward: 1, payment: -1, adjustment: 1 });
   });
 });
 

@@ -1,6 +1,8 @@
 /**
  * Contract section 7.2, second half: every succeeded top-up has a succeeded bank charge of the same amount, and
- * every succeeded bank charge has exactly one succeeded top-up (after a reconciler pass), or is listed here.
+ * every succeeded bank charge has exactly one succeeded top-up or exactly one `adjustment` entry (after a reconciler
+ * pass), or is listed here. An adjustment credits the charge of a top-up that had already failed (contract section
+ * 5); a top-up credited both ways, or an adjustment without its succeeded charge, is listed too.
  *
  * A succeeded charge whose row is still unfinished under a live lease is in flight (its request or webhook is
  * finishing it right now), not a violation; once the lease has expired it is one until the reconciler settles it.
@@ -15,13 +17,16 @@ import { checkResult, WHOLE_LEDGER, type AuditBankOptions, type AuditScope } fro
 
 export const BANK_CHARGES_CHECK_NAME = "topups_match_bank_charges";
 
-// Every top-up in scope, with whether an unfinished one is in flight (lease still live). $1 user ids or null.
+// Every top-up in scope, with whether an unfinished one is in flight (lease still live), and its adjustment if any
+// (at most one: ledger_entries_user_id_adjusts_entry_id_key). $1 user ids or null.
 const TOPUPS_SQL = `
-SELECT user_id, ref_id, status, amount_minor, currency, bank_charge_id,
-       (status IN ('initiated', 'processing') AND lease_expires_at >= now()) AS in_flight
-  FROM ledger_entries
- WHERE type = 'topup'
-   AND ($1::text[] IS NULL OR user_id = ANY ($1::text[]))`;
+SELECT t.user_id, t.ref_id, t.status, t.amount_minor, t.currency, t.bank_charge_id,
+       (t.status IN ('initiated', 'processing') AND t.lease_expires_at >= now()) AS in_flight,
+       a.status AS adjustment_status, a.amount_minor AS adjustment_minor, a.params->>'chargeId' AS adjustment_charge_id
+  FROM ledger_entries t
+  LEFT JOIN ledger_entries a ON a.user_id = t.user_id AND a.adjusts_entry_id = t.id
+ WHERE t.type = 'topup'
+   AND ($1::text[] IS NULL OR t.user_id = ANY ($1::text[]))`;
 
 interface TopupRow {
   user_id: string;
@@ -31,6 +36,18 @@ interface TopupRow {
   currency: string;
   bank_charge_id: string | null;
   in_flight: boolean;
+  adjustment_status: string | null;
+  adjustment_minor: number | null;
+  adjustment_charge_id: string | null;
+}
+
+/** True when the row's adjustment entry credited exactly `charge` (its id and amount). */
+function adjustmentCredits(row: TopupRow, charge: BankCharge): boolean {
+  return (
+    row.adjustment_status === "succeeded" &&
+    row.adjustment_minor === charge.amount &&
+    row.adjustment_charge_id === charge.id
+  );
 }
 
 function describeCharge(charge: BankCharge): string {
@@ -83,7 +100,10 @@ export function createTopupsMatchBankChargesCheck(
         if (!row) {
           violations.push(`${describeCharge(charge)} succeeded but has no top-up row`);
         } else if (row.status === "failed") {
-          violations.push(`${describeCharge(charge)} succeeded but its top-up failed: money taken, nothing credited`);
+          if (!adjustmentCredits(row, charge))
+            violations.push(
+              `${describeCharge(charge)} succeeded but its top-up failed and no adjustment credits it: money taken, nothing credited`,
+            );
         } else if (row.status !== "succeeded") {
           if (!row.in_flight)
             violations.push(
@@ -99,7 +119,7 @@ export function createTopupsMatchBankChargesCheck(
       }
 
       for (const row of rows.rows) {
-        if (row.status !== "succeeded") continue;
+        if (row.status !== "succeeded" && row.adjustment_status !== "succeeded") continue;
         let merchantRef: string;
         try {
           merchantRef = merchantRefFor(row.user_id, row.ref_id);
@@ -110,6 +130,15 @@ export function createTopupsMatchBankChargesCheck(
           continue;
         }
         const charge = chargeByRef.get(merchantRef);
+        if (row.adjustment_status === "succeeded") {
+          if (row.status === "succeeded")
+            violations.push(`top-up ${merchantRef} is credited twice: by the top-up and by its adjustment`);
+          else if (!charge || !adjustmentCredits(row, charge))
+            violations.push(
+              `top-up ${merchantRef} has an adjustment crediting ${row.adjustment_minor} for charge ${row.adjustment_charge_id}, which the bank does not report as that succeeded charge`,
+            );
+          continue;
+        }
         if (!charge)
           violations.push(`top-up ${merchantRef} credited ${row.amount_minor} ${row.currency} without any bank charge`);
         else if (charge.status !== "succeeded")

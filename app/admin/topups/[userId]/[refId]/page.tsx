@@ -46,7 +46,7 @@ export default async function TopupTimelinePage({ params }: { params: Promise<{ 
       </main>
     );
   }
-  const { topup, transitions, webhooks, bank, response, merchantRef } = timeline;
+  const { topup, transitions, webhooks, bank, response, merchantRef, adjustment } = timeline;
   const stuck = isStuckTopup(topup);
 
   return (
@@ -138,6 +138,13 @@ export default async function TopupTimelinePage({ params }: { params: Promise<{ 
           <p data-testid="bank-charge">The bank has no charge for this merchant reference.</p>
         )}
         {bank.kind === "unreachable" && <p role="alert">The bank could not be asked ({bank.reason}).</p>}
+        {adjustment && (
+          <p data-testid="adjustment">
+            The charge succeeded after this top-up failed: adjustment entry <code>{adjustment.entryId}</code> credited{" "}
+            {formatMinor(adjustment.amount)} {adjustment.currency} for charge <code>{adjustment.chargeId}</code> (
+            {adjustment.status}, {shortTime(adjustment.createdAt)}). The top-up itself stays failed.
+          </p>
+        )}
       </section>
 
       <section className="card" aria-labelledby="webhooks-heading">

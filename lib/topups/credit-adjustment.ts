@@ -1,0 +1,101 @@
+/**
+ * Adjustments (contract section 5): a bank charge that succeeded for a top-up whose row had already failed is
+ * credited by its own ledger entry, claimed like any other (so it lands once, whoever calls and however often), and
+ * linked to the failed top-up. The top-up's status and stored response never change.
+ */
+import { withTransaction } from "../db";
+import { env } from "../env";
+import {
+  completeEntry,
+  findEntryByKey,
+  fingerprint,
+  insertClaim,
+  newLeaseOwner,
+  operationKey,
+  type LedgerEntry,
+  type OperationKey,
+  type OperationParams,
+  type TransitionActor,
+} from "../ledger";
+import type { Queryable } from "../ledger/queryable";
+import { withTransactionRetry } from "../ledger/retry";
+
+/** The succeeded charge being credited: the bank's id, and its amount (minor units) and currency (ISO 4217). */
+export interface AdjustedCharge {
+  readonly chargeId: string;
+  readonly amountMinor: number;
+  readonly currency: string;
+}
+
+export type AdjustmentOutcome =
+  /** This call claimed the adjustment and credited the wallet in the same transaction. */
+  | { readonly kind: "credited"; readonly adjustment: LedgerEntry }
+  /** The top-up's adjustment already exists for this very charge: nothing moved. */
+  | { readonly kind: "already_credited"; readonly adjustment: LedgerEntry }
+  /** The top-up's adjustment exists for another charge, amount or currency: nothing moved, an admin looks. */
+  | { readonly kind: "mismatch"; readonly adjustment: LedgerEntry };
+
+/**
+ * The adjustment key of a failed top-up: `(user_id, "adjustment", <the top-up's ref id>)`. A merchant reference has
+ * at most one charge at the bank (the bank makes one per Idempotency-Key), so one adjustment per top-up is one per
+ * charge, and the top-up's ref id is always a valid ref id where a bank's charge id need not be
+ * (docs/decisions/032).
+ */
+export function adjustmentKey(topup: LedgerEntry): OperationKey {
+  return operationKey(topup.userId, "adjustment", topup.refId);
+}
+
+/**
+ * Credits `charge` to the owner of `topup` (a `failed` top-up row) through an `adjustment` entry, exactly once per
+ * top-up: one transaction claims the adjustment's key (INSERT ... ON CONFLICT DO NOTHING, contract section 1),
+ * moves it to `succeeded` and raises the balance in the same statement. A concurrent caller blocks on the claim
+ * until the winner commits, then reads the winner's row in a separate statement. Never refused for the balance
+ * ceiling: the money was already taken (contract section 5).
+ *
+ * `door.actor` is "webhook" or "reconciler" (or "request"); `door.detail` goes on the audit transition; with
+ * `door.db` the work runs in the caller's open transaction (the webhook records its event in the same commit),
+ * otherwise in its own, retried after a conflict or a lost connection.
+ *
+ * Returns `credited`, `already_credited` or `mismatch` (the existing adjustment's fingerprint differs: another
+ * charge id, amount or currency). Throws database errors, and when `topup` is not a failed top-up (a caller's bug).
+ */
+export async function creditAdjustment(
+  topup: LedgerEntry,
+  charge: AdjustedCharge,
+  door: { readonly actor: TransitionActor; readonly detail: string; readonly db?: Queryable },
+): Promise<AdjustmentOutcome> {
+  if (topup.type !== "topup" || topup.status !== "failed")
+    throw new Error(`adjustment: entry ${topup.id} is a ${topup.status} ${topup.type}, not a failed top-up`);
+  const key = adjustmentKey(topup);
+  const params: OperationParams = { amount: charge.amountMinor, currency: charge.currency, chargeId: charge.chargeId };
+  const work = async (db: Queryable): Promise<AdjustmentOutcome> => {
+    const claimed = await insertClaim(db, {
+      key,
+      amountMinor: charge.amountMinor,
+      currency: charge.currency,
+      params,
+      leaseOwner: newLeaseOwner(),
+      leaseMs: env().LEASE_MS,
+      actor: door.actor,
+      adjustsEntryId: topup.id,
+    });
+    // No row back: another caller's claim committed first (this one waited on it). Read it in its own statement.
+    if (!claimed) {
+      const existing = await findEntryByKey(key, db);
+      if (!existing) throw new Error(`adjustment ${key.refId} of user ${key.userId}: neither inserted nor found`);
+      return existing.fingerprint === fingerprint("adjustment", params)
+        ? { kind: "already_credited", adjustment: existing }
+        : { kind: "mismatch", adjustment: existing };
+    }
+    const moved = await completeEntry(
+      { userId: claimed.userId, entryId: claimed.id },
+      { actor: door.actor, guard: { kind: "lease", attempt: claimed.attempt }, credit: true, detail: door.detail },
+      db,
+    );
+    // The row was inserted by this transaction and nobody else can see it yet: the guard cannot refuse.
+    if (moved.kind !== "moved") throw new Error(`adjustment ${key.refId}: fresh claim refused its transition`);
+    return { kind: "credited", adjustment: moved.entry };
+  };
+  if (door.db) return work(door.db);
+  return withTransactionRetry(() => withTransaction(work));
+}
