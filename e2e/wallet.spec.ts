@@ -1,7 +1,8 @@
 /**
- * The wallet page in a real Chromium: the walking skeleton (issue 2) and duplicate submits (issue 3 item 10,
- * case C09). Screenshots are saved as test artefacts.
+ * The wallet page in a real Chromium: the walking skeleton, duplicate submits (case C09) and the forms' references
+ * (case C20: random, kept until claimed, shared by tabs, never a client's). Screenshots are saved as test artefacts.
  */
+import { randomUUID } from "node:crypto";
 import { expect, test } from "@playwright/test";
 import { signUp, walletState } from "./helpers";
 
@@ -111,4 +112,65 @@ test("the top-up form works before JavaScript loads (plain form POST)", async ({
   await expect.poll(async () => (await walletState(page)).balance, { timeout: 15_000 }).toBe(1000);
   await noJs.close();
   await setup.close();
+});
+
+test("C20: an API top-up named like the old count scheme, then three form submits: three new top-ups, never a used reference", async ({
+  page,
+}, testInfo) => {
+  await signUp(page);
+  const form = page.getByTestId("topup-form");
+  const refField = form.locator('input[name="refId"]');
+  const origin = { origin: new URL(page.url()).origin };
+  const firstShown = await refField.inputValue();
+  expect(firstShown).toMatch(/^web:[0-9a-f-]{36}$/);
+  // An API client can read the page, but the forms' namespace is not its to use: 400, nothing claimed.
+  const taken = await page.request.post("/api/v1/topups", {
+    data: { refId: firstShown, amount: 700 },
+    headers: origin,
+  });
+  expect(taken.status()).toBe(400);
+  expect(((await taken.json()) as { code: string }).code).toBe("invalid_request");
+  // The case's input: the client tops up with what the old scheme would have shown two submits later.
+  const ahead = await page.request.post("/api/v1/topups", {
+    data: { refId: "web-topup-3", amount: 700 },
+    headers: origin,
+  });
+  expect(ahead.status()).toBe(201);
+
+  const shownRefs: string[] = [];
+  for (const preset of ["10.00", "25.00", "50.00"]) {
+    const shown = await refField.inputValue();
+    // Never a reference already used: not one this form showed before, not one of the user's top-ups.
+    expect(shownRefs).not.toContain(shown);
+    expect((await walletState(page)).topups.map((topup) => topup.refId)).not.toContain(shown);
+    shownRefs.push(shown);
+    await form.getByLabel(preset).check();
+    await form.getByRole("button", { name: "Top up" }).click();
+    const result = form.getByTestId("result");
+    await expect(result).toContainText(`${preset} USD`);
+    await expect(result).not.toContainText("already submitted");
+    // The page re-renders after the claim with the next reference.
+    await expect(refField).not.toHaveValue(shown);
+  }
+  expect(shownRefs[0]).toBe(firstShown);
+  await page.screenshot({ path: testInfo.outputPath("c20-after-three-submits.png"), fullPage: true });
+  await expect.poll(async () => (await walletState(page)).balance, { timeout: 15_000 }).toBe(700 + 1000 + 2500 + 5000);
+  const refIds = (await walletState(page)).topups.map((topup) => topup.refId).sort();
+  expect(refIds).toEqual(["web-topup-3", ...shownRefs].sort());
+});
+
+test("C20: a form whose reference was not issued by the server is refused and charges nothing", async ({ page }) => {
+  await signUp(page);
+  const form = page.getByTestId("topup-form");
+  // An edited hidden field: the count scheme's next name, then a well-formed reference the server never issued.
+  for (const forged of ["web-topup-1", `web:${randomUUID()}`]) {
+    await form.locator('input[name="refId"]').evaluate((input: HTMLInputElement, value) => {
+      input.value = value;
+    }, forged);
+    await form.getByLabel("10.00").check();
+    await form.getByRole("button", { name: "Top up" }).click();
+    await expect(form.getByTestId("result")).toContainText("reload the page");
+    await expect(form.getByTestId("result")).toHaveAttribute("role", "alert");
+  }
+  expect((await walletState(page)).topups).toHaveLength(0);
 });

@@ -13,6 +13,7 @@ import { problem } from "@/lib/problems";
 import { createTopup } from "@/lib/topups/create-topup";
 import { createPayment } from "@/lib/payments/create-payment";
 import { parseMajorAmount } from "@/lib/web/form-refs";
+import { verifyFormRefId } from "@/lib/web/verify-form-ref-id";
 
 export type FormState = ActionOutcome | null;
 
@@ -34,7 +35,13 @@ function amountFrom(fields: z.infer<typeof formSchema>): number | null {
 
 type MoneyForm = "topup" | "payment";
 
-/** Both money forms: parse, validate exactly like the API, run the same lib operation, return its outcome. */
+/** A form whose hidden reference the server did not issue to this user (edited, or from another deployment). */
+const UNISSUED_REFERENCE = "This form's reference was not issued to you; reload the page.";
+
+/**
+ * Both money forms: parse, validate like the API (but with a server-minted `web:` reference, case C20), check
+ * that the server issued that reference to this user's form, run the same lib operation, return its outcome.
+ */
 async function runMoneyForm(kind: MoneyForm, formData: FormData): Promise<FormState> {
   const user = await requireSessionUser();
   const fields = formSchema.safeParse(Object.fromEntries(formData));
@@ -47,13 +54,15 @@ async function runMoneyForm(kind: MoneyForm, formData: FormData): Promise<FormSt
   let result;
   if (kind === "topup") {
     const { value, raw } = formToRaw({ refId: fields.data.refId, amount });
-    const input = validateTopupRequest(value, raw, rules);
+    const input = validateTopupRequest(value, raw, rules, "form");
     if (!input.ok) return invalid(input.detail);
+    if (!(await verifyFormRefId(user.userId, "topup", input.value.refId))) return invalid(UNISSUED_REFERENCE);
     result = await createTopup({ userId: user.userId, ...input.value });
   } else {
     const { value, raw } = formToRaw({ orderId: fields.data.refId, amount });
-    const input = validatePaymentRequest(value, raw, rules);
+    const input = validatePaymentRequest(value, raw, rules, "form");
     if (!input.ok) return invalid(input.detail);
+    if (!(await verifyFormRefId(user.userId, "payment", input.value.orderId))) return invalid(UNISSUED_REFERENCE);
     result = await createPayment({ userId: user.userId, ...input.value });
   }
   const { headers: _headers, ...outcome } = operationOutcome(result);

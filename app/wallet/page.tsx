@@ -4,7 +4,7 @@ import { listEntries } from "@/lib/wallet/list-entries";
 import { listTopups } from "@/lib/topups/list-topups";
 import { formatMinor } from "@/lib/money";
 import { firstPageOrThrow } from "@/lib/pagination/cursor";
-import { nextFormRefId } from "@/lib/web/form-refs";
+import { currentFormRefId } from "@/lib/web/current-form-ref-id";
 import { OperationForm } from "./operation-form";
 import { LiveRefresh } from "./live-refresh";
 import { RewardsSection } from "./rewards-section";
@@ -21,8 +21,8 @@ export default async function WalletPage() {
     getWallet(user.userId),
     listTopups(user.userId, { limit: TOPUPS_PAGE_SIZE }),
     listEntries(user.userId, { limit: STATEMENT_PAGE_SIZE }),
-    nextFormRefId(user.userId, "topup"),
-    nextFormRefId(user.userId, "payment"),
+    currentFormRefId(user.userId, "topup"),
+    currentFormRefId(user.userId, "payment"),
   ]);
   const topups = firstPageOrThrow(topupsResult);
   const entries = firstPageOrThrow(entriesResult);

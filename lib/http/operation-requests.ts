@@ -9,13 +9,32 @@ import { env } from "../env";
 import { readJsonBody } from "./read-json-body";
 import { parseAmountToken, type RawMembers } from "./raw-json";
 import type { InputOutcome } from "./route";
+import { FORM_REF_PREFIX, inFormRefNamespace, isFormRefId } from "../web/form-refs";
 
 export type Validated<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly detail: string };
 
-const refId = z
+/** Any ref id, as the API reads one back (`GET /api/v1/topups/{refId}`): contract section 1. */
+export const refIdSchema = z
   .string()
   .regex(REF_ID_PATTERN, "must be 1..128 characters of A-Z a-z 0-9 . _ : -")
   .meta({ description: "The operation's own reference: the key, taken exactly as sent (contract section 1)." });
+/**
+ * A new operation's reference from an API client: any ref id outside the wallet forms' namespace, so that no
+ * client can name a reference a form will show (case C20, docs/decisions/032-form-references.md).
+ */
+const refId = refIdSchema
+  .refine((value) => !inFormRefNamespace(value), {
+    message: `must not start with "${FORM_REF_PREFIX}" (reserved for the wallet page's forms)`,
+  })
+  .meta({
+    description:
+      "The operation's own reference: the key, taken exactly as sent (contract section 1). References starting " +
+      `with \`${FORM_REF_PREFIX}\` belong to the wallet page's forms and are refused (docs/decisions/032).`,
+  });
+/** A wallet form's reference: exactly the shape the server mints (`web:<uuid>`, lib/web/form-refs.ts). */
+const formRefId = refIdSchema.refine(isFormRefId, {
+  message: "is not a reference this page issued; reload the page",
+});
 const currency = z
   .string()
   .regex(/^[A-Z]{3}$/, "must be a 3-letter ISO 4217 code")
@@ -43,6 +62,10 @@ export const topupRequestSchema = z
 export const paymentRequestSchema = z
   .strictObject({ orderId: refId, amount, currency: currency.optional() })
   .meta({ id: "PaymentRequest" });
+/** The wallet page's top-up form: as the API's body, with a reference the server minted. */
+const formTopupRequestSchema = topupRequestSchema.extend({ refId: formRefId });
+/** The wallet page's pay form: as the API's body, with an order id the server minted. */
+const formPaymentRequestSchema = paymentRequestSchema.extend({ orderId: formRefId });
 /** `POST /api/v1/rewards`. */
 export const rewardRequestSchema = z
   .strictObject({
@@ -80,26 +103,40 @@ function checkAmountAndCurrency(
   return { ok: true, value: { amountMinor, currency: currencyCode } };
 }
 
-/** `POST /api/v1/topups` body `{ refId, amount, currency? }`. */
+/**
+ * Who chose an operation's reference: an API `client` (any ref id outside the `web:` namespace), or the server
+ * for its own `form` (`web:<uuid>` only; the form door also checks that it issued it, lib/web/verify-form-ref-id.ts).
+ */
+export type RefIdSource = "client" | "form";
+
+/**
+ * `POST /api/v1/topups` body `{ refId, amount, currency? }`, or the top-up form's fields (`source` "form").
+ * Returns the validated input, or `ok: false` with a detail for `400 invalid_request` (contract sections 1, 3).
+ */
 export function validateTopupRequest(
   value: unknown,
   raw: RawMembers,
   rules: AmountRules,
+  source: RefIdSource = "client",
 ): Validated<{ refId: string; amountMinor: number; currency: string }> {
-  const parsed = topupRequestSchema.safeParse(value);
+  const parsed = (source === "form" ? formTopupRequestSchema : topupRequestSchema).safeParse(value);
   if (!parsed.success) return { ok: false, detail: describe(parsed.error) };
   const money = checkAmountAndCurrency(raw, parsed.data.currency, rules);
   if (!money.ok) return money;
   return { ok: true, value: { refId: parsed.data.refId, ...money.value } };
 }
 
-/** `POST /api/v1/payments` body `{ orderId, amount, currency? }`. */
+/**
+ * `POST /api/v1/payments` body `{ orderId, amount, currency? }`, or the pay form's fields (`source` "form").
+ * Returns the validated input, or `ok: false` with a detail for `400 invalid_request` (contract sections 1, 3).
+ */
 export function validatePaymentRequest(
   value: unknown,
   raw: RawMembers,
   rules: AmountRules,
+  source: RefIdSource = "client",
 ): Validated<{ orderId: string; amountMinor: number; currency: string }> {
-  const parsed = paymentRequestSchema.safeParse(value);
+  const parsed = (source === "form" ? formPaymentRequestSchema : paymentRequestSchema).safeParse(value);
   if (!parsed.success) return { ok: false, detail: describe(parsed.error) };
   const money = checkAmountAndCurrency(raw, parsed.data.currency, rules);
   if (!money.ok) return money;

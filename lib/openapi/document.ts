@@ -20,7 +20,7 @@ import { adminTopupViewSchema } from "../admin/list-admin-topups";
 import { auditReportSchema } from "../audit/types";
 import { healthSchema } from "../health/check-health";
 import { adminTopupsQuerySchema, entriesQuerySchema, topupsQuerySchema } from "../http/list-query";
-import { paymentRequestSchema, rewardRequestSchema, topupRequestSchema } from "../http/operation-requests";
+import { paymentRequestSchema, refIdSchema, rewardRequestSchema, topupRequestSchema } from "../http/operation-requests";
 import { REQUEST_ID_PATTERN } from "../http/request-context";
 import type { ApiRouteTemplate } from "../http/route-templates";
 import {
@@ -246,7 +246,7 @@ export const API_PATHS = {
     get: operation("One of the caller's top-ups, current state", {
       tags: ["wallet"],
       security: SESSION_OR_TOKEN,
-      requestParams: { path: z.object({ refId: topupRequestSchema.shape.refId }) },
+      requestParams: { path: z.object({ refId: refIdSchema }) },
       success: { 200: json("The top-up now.", topupResponseSchema) },
       problems: { codes: ["invalid_request", ...AUTH_CODES, "not_found"] },
     }),

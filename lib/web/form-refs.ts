@@ -1,21 +1,40 @@
 /**
- * Server-minted ref ids for the wallet page's forms (issue 2 item 8). A form's ref id is the next one in the
- * user's sequence of that type, so every render until the operation is claimed shows the same id: a
- * resubmit, a double click, or the same form open in two tabs is the same operation, and the ledger
- * absorbs the duplicates. Once the claim exists, the count moves on and the next render gets a new id.
+ * The wallet page's form references (case C20, docs/decisions/032-form-references.md) and the parsing of the
+ * amounts typed into its forms.
+ *
+ * A form reference is `web:` followed by a random UUID, minted by the server (lib/web/current-form-ref-id.ts).
+ * The `web:` namespace belongs to the forms: the API refuses a `refId`/`orderId` in it
+ * (lib/http/operation-requests.ts), so nothing a client sends can ever name a reference a form will show, and a
+ * random UUID cannot be guessed ahead of its minting. The old scheme numbered references by counting the user's
+ * rows (`web-topup-<n+1>`); one API top-up named ahead of the count made every later render show a used one.
  */
-import { pool } from "../db";
-import type { LedgerType } from "../ledger/keys";
+import { randomUUID } from "node:crypto";
 
-const PREFIX: Record<Extract<LedgerType, "topup" | "payment">, string> = { topup: "web-topup-", payment: "web-order-" };
+/** The namespace of references minted for the wallet page's forms; refused from API clients. */
+export const FORM_REF_PREFIX = "web:";
 
-/** The ref id the next form of `type` should carry for `userId` (e.g. `web-topup-7`). */
-export async function nextFormRefId(userId: string, type: "topup" | "payment"): Promise<string> {
-  const result = await pool().query<{ n: number }>(
-    "SELECT count(*)::int AS n FROM ledger_entries WHERE user_id = $1 AND type = $2 AND ref_id LIKE $3",
-    [userId, type, `${PREFIX[type]}%`],
-  );
-  return `${PREFIX[type]}${(result.rows[0]?.n ?? 0) + 1}`;
+/** Exactly what {@link mintFormRefId} makes: `web:` and a lowercase version-4 UUID (40 characters). */
+const FORM_REF_PATTERN = /^web:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/** The two forms that carry a reference: the top-up form and the pay form (its reference is the order id). */
+export type FormType = "topup" | "payment";
+
+/**
+ * A new form reference: `web:` and a random version-4 UUID (122 random bits from node:crypto), a valid ref id
+ * (contract section 1). Pure apart from the randomness; storing it is {@link currentFormRefId}'s job.
+ */
+export function mintFormRefId(): string {
+  return `${FORM_REF_PREFIX}${randomUUID()}`;
+}
+
+/** True when `refId` has the exact shape {@link mintFormRefId} produces (not whether it was minted). */
+export function isFormRefId(refId: string): boolean {
+  return FORM_REF_PATTERN.test(refId);
+}
+
+/** True when `refId` lies in the forms' namespace (`web:`...), which API clients may not use. */
+export function inFormRefNamespace(refId: string): boolean {
+  return refId.startsWith(FORM_REF_PREFIX);
 }
 
 /**

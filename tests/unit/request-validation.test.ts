@@ -12,7 +12,7 @@ import {
 } from "../../lib/http/operation-requests";
 import { isJsonContentType } from "../../lib/http/read-json-body";
 import { adminTopupsQuerySchema, entriesQuerySchema, parseQuery } from "../../lib/http/list-query";
-import { parseMajorAmount } from "../../lib/web/form-refs";
+import { isFormRefId, mintFormRefId, parseMajorAmount } from "../../lib/web/form-refs";
 import { formatMinor } from "../../lib/money";
 
 const rules = { maxAmountMinor: 1_000_000, walletCurrency: "USD" };
@@ -115,10 +115,43 @@ describe("operation validators", () => {
   });
 
   it("form fields go through the same validator (server actions)", () => {
-    const { value, raw } = formToRaw({ refId: "web-topup-1", amount: "2500" });
-    expect(validateTopupRequest(value, raw, rules)).toMatchObject({ ok: true, value: { amountMinor: 2500 } });
-    const bad = formToRaw({ refId: "web-topup-1", amount: "25.00" });
-    expect(validateTopupRequest(bad.value, bad.raw, rules).ok).toBe(false);
+    const refId = mintFormRefId();
+    const { value, raw } = formToRaw({ refId, amount: "2500" });
+    expect(validateTopupRequest(value, raw, rules, "form")).toMatchObject({
+      ok: true,
+      value: { refId, amountMinor: 2500 },
+    });
+    const bad = formToRaw({ refId, amount: "25.00" });
+    expect(validateTopupRequest(bad.value, bad.raw, rules, "form").ok).toBe(false);
+  });
+
+  it("C20: API clients may not use the forms' web: namespace; the forms take only what the server mints", () => {
+    const formRef = mintFormRefId();
+    expect(formRef).toMatch(/^web:[0-9a-f-]{36}$/);
+    expect(isFormRefId(formRef)).toBe(true);
+    expect(mintFormRefId()).not.toBe(formRef);
+    const body = (ref: string) => `{"refId":${JSON.stringify(ref)},"amount":5}`;
+    const order = (ref: string) => `{"orderId":${JSON.stringify(ref)},"amount":5}`;
+    // The API refuses the reserved prefix on both money routes, whatever follows it.
+    for (const ref of [formRef, "web:", "web:x", "web:web-topup-3"]) {
+      expect(topup(body(ref))).toEqual({
+        ok: false,
+        detail: 'refId: must not start with "web:" (reserved for the wallet page\'s forms)',
+      });
+      const payment = validatePaymentRequest(JSON.parse(order(ref)), rawTopLevelMembers(order(ref)), rules);
+      expect(payment.ok).toBe(false);
+    }
+    // Everything else stays the client's, the old count scheme's names included; keys are exact, so WEB: is fine.
+    for (const ref of ["web-topup-3", "web-order-1", "WEB:x", "xweb:1", "web"]) {
+      expect(topup(body(ref))).toMatchObject({ ok: true, value: { refId: ref } });
+    }
+    // The form door takes exactly the minted shape: no count-scheme name, no upper case, no other prefix.
+    for (const ref of ["web-topup-3", formRef.toUpperCase(), `${formRef}0`, formRef.replace("web:", "api:")]) {
+      const { value, raw } = formToRaw({ refId: ref, amount: "5" });
+      expect(validateTopupRequest(value, raw, rules, "form").ok).toBe(false);
+      const forOrder = formToRaw({ orderId: ref, amount: "5" });
+      expect(validatePaymentRequest(forOrder.value, forOrder.raw, rules, "form").ok).toBe(false);
+    }
   });
 });
 
