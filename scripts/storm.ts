@@ -183,6 +183,31 @@ async function webhookSummary(db: pg.Pool, userIds: readonly string[], services:
   return `${events} events in ${deliveries} accepted deliveries (${deliveries - events} duplicates); outcomes: ${outcomes || "none"}${routed}`;
 }
 
+/**
+ * Case C14 in the storm: the `charge.failed` events of charges that succeeded at the bank (the sandbox's reorder
+ * switch sends one first and holds the success back until it is delivered), by what the app did with them:
+ * `credited` (the row was unfinished; the app asked the bank, which said succeeded), `ignored_stale` (the row was
+ * already settled, or the bank still had the charge pending), anything else. Invariant 6's check says whether any of
+ * them cost a credit.
+ */
+async function staleFailureSummary(
+  db: pg.Pool,
+  userIds: readonly string[],
+  charges: readonly { merchantRef: string; status: string }[],
+): Promise<string> {
+  const succeeded = charges.filter((charge) => charge.status === "succeeded").map((charge) => charge.merchantRef);
+  const result = await db.query<{ outcome: string; events: string }>(
+    `SELECT outcome, count(*)::text AS events FROM bank_webhook_events
+      WHERE type = 'charge.failed' AND split_part(merchant_ref, ':', 2) = ANY ($1::text[])
+        AND merchant_ref = ANY ($2::text[])
+      GROUP BY outcome ORDER BY outcome`,
+    [userIds, succeeded],
+  );
+  const events = result.rows.reduce((sum, row) => sum + Number(row.events), 0);
+  const outcomes = result.rows.map((row) => `${row.outcome} ${row.events}`).join(", ");
+  return `${events} charge.failed events for charges that succeeded${events > 0 ? ` (${outcomes})` : ""}`;
+}
+
 function finalReconcileSummary(final: FinalReconcile): string {
   return `${final.passes} final passes: examined ${final.examined}, completed ${final.completed}, failed ${final.failed}, redriven ${final.redriven}; unfinished rows left ${final.unfinishedLeft}${final.bankUnreachable ? `; bank unreachable: ${final.bankUnreachable}` : ""}`;
 }
@@ -300,6 +325,7 @@ async function run(options: StormOptions): Promise<number> {
     let checks: CheckResult[];
     let auditNotes: string[];
     let rowsForTotals;
+    let chargesForSummary: Awaited<ReturnType<typeof readBankCharges>> = [];
     try {
       const crashes = clusterStorm
         ? clusterStorm.injectFaults(trafficStartMs, durationMs).then((reports) => {
@@ -348,6 +374,7 @@ async function run(options: StormOptions): Promise<number> {
       auditNotes = audit.notes;
       const [rows, charges] = await Promise.all([readLedgerRows(db, userIds), readBankCharges(services.bankUrl)]);
       rowsForTotals = rows;
+      chargesForSummary = charges;
       checks = [
         ...audit.checks,
         {
@@ -413,6 +440,7 @@ async function run(options: StormOptions): Promise<number> {
       );
     }
     out.push(`webhooks:    ${await webhookSummary(db, userIds, services)}`);
+    out.push(`stale (C14): ${await staleFailureSummary(db, userIds, chargesForSummary)}`);
     out.push(
       `drain:       ${drain.pendingLeft === 0 ? "no delivery pending" : `${drain.pendingLeft ?? "unknown"} deliveries still pending`} after ${(drain.waitedMs / 1000).toFixed(1)} s`,
     );
@@ -442,11 +470,24 @@ async function run(options: StormOptions): Promise<number> {
 
 /**
  * The negative control (--negative-control, own services only): credits one storm wallet by 1 without a ledger row
- * (breaks invariant 7.1) and appends a space to one stored response (breaks 7.4 and the client's "answers are the
- * rows' stored responses"). A storm run with it must report violations and exit 1.
+ * (breaks invariant 7.1), appends a space to one stored response (breaks 7.4 and the client's "answers are the
+ * rows' stored responses"), and takes back the credit of one succeeded top-up, marking it failed as a trusted stale
+ * `charge.failed` would have (case C14: breaks invariant 6, the bank's charge succeeded and nothing credits it;
+ * its wallet is debited too, so 7.1 alone would not notice). A storm run with it must report violations and exit 1.
  */
 async function corruptOnPurpose(db: pg.Pool, userIds: readonly string[]): Promise<void> {
   await db.query("UPDATE wallets SET balance_minor = balance_minor + 1 WHERE user_id = $1", [userIds[0]]);
+  await db.query(
+    `WITH victim AS (
+       UPDATE ledger_entries SET status = 'failed', failure_reason = 'declined'
+        WHERE (user_id, id) = (SELECT user_id, id FROM ledger_entries
+                                WHERE user_id = ANY ($1::text[]) AND user_id <> $2 AND type = 'topup'
+                                  AND status = 'succeeded' ORDER BY id LIMIT 1)
+        RETURNING user_id, amount_minor)
+     UPDATE wallets w SET balance_minor = w.balance_minor - victim.amount_minor
+       FROM victim WHERE w.user_id = victim.user_id`,
+    [userIds, userIds[0]],
+  );
   await db.query(
     `UPDATE ledger_entries SET response_body = response_body || ' '
       WHERE (user_id, id) = (SELECT user_id, id FROM ledger_entries

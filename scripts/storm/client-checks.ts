@@ -17,7 +17,8 @@ type OperationAnswer = Partial<
 /** A ledger row as the checks need it (read by the storm with one query per run). */
 export interface LedgerRow {
   readonly userId: string;
-  readonly type: "topup" | "reward" | "payment";
+  /** `adjustment`: the credit of a succeeded charge whose top-up had already failed (contract section 5). */
+  readonly type: "topup" | "reward" | "payment" | "adjustment";
   readonly refId: string;
   readonly amountMinor: number;
   readonly status: "initiated" | "processing" | "succeeded" | "failed";
@@ -28,6 +29,8 @@ export interface LedgerRow {
 
 /** A bank charge as listed by `GET /charges?since=` (docs/bank-sandbox.md). */
 export interface BankCharge {
+  /** The bank's charge id: an adjustment's ref id (contract section 5). */
+  readonly id: string;
   readonly merchantRef: string;
   readonly amount: number;
   readonly status: "pending" | "succeeded" | "declined";
@@ -104,6 +107,7 @@ export function runClientChecks(
     refusalsLeftNothing(byKey, rowByKey),
     mismatchesRefused(probes, rowByKey),
     creditsExplained(byKey, rows, chargeByRef),
+    succeededChargesCreditedOnce(rows, charges),
   ];
 }
 
@@ -230,6 +234,9 @@ function noPhantomRows(operations: readonly OperationRecord[], rows: readonly Le
     sent.set(`${operation.userId}|${operation.kind}|${operation.ident}`, operation);
   }
   for (const row of rows) {
+    // An adjustment is the server's credit of a succeeded charge whose top-up failed (contract section 5), keyed by
+    // the charge id: no client sends it; invariant 6's check below accounts for it.
+    if (row.type === "adjustment") continue;
     // A reward's ref_id is `<adId>:<day>`; the client knows the ad only.
     const ident = row.type === "reward" ? row.refId.replace(/:\d{4}-\d{2}-\d{2}$/, "") : row.refId;
     const operation = sent.get(`${row.userId}|${row.type}|${ident}`);
@@ -312,7 +319,12 @@ function creditsExplained(
     );
     if (seen) continue;
     withoutSeen2xx += 1;
-    if (row.type === "topup") {
+    if (row.type === "adjustment") {
+      // No client sends an adjustment: its evidence is the succeeded charge whose id is its ref id.
+      const charge = [...chargeByRef.values()].find((candidate) => candidate.id === row.refId);
+      if (charge?.status !== "succeeded" || charge.amount !== row.amountMinor)
+        findings.add(`${key}: adjustment credited without a succeeded bank charge ${row.refId} of ${row.amountMinor}`);
+    } else if (row.type === "topup") {
       const charge = chargeByRef.get(`topup:${row.userId}:${row.refId}`);
       if (charge?.status !== "succeeded" || charge.amount !== row.amountMinor) {
         findings.add(`${key}: credited without a 2xx seen and without a succeeded bank charge of ${row.amountMinor}`);
@@ -324,5 +336,48 @@ function creditsExplained(
   return findings.result(
     "client: no money moved without a 2xx seen or a succeeded row",
     `${succeeded} succeeded rows, ${withoutSeen2xx} without a 2xx seen`,
+  );
+}
+
+/** The name of the invariant 6 check (contract section 7). */
+export const CHARGES_CREDITED_CHECK_NAME = "bank: every succeeded charge credited exactly once (invariant 6)";
+
+/**
+ * Contract section 7, invariant 6, as the storm can state it once the reconciler is quiet: every charge of the
+ * storm's users that succeeded at the bank is credited exactly once, either by its top-up (succeeded, same amount)
+ * or by one `adjustment` entry keyed by the charge id, never both and never neither. No lease and no age excuses a
+ * charge here: after the final reconciler passes nothing is in flight, so an uncredited charge is money taken and
+ * never given (case C14's failure, case C15's stuck row). Read from the bank's list and the ledger, not the audit.
+ */
+function succeededChargesCreditedOnce(rows: readonly LedgerRow[], charges: readonly BankCharge[]): CheckResult {
+  const findings = new Findings();
+  const storm = new Set(rows.map((row) => row.userId));
+  const rowByKey = new Map(rows.map((row) => [`${row.userId}|${row.type}|${row.refId}`, row]));
+  let succeeded = 0;
+  let byAdjustment = 0;
+  for (const charge of charges) {
+    if (charge.status !== "succeeded") continue;
+    const match = /^topup:([^:]+):(.+)$/.exec(charge.merchantRef);
+    if (!match || !storm.has(match[1]!)) continue;
+    succeeded += 1;
+    const [, userId, refId] = match as unknown as [string, string, string];
+    const topup = rowByKey.get(`${userId}|topup|${refId}`);
+    const adjustment = rowByKey.get(`${userId}|adjustment|${charge.id}`);
+    const credits = (topup?.status === "succeeded" ? 1 : 0) + (adjustment?.status === "succeeded" ? 1 : 0);
+    if (adjustment?.status === "succeeded") byAdjustment += 1;
+    const credited = topup?.status === "succeeded" ? topup : adjustment?.status === "succeeded" ? adjustment : null;
+    if (credits === 0) {
+      findings.add(
+        `${charge.merchantRef}: charge ${charge.id} of ${charge.amount} succeeded, never credited (top-up ${topup?.status ?? "missing"}${topup?.failureReason ? `/${topup.failureReason}` : ""})`,
+      );
+    } else if (credits > 1) {
+      findings.add(`${charge.merchantRef}: charge ${charge.id} credited twice (its top-up and an adjustment)`);
+    } else if (credited && credited.amountMinor !== charge.amount) {
+      findings.add(`${charge.merchantRef}: charge ${charge.id} of ${charge.amount} credited ${credited.amountMinor}`);
+    }
+  }
+  return findings.result(
+    CHARGES_CREDITED_CHECK_NAME,
+    `${succeeded} succeeded charges, ${byAdjustment} credited by an adjustment`,
   );
 }

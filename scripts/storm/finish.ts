@@ -221,6 +221,7 @@ export async function readBankCharges(bankUrl: string): Promise<BankCharge[]> {
     if (listed.kind !== "page") throw new Error(`could not list the bank's charges: ${JSON.stringify(listed)}`);
     charges.push(
       ...listed.charges.map((charge) => ({
+        id: charge.id,
         merchantRef: charge.merchantRef,
         amount: charge.amount,
         status: charge.status,

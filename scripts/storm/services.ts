@@ -46,8 +46,8 @@ export const STORM_SETTINGS = {
 /**
  * The sandbox bank's fault rates during a storm (probability per new charge, bank/config.ts), chosen so that every
  * path of contract section 5 happens many times in a 2-minute run of a few thousand top-ups:
- * duplicates (each webhook sent 3 times) for a quarter of the charges, a stale `charge.failed` after the success
- * for 15%, lost replies (charge made, connection dropped) and charges without any webhook (only the reconciler
+ * duplicates (each webhook sent 3 times) for a quarter of the charges, for 15% the pattern of case C14 (a stale
+ * `charge.failed` goes first and the success deliveries are held back until it is delivered), lost replies (charge made, connection dropped) and charges without any webhook (only the reconciler
  * can learn those) for 5% each, slow replies for 3%, declines for 5%.
  */
 export const STORM_FAULT_RATES = {
