@@ -41,6 +41,9 @@ export type TransitionOutcome =
 
 // One statement: lock the row (prev, to record the status it leaves), move it if the guard holds (moved),
 // credit the wallet when asked and only if the row moved (credited), and append the audit row (logged).
+// `moved` names its row by the key parameters, not by a join to `prev`: a join condition is only an index
+// condition when the planner expects the joined table to be large, so a generic plan made on an empty ledger
+// kept a nested loop that scanned every row per credit (case C25). `prev` is joined for its status only (one row).
 // $1 user_id, $2 entry id, $3 target status, $4 failure reason, $5 bank charge id (kept when null),
 // $6 fencing attempt (null = status-only guard), $7 credit the wallet?, $8 actor, $9 audit detail,
 // $10 allowed source statuses.
@@ -56,7 +59,7 @@ WITH prev AS (
          lease_expires_at = CASE WHEN $3::text IN ('succeeded', 'failed') THEN NULL ELSE e.lease_expires_at END,
          updated_at = now()
     FROM prev
-   WHERE e.user_id = prev.user_id AND e.id = prev.id
+   WHERE e.user_id = $1 AND e.id = $2
      AND e.status = ANY ($10::text[])
      AND ($6::int IS NULL OR e.attempt = $6::int)
   RETURNING ${entryColumns("e")}, prev.status AS from_status

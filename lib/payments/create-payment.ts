@@ -6,7 +6,7 @@ import { countOperation } from "../metrics/registry";
 import { formatMinor } from "../money";
 import { withTransaction } from "../db";
 import { withTransactionRetry } from "../ledger/retry";
-import { prepared } from "../ledger/queryable";
+import { prepared, type Queryable } from "../ledger/queryable";
 import {
   awaitStoredResponse,
   cacheStoredResponse,
@@ -41,6 +41,19 @@ const DEBIT_SQL = `
 UPDATE wallets SET balance_minor = balance_minor - $2, updated_at = now()
  WHERE user_id = $1 AND balance_minor >= $2
 RETURNING balance_minor`;
+
+/**
+ * Debits `amountMinor` (minor units) from `userId`'s wallet on `db` (the payment's transaction) if the balance
+ * covers it, in one conditional UPDATE (contract section 8: the debit itself decides insufficient funds).
+ * Returns the new balance in minor units, or null when the balance was short (or the user has no wallet).
+ * Throws database errors as they come.
+ */
+export async function debitWallet(db: Queryable, userId: string, amountMinor: number): Promise<number | null> {
+  const debited = await db.query<{ balance_minor: number }>(
+    prepared("payment_debit", DEBIT_SQL, [userId, amountMinor]),
+  );
+  return debited.rows[0]?.balance_minor ?? null;
+}
 
 /**
  * Debits `amountMinor` once per `(user, "payment", orderId)`.
@@ -86,10 +99,10 @@ async function runPayment(input: CreatePaymentInput): Promise<OperationResult> {
       const ref = { userId: input.userId, entryId: entry.id };
       const guard = { kind: "lease", attempt: entry.attempt } as const;
 
-      const debited = await tx.query(prepared("payment_debit", DEBIT_SQL, [input.userId, input.amountMinor]));
-      const moved = debited.rows[0]
-        ? await completeEntry(ref, { actor: "request", guard, credit: false }, tx)
-        : await failEntry(ref, { actor: "request", guard, reason: "insufficient_funds" }, tx);
+      const moved =
+        (await debitWallet(tx, input.userId, input.amountMinor)) !== null
+          ? await completeEntry(ref, { actor: "request", guard, credit: false }, tx)
+          : await failEntry(ref, { actor: "request", guard, reason: "insufficient_funds" }, tx);
       // The row was inserted by this transaction and nobody else can see it yet: the guard cannot refuse.
       if (moved.kind !== "moved") throw new Error(`payment ${input.orderId}: fresh claim refused its transition`);
 

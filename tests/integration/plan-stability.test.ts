@@ -1,0 +1,262 @@
+/**
+ * C25: a plan made on an empty ledger must not stick. The app's sessions keep their named (prepared) statements
+ * for as long as the connection lives, and once PostgreSQL settles on a statement's generic plan it keeps it
+ * until an ANALYZE invalidates it. A money-path statement whose generic plan, made on an empty ledger, scans the
+ * table would then scan every row of a growing ledger per operation.
+ *
+ * Staged without timing: a fresh migrated database whose money tables autovacuum may not touch (so no ANALYZE
+ * can replan in between), one session with `plan_cache_mode = force_generic_plan` (what the default `auto`
+ * settles on after five custom plans when the generic one costs no more; forcing it makes the cached plan
+ * certain), the money path run through lib/ on that session, the ledger filled to 100k rows, the money path run
+ * again, and then the cached plan of every named statement read with `EXPLAIN EXECUTE`.
+ *
+ * Negative control: the credit transition as it was written before (its UPDATE joined to the locked row instead
+ * of naming the key) is prepared on the same session at the same moment and must be caught scanning the ledger.
+ */
+import { randomUUID } from "node:crypto";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { findEntryByKey, insertClaim } from "../../lib/ledger/claim";
+import { jsonStoredResponse } from "../../lib/ledger/views";
+import {
+  attachCharge,
+  completeEntry,
+  failEntry,
+  getEntryById,
+  markProcessing,
+  storeResponse,
+} from "../../lib/ledger/transitions";
+import { migrate } from "../../lib/migrate";
+import { debitWallet } from "../../lib/payments/create-payment";
+import { raiseRewardDayCredit, readRewardDayCredited } from "../../lib/rewards/raise-reward-day-credit";
+import { closeDb } from "../../lib/db";
+import { createScratchDatabase, dropScratchDatabases } from "../helpers/db";
+import { claimRequest } from "../helpers/ledger";
+
+/** The tables the money path reads; autovacuum (and so its ANALYZE) is off for them in the scratch database. */
+const MONEY_TABLES = ["ledger_entries", "ledger_transitions", "wallets", "reward_cap_days"] as const;
+
+/** Every named statement the money path below sends; the check fails when one of them was not prepared. */
+const MONEY_PATH_STATEMENTS = [
+  "ledger_insert_claim",
+  "ledger_transition",
+  "ledger_attach_charge",
+  "ledger_store_response",
+  "ledger_select_by_id",
+  "ledger_select_by_key",
+  "payment_debit",
+  "reward_cap_day_raise",
+  "reward_cap_day_read",
+];
+
+const FILL_USERS = 1000;
+const FILL_ROWS = 100_000;
+const CONTROL_STATEMENT = "c25_join_bound_transition";
+
+/** A scan the plan should not contain: a whole-table read, or an index read bound by nothing. */
+interface PlanFinding {
+  readonly statement: string;
+  readonly node: string;
+  readonly relation: string;
+  readonly index: string | null;
+}
+
+interface PlanNode {
+  readonly "Node Type": string;
+  readonly "Relation Name"?: string;
+  readonly "Index Name"?: string;
+  readonly "Index Cond"?: string;
+  readonly Plans?: readonly PlanNode[];
+}
+
+/** Walks a JSON plan and returns its full scans: Seq Scan nodes and index scans without an index condition. */
+function fullScans(statement: string, node: PlanNode): PlanFinding[] {
+  const own: PlanFinding[] = [];
+  const type = node["Node Type"];
+  const isIndexScan = type === "Index Scan" || type === "Index Only Scan" || type === "Bitmap Index Scan";
+  if (type === "Seq Scan" || (isIndexScan && !node["Index Cond"])) {
+    own.push({ statement, node: type, relation: node["Relation Name"] ?? "?", index: node["Index Name"] ?? null });
+  }
+  return [...own, ...(node.Plans ?? []).flatMap((child) => fullScans(statement, child))];
+}
+
+/**
+ * The plan the session would run for each of its prepared statements now (the cached generic plan under
+ * force_generic_plan), as `EXPLAIN EXECUTE name(NULL, ...)`: the values do not matter to a generic plan.
+ */
+async function cachedPlans(session: pg.Client): Promise<Map<string, PlanNode>> {
+  const statements = await session.query<{ name: string; parameters: number }>(
+    "SELECT name, cardinality(parameter_types) AS parameters FROM pg_prepared_statements ORDER BY name",
+  );
+  const plans = new Map<string, PlanNode>();
+  for (const { name, parameters } of statements.rows) {
+    const args = parameters > 0 ? `(${Array.from({ length: parameters }, () => "NULL").join(", ")})` : "";
+    const explained = await session.query<{ "QUERY PLAN": [{ Plan: PlanNode }] }>(
+      `EXPLAIN (FORMAT JSON) EXECUTE ${session.escapeIdentifier(name)}${args}`,
+    );
+    plans.set(name, explained.rows[0]!["QUERY PLAN"][0].Plan);
+  }
+  return plans;
+}
+
+/** Runs `work` in one READ COMMITTED transaction on `session`, as lib/db.ts `withTransaction` does. */
+async function inTransaction<T>(session: pg.Client, work: () => Promise<T>): Promise<T> {
+  await session.query("BEGIN ISOLATION LEVEL READ COMMITTED");
+  try {
+    const result = await work();
+    await session.query("COMMIT");
+    return result;
+  } catch (error) {
+    await session.query("ROLLBACK");
+    throw error;
+  }
+}
+
+/**
+ * One round of every money-path statement on `session`, through lib/: a top-up's claim, processing, charge id,
+ * credit and stored response (twice: the second finds it stored), a read by key; a payment's claim, debit, debit
+ * transition and response in one transaction; a failed claim; a reward day's raise, refusal and read.
+ */
+async function moneyPathRound(session: pg.Client, userId: string): Promise<void> {
+  const topupRequest = claimRequest(userId, { type: "topup" });
+  const topup = await insertClaim(session, topupRequest);
+  if (!topup) throw new Error("C25: a fresh top-up key was not claimed");
+  const topupRef = { userId, entryId: topup.id };
+  await markProcessing(topupRef, topup.attempt, { db: session });
+  await attachCharge(topupRef, `ch_${randomUUID()}`, session);
+  const credited = await completeEntry(
+    topupRef,
+    { actor: "request", guard: { kind: "lease", attempt: topup.attempt }, credit: true },
+    session,
+  );
+  if (credited.kind !== "moved") throw new Error("C25: the credit was refused");
+  await storeResponse(topupRef, jsonStoredResponse(201, { id: topup.id }), session);
+  await storeResponse(topupRef, jsonStoredResponse(201, { id: topup.id }), session);
+  await findEntryByKey(topupRequest.key, session);
+
+  await inTransaction(session, async () => {
+    const payment = await insertClaim(session, claimRequest(userId, { type: "payment", amountMinor: 10 }));
+    if (!payment) throw new Error("C25: a fresh payment key was not claimed");
+    const ref = { userId, entryId: payment.id };
+    if ((await debitWallet(session, userId, 10)) === null) throw new Error("C25: the debit found no funds");
+    await completeEntry(
+      ref,
+      { actor: "request", guard: { kind: "lease", attempt: payment.attempt }, credit: false },
+      session,
+    );
+    await storeResponse(ref, jsonStoredResponse(201, { id: payment.id }), session);
+  });
+
+  const failing = await insertClaim(session, claimRequest(userId, { type: "topup" }));
+  if (!failing) throw new Error("C25: a fresh key was not claimed");
+  await failEntry(
+    { userId, entryId: failing.id },
+    { actor: "webhook", guard: { kind: "status_only" }, reason: "declined_by_bank" },
+    session,
+  );
+  await getEntryById({ userId, entryId: failing.id }, session);
+
+  const day = `2026-01-${String(1 + Math.floor(Math.random() * 28)).padStart(2, "0")}`;
+  await raiseRewardDayCredit(session, { userId, day, amountMinor: 5, capMinor: 5 });
+  await raiseRewardDayCredit(session, { userId, day, amountMinor: 5, capMinor: 5 });
+  await readRewardDayCredited(userId, day, session);
+}
+
+describe("C25: money-path plans survive a ledger that grows after they were made", () => {
+  let session: pg.Client;
+  let admin: pg.Client;
+  let userId: string;
+  let plans: Map<string, PlanNode>;
+  let controlText: string;
+
+  beforeAll(async () => {
+    const url = await createScratchDatabase("c25");
+    await migrate(url);
+    admin = new pg.Client({ connectionString: url, application_name: "c25-fill" });
+    await admin.connect();
+    for (const table of MONEY_TABLES) await admin.query(`ALTER TABLE ${table} SET (autovacuum_enabled = false)`);
+    userId = `c25_${randomUUID().replaceAll("-", "")}`;
+    await admin.query(`INSERT INTO "user" (id, name, email) VALUES ($1, 'C25', $1 || '@example.test')`, [userId]);
+
+    session = new pg.Client({ connectionString: url, application_name: "c25-app" });
+    await session.connect();
+    await session.query("SET plan_cache_mode = force_generic_plan");
+    for (let round = 0; round < 3; round++) await moneyPathRound(session, userId);
+
+    // The negative control, prepared on the same session at the same moment as the real statements.
+    const transition = await session.query<{ statement: string }>(
+      "SELECT statement FROM pg_prepared_statements WHERE name = 'ledger_transition'",
+    );
+    const realText = transition.rows[0]?.statement ?? "";
+    controlText = realText.replace(
+      "WHERE e.user_id = $1 AND e.id = $2",
+      "WHERE e.user_id = prev.user_id AND e.id = prev.id",
+    );
+    await session.query(`PREPARE ${CONTROL_STATEMENT} AS ${controlText}`);
+    await cachedPlans(session);
+
+    const before = await admin.query<{ reltuples: number }>(
+      "SELECT reltuples FROM pg_class WHERE relname = 'ledger_entries'",
+    );
+    // Never analyzed (-1): the state of a ledger just deployed, which the cached plans were made on.
+    expect(before.rows[0]?.reltuples).toBe(-1);
+
+    await admin.query(
+      `INSERT INTO "user" (id, name, email)
+       SELECT 'c25_fill_' || i, 'C25 fill', 'c25_fill_' || i || '@example.test' FROM generate_series(1, $1::int) AS i`,
+      [FILL_USERS],
+    );
+    await admin.query(
+      `INSERT INTO wallets (user_id, balance_minor, currency)
+       SELECT 'c25_fill_' || i, 1000, 'USD' FROM generate_series(1, $1::int) AS i`,
+      [FILL_USERS],
+    );
+    await admin.query(
+      `INSERT INTO ledger_entries (user_id, type, ref_id, amount_minor, currency, fingerprint, params, status)
+       SELECT 'c25_fill_' || (1 + i % $1::int), 'payment', 'fill-' || i, 100, 'USD', repeat('a', 64), '{}', 'succeeded'
+         FROM generate_series(1, $2::int) AS i`,
+      [FILL_USERS, FILL_ROWS],
+    );
+    await admin.query(
+      `INSERT INTO reward_cap_days (user_id, day, credited_minor)
+       SELECT 'c25_fill_' || (1 + i % $1::int), '2025-' || lpad((1 + i / $1::int % 12)::text, 2, '0') || '-01', 5
+         FROM generate_series(0, 9999) AS i ON CONFLICT DO NOTHING`,
+      [FILL_USERS],
+    );
+
+    // The same session goes on working on the filled ledger with the plans it made on the empty one.
+    await moneyPathRound(session, userId);
+    plans = await cachedPlans(session);
+  });
+
+  afterAll(async () => {
+    await session?.end().catch(() => {});
+    await admin?.end().catch(() => {});
+    await dropScratchDatabases();
+    await closeDb();
+  });
+
+  it("the ledger grew to 100k rows with no ANALYZE in between (the cached plans are the empty ledger's)", async () => {
+    const after = await admin.query<{ reltuples: number; rows: number }>(
+      "SELECT reltuples, (SELECT count(*)::int FROM ledger_entries) AS rows FROM pg_class WHERE relname = 'ledger_entries'",
+    );
+    expect(after.rows[0]).toEqual({ reltuples: -1, rows: FILL_ROWS + 4 * 3 });
+  });
+
+  it("every money-path statement was prepared on the session, and none of their plans scans a whole table", () => {
+    expect([...plans.keys()]).toEqual(expect.arrayContaining(MONEY_PATH_STATEMENTS));
+    const findings = MONEY_PATH_STATEMENTS.flatMap((name) => fullScans(name, plans.get(name)!));
+    expect(findings).toEqual([]);
+  });
+
+  it("negative control: the credit transition joined to its locked row instead of naming the key scans the ledger", () => {
+    expect(controlText).toContain("WHERE e.user_id = prev.user_id AND e.id = prev.id");
+    const findings = fullScans(CONTROL_STATEMENT, plans.get(CONTROL_STATEMENT)!);
+    expect(findings).toContainEqual({
+      statement: CONTROL_STATEMENT,
+      node: "Seq Scan",
+      relation: "ledger_entries",
+      index: null,
+    });
+  });
+});
