@@ -1,6 +1,6 @@
 /**
  * Playwright: browser tests of the built app. Chromium comes from Debian (`apt-get install -y chromium`,
- * stack-notes trap 5); never `npx playwright install` (it downloads from a host these machines cannot reach).
+ * docs/development.md note 5); never `npx playwright install` (it downloads from a host these machines cannot reach).
  *
  * e2e/global-setup.ts reuses `TEST_STACK` (set by `npm test`) or starts a stack with the app and sets
  * `TEST_STACK` itself. Workers load this file after global setup ran, so `baseURL` below sees the stack.
@@ -44,7 +44,7 @@ export default defineConfig({
     trace: "retain-on-failure",
     launchOptions: {
       executablePath: "/usr/bin/chromium",
-      // Stack-notes trap 5: root in a container has no sandbox and no GPU, /dev/shm is small, and nothing may
+      // docs/development.md note 5: root in a container has no sandbox and no GPU, /dev/shm is small, and nothing may
       // phone home (no network beyond the local stack).
       args: [
         "--no-sandbox",

@@ -1,4 +1,4 @@
-// Test projects (one runner per file pattern, stack-notes 10):
+// Test projects (one runner per file pattern, docs/development.md note 10):
 //  - unit: pure functions, no servers.
 //  - integration: lib/ against a real PostgreSQL and Redis started by tests/setup/global-setup.ts.
 //  - http: the built app, the sandbox bank and real servers over HTTP, started by the same global setup.
@@ -33,7 +33,7 @@ export default defineConfig({
           include: ["tests/http/**/*.test.ts"],
           environment: "node",
           globalSetup: ["tests/setup/global-setup.ts"],
-          // Every /api/v1 response a test receives is checked against the served OpenAPI document (issue 14).
+          // Every /api/v1 response a test receives is checked against the served OpenAPI document.
           setupFiles: ["tests/setup/openapi-fetch.ts"],
           testTimeout: 60_000,
           hookTimeout: 300_000,

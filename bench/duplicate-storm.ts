@@ -1,5 +1,5 @@
 /**
- * The duplicate storm (issue 6 item 2, third bullet): N identical requests sent at once, each on its own
+ * The duplicate storm: N identical requests sent at once, each on its own
  * connection. Exactly one may do the work; every other one must wait for it and replay its stored response
  * (contract sections 1 and 3), so the checks are: one ledger row, every answer byte-identical, and the latency
  * percentiles of the whole crowd.

@@ -1,5 +1,5 @@
 /**
- * HTTP load with autocannon (issue 6 item 2, second bullet): a fixed number of connections against one route of the
+ * HTTP load with autocannon: a fixed number of connections against one route of the
  * built app for a fixed time, with a per-request body and token chosen by a generator (fresh keys, or keys whose
  * response is already stored). Returns requests/s and latency percentiles as autocannon measured them.
  */

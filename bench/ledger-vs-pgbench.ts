@@ -1,6 +1,6 @@
 /**
  * Claim + credit in-process through lib/ledger versus the same SQL run by pgbench against the same database, at
- * several concurrencies (issue 6 item 2, first bullet). The pgbench script is not written by hand: one transaction
+ * several concurrencies. The pgbench script is not written by hand: one transaction
  * is run through lib/ledger with a recording connection, and the statements it sent (text and parameters) become the
  * script, so both sides run byte-identical SQL; only what must differ per transaction (the user, the ref id, the
  * claimed row's id) becomes a pgbench variable.
@@ -24,7 +24,7 @@ import {
 import type { Queryable } from "../lib/ledger/queryable";
 import { percentile } from "./stats";
 
-/** Where Debian's `postgresql-15` package puts pgbench (stack-notes 23). */
+/** Where Debian's `postgresql-15` package puts pgbench (docs/development.md note 23). */
 export const PGBENCH_PATH = "/usr/lib/postgresql/15/bin/pgbench";
 /** The apt package that provides it, named when it is missing. */
 export const PGBENCH_PACKAGE = "postgresql-15";

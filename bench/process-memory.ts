@@ -1,5 +1,5 @@
 /**
- * Peak memory of the app under load (issue 6 item 2, fifth bullet), read from Linux's /proc: `VmHWM` is a process's
+ * Peak memory of the app under load, read from Linux's /proc: `VmHWM` is a process's
  * peak resident set size since it started, so reading it once after the load gives the peak without sampling.
  * `next start` serves in its own process and renames it (`process.title`, so /proc/<pid>/cmdline reads
  * "next-server (v16.x)" and no longer shows the port); the app is therefore found by the `PORT=<port>` its launcher

@@ -1,6 +1,6 @@
 /**
  * A V8 CPU profile of the app under one benchmark load, to show where the app's time per request goes when a target
- * of issue 6 item 3 is missed (docs/benchmarks.md cites its output).
+ * in docs/benchmarks.md is missed (that page cites its output).
  *
  *   node --import tsx bench/profile.ts [--route noop|payments|replays|topups] [--seconds N]
  *
@@ -26,7 +26,7 @@ import { renderTable } from "./report";
 const ROUTES = ["noop", "payments", "replays", "topups"] as const;
 type Route = (typeof ROUTES)[number];
 
-/** The benchmark's load: 32 connections (issue 6 item 2), 2 s of warm-up as in bench/run.ts. */
+/** The benchmark's load: 32 connections, 2 s of warm-up as in bench/run.ts. */
 const CONNECTIONS = 32;
 const WARMUP_SECONDS = 2;
 /** Users the load is spread over, as in bench/run.ts. */

@@ -1,6 +1,6 @@
 /**
  * The benchmark's report: the machine it ran on, plain-text tables for the terminal and docs/benchmarks.md, and the
- * targets of issue 6 item 3 judged on the figures of the same run.
+ * targets (docs/benchmarks.md, "Targets") judged on the figures of the same run.
  */
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -61,7 +61,7 @@ export function cell(value: number | null | undefined, digits = 0): string {
   return value.toFixed(digits);
 }
 
-/** One target of issue 6 item 3 and whether this run met it. */
+/** One target (docs/benchmarks.md) and whether this run met it. */
 export interface TargetResult {
   readonly target: string;
   readonly measured: string;
@@ -72,7 +72,7 @@ export interface TargetResult {
 /** The targets block. */
 export function renderTargets(targets: readonly TargetResult[]): string {
   return renderTable(
-    ["target (issue 6 item 3)", "measured", "met"],
+    ["target", "measured", "met"],
     targets.map((target) => [target.target, target.measured, target.met === null ? "n/a" : target.met ? "yes" : "NO"]),
   );
 }

@@ -1,5 +1,5 @@
 /**
- * `npm run bench` (issue 6 item 2): measures, in one run on this machine,
+ * `npm run bench`: measures, in one run on this machine,
  *  1. claim + credit in-process through lib/ledger versus the same SQL run by pgbench, at concurrency 1, 8 and 32
  *     (plus both at 32 on a single wallet, to show what a hot row would cost);
  *  2. HTTP with autocannon at 32 connections: the empty JSON POST route (the framework's floor), payments with fresh
@@ -43,15 +43,15 @@ type Section = (typeof SECTIONS)[number];
 const EXIT_OK = 0;
 const EXIT_CANNOT_RUN = 2;
 
-/** Concurrencies of the in-process versus pgbench comparison (issue 6 item 2). */
+/** Concurrencies of the in-process versus pgbench comparison. */
 const LEDGER_CONCURRENCIES = [1, 8, 32] as const;
 /** Users the in-process and pgbench credits are spread over: 10,000, so 32 concurrent credits rarely share a wallet. */
 const LEDGER_USERS = 10_000;
-/** Connections of the HTTP load (issue 6 item 2: "at concurrency 32"). */
+/** Connections of the HTTP load ("at concurrency 32"). */
 const HTTP_CONNECTIONS = 32;
 /** Users (API tokens) the HTTP load is spread over: 1000, so the payments do not queue on one wallet row. */
 const HTTP_USERS = 1000;
-/** Requests of the duplicate storm (issue 6 item 2: "1000 concurrent identical requests"). */
+/** Requests of the duplicate storm ("1000 concurrent identical requests"). */
 const DUPLICATE_STORM_REQUESTS = 1000;
 /** Default seconds per measurement: 10 s gives autocannon ten one-second samples and pgbench tens of thousands of transactions. */
 const DEFAULT_SECONDS = 10;
@@ -60,7 +60,7 @@ const DEFAULT_SECONDS = 10;
  * they are not what the route costs in steady state.
  */
 const WARMUP_SECONDS = 2;
-/** Scale points: 10k and 1M rows (issue 6), 10M with --large. */
+/** Scale points: 10k and 1M rows, 10M with --large. */
 const SCALE_SMALL_ROWS = 10_000;
 const SCALE_MEDIUM_ROWS = 1_000_000;
 const SCALE_LARGE_ROWS = 10_000_000;
@@ -205,7 +205,8 @@ async function benchLedger(
       await db.query("CHECKPOINT");
       const viaPgbench = pgbench
         ? await withCpu(targets, () =>
-            // Prepared protocol: lib/ledger sends named (prepared) statements, so this is the same SQL sent the same way.
+            // Prepared protocol: lib/ledger sends named (prepared) statements, so this is the same SQL sent the same
+            // way.
             runPgbench({
               pgbench,
               databaseUrl: ledgerUrl,

@@ -1,5 +1,5 @@
 /**
- * Scale (issue 6 item 2, fourth bullet): the claim's median latency with 10,000 rows in the ledger versus 1,000,000
+ * Scale: the claim's median latency with 10,000 rows in the ledger versus 1,000,000
  * (and 10,000,000 with `--large`), in one database filled between the measurements. The claim is lib/ledger's own
  * `insertClaim` (INSERT ... ON CONFLICT DO NOTHING RETURNING plus its audit row, autocommit), timed one at a time so
  * the figure is the statement's cost, not queueing.

@@ -1,5 +1,5 @@
 /**
- * The admin page in a real Chromium (issue 4): a stuck top-up appears highlighted, "Reconcile now" finishes it,
+ * The admin page in a real Chromium: a stuck top-up appears highlighted, "Reconcile now" finishes it,
  * and the user's own page then shows it succeeded. The top-up uses the sandbox's `sbx-nohook-` switch, so the
  * bank never sends its webhook: only the reconciler can learn that the charge succeeded.
  */

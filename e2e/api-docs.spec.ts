@@ -1,5 +1,5 @@
 /**
- * /docs/api (issue 14 item 1): the OpenAPI document rendered by Swagger UI, bundled from npm into the app. It must
+ * /docs/api: the OpenAPI document rendered by Swagger UI, bundled from npm into the app. It must
  * render the document's operations with no request to any host but the app, and with no Content-Security-Policy
  * violation (the app's CSP applies to the viewer like to every page).
  */

@@ -1,7 +1,8 @@
 /**
- * Issue 10 in a real Chromium: every page works under the nonce-based Content-Security-Policy (no violation
- * reported, forms hydrate and run), a page on another port cannot frame the wallet nor post its forms (C23 with
- * a real browser and the real cookie), and the security settings revoke tokens when asked.
+ * The edge defences (contract section 9) in a real Chromium: every page works under the nonce-based
+ * Content-Security-Policy (no violation reported, forms hydrate and run), a page on another port cannot frame the
+ * wallet nor post its forms (C23 with a real browser and the real cookie), and the security settings revoke tokens when
+ * asked.
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";

@@ -1,5 +1,5 @@
 /**
- * "Show more" on the wallet's top-up list and statement and on the admin page's top-ups (issue 14 item 3): the
+ * "Show more" on the wallet's top-up list and statement and on the admin page's top-ups: the
  * server renders the first page, each click appends the next page by cursor, and no row appears twice.
  * The rows are seeded as failed operations straight into the ledger (a failed row moves no money, so every
  * invariant of the shared database still holds), spaced one millisecond apart so their order is known.

@@ -1,8 +1,7 @@
 /**
  * The one database client module: a single `pg.Pool` per process, shared by Prisma (through
- * @prisma/adapter-pg) and by the ledger's raw SQL, so the hot path pays no ORM cost (stack-notes 17 and 24)
- * and both see the same connection limits. Created lazily: importing this module during `next build`
- * opens nothing.
+ * @prisma/adapter-pg) and by the ledger's raw SQL, so the hot path pays no ORM cost (docs/development.md notes 17 and
+ * 24) and both see the same connection limits. Created lazily: importing this module during `next build` opens nothing.
  */
 import { Pool, types, type PoolClient, type QueryConfig, type QueryResult, type QueryResultRow } from "pg";
 import { PrismaPg } from "@prisma/adapter-pg";
@@ -30,7 +29,7 @@ type GlobalWithClients = typeof globalThis & { [globalKey]?: Clients };
 
 /**
  * True when the app sends named (server-side prepared) statements: DB_NAMED_STATEMENTS `on`, or `auto` without a
- * transaction pooler (stack-notes 27: behind PgBouncer in transaction pooling they fail with 42P05/26000).
+ * transaction pooler (docs/development.md note 27: behind PgBouncer in transaction pooling they fail with 42P05/26000).
  */
 export function usesNamedStatements(): boolean {
   const { DB_NAMED_STATEMENTS, DB_POOLER } = env();
@@ -82,7 +81,7 @@ function create(): Clients {
   const prisma = new PrismaClient({
     adapter: new PrismaPg(pool),
     // Interactive transactions are not used on the money path; these bounds are explicit so that none can
-    // wait forever for a connection or stay open past the server-side idle limit (stack-notes 17).
+    // wait forever for a connection or stay open past the server-side idle limit (docs/development.md note 17).
     transactionOptions: { maxWait: 10_000, timeout: 15_000 },
   });
   return { pool, prisma };

@@ -1,7 +1,7 @@
 /**
  * The one place that reads `process.env`. Every setting is validated with zod once; a bad value fails start-up
  * (and `next build`, which imports this module from next.config.ts) with a readable list of what is wrong.
- * Defaults and units are documented in `.env.example`; the contract (../shared/docs/wallet-contract.md,
+ * Defaults and units are documented in `.env.example`; the contract (docs/contract.md,
  * section 4) fixes the defaults marked "contract".
  *
  * Secrets have no default (contract section 9, case C16): {@link secretProblems} is the one rule for them, run at
@@ -102,8 +102,8 @@ const schema = z
      * What sits between the app and PostgreSQL. `none`: a direct connection or a TCP proxy such as HAProxy
      * (session state survives). `transaction`: PgBouncer in transaction pooling, where consecutive transactions
      * of one client run on different server connections, so startup `options` are refused (08P01) and named
-     * statements collide (42P05/26000, stack-notes 27): timeouts then go in `SET LOCAL` and role settings, and
-     * named statements default to off (docs/decisions/015-failover-and-poolers.md).
+     * statements collide (42P05/26000, docs/development.md note 27): timeouts then go in `SET LOCAL` and role settings,
+     * and named statements default to off (docs/decisions/015-failover-and-poolers.md).
      */
     DB_POOLER: z.enum(["none", "transaction"]).default("none"),
     /**
@@ -121,8 +121,8 @@ const schema = z
     /**
      * How long a transaction that lost its connection (failover: connection errors, 57P01, 57P03, 25006) is
      * retried as a whole, in ms. 20 s: the measured write outage of a lost primary behind Patroni and HAProxy is
-     * ~11 s (stack-notes 26, docs/scaling.md), plus ~3 s for HAProxy to see the new primary, plus margin; it
-     * stays below the 30 s a browser or SDK typically waits. 0 turns the failover retry off.
+     * ~11 s (docs/development.md note 26, docs/scaling.md), plus ~3 s for HAProxy to see the new primary, plus margin;
+     * it stays below the 30 s a browser or SDK typically waits. 0 turns the failover retry off.
      */
     DB_FAILOVER_RETRY_MS: intFrom(0, 120_000).default(20_000),
     /**

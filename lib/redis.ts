@@ -1,10 +1,10 @@
 /**
  * The one Redis client module (ioredis), created lazily so that importing it during `next build` connects
- * to nothing (stack-notes 4). Redis holds the reward cap's reservations and a replay cache; it is never the
- * guarantee of exactly-once (PostgreSQL is), so every option below prefers failing fast to waiting.
+ * to nothing (docs/development.md note 4). Redis holds the reward cap's reservations and a replay cache; it is never
+ * the guarantee of exactly-once (PostgreSQL is), so every option below prefers failing fast to waiting.
  *
- * With `REDIS_CLUSTER_NODES` set the client is an ioredis `Cluster` (issue 11): every key the app writes carries
- * the user as a `{hash tag}`, so each multi-key script runs on one slot (stack-notes 28).
+ * With `REDIS_CLUSTER_NODES` set the client is an ioredis `Cluster`: every key the app writes carries
+ * the user as a `{hash tag}`, so each multi-key script runs on one slot (docs/development.md note 28).
  */
 import Redis, { Cluster, type RedisOptions } from "ioredis";
 import { env } from "./env";
@@ -23,7 +23,7 @@ export const REDIS_CONNECTION_OPTIONS: RedisOptions = {
   commandTimeout: 500,
   connectTimeout: 1000,
   // Fail a command at once while disconnected instead of queueing it: a queued reserve could run long
-  // after its request answered 503 (stack-notes 21). The scripts are idempotent anyway (case C06).
+  // after its request answered 503 (docs/development.md note 21). The scripts are idempotent anyway (case C06).
   enableOfflineQueue: false,
   maxRetriesPerRequest: 0,
   // Do not resend commands that were in flight when the connection dropped; their outcome is settled by
@@ -52,7 +52,7 @@ export function parseClusterNodes(value: string): { host: string; port: number }
  * A Cluster client for `nodes` with the app's options on every node connection, failing fast like the standalone
  * client: no offline queue; 16 redirections at most (a slot moves once per failover); 100 ms between retries
  * while a slot has no master (CLUSTERDOWN for ~0.8 s and writes to the slots of a killed master back after ~4.5 s
- * at cluster-node-timeout 2000, stack-notes 28), bounded by commandTimeout anyway.
+ * at cluster-node-timeout 2000, docs/development.md note 28), bounded by commandTimeout anyway.
  */
 export function createClusterClient(nodes: { host: string; port: number }[]): Cluster {
   return new Cluster(nodes, {
@@ -65,7 +65,7 @@ export function createClusterClient(nodes: { host: string; port: number }[]): Cl
     // Slots are re-read at most every second when a node answers MOVED or dies (ioredis's own default is 5 s).
     slotsRefreshInterval: 1000,
     clusterRetryStrategy: (times) => Math.min(100 * 2 ** Math.min(times, 5), 2000),
-    // Reads and writes go to masters: a replica's copy of a counter may lag (the case issue 11 is about).
+    // Reads and writes go to masters: a replica's copy of a counter may lag (docs/development.md note 28).
     scaleReads: "master",
     redisOptions: REDIS_CONNECTION_OPTIONS,
   });

@@ -1,5 +1,5 @@
 /**
- * `npm run cluster`: the wallet on a production-shaped topology on 127.0.0.1 (issue 11, scripts/lib/ha-cluster.ts):
+ * `npm run cluster`: the wallet on a production-shaped topology on 127.0.0.1 (scripts/lib/ha-cluster.ts):
  * three PostgreSQL 15 nodes under Patroni (etcd) with strict synchronous replication, HAProxy in front of them and
  * of three `next start` instances, a 6-node Redis Cluster, the sandbox bank and the reconciler. Installs nothing:
  * when an apt package is missing it names it and exits 2. Prints the endpoints and an admin's credentials, then

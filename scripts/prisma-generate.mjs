@@ -1,6 +1,6 @@
 // Runs `prisma generate` without the network. The Prisma CLI wants a schema engine binary that it would
 // download from a host these machines cannot reach; `generate` never runs that engine, so any existing file
-// satisfies the check (stack-notes trap 1). `migrate` is not used at all: migrations are plain SQL applied by
+// satisfies the check (docs/development.md note 1). `migrate` is not used at all: migrations are plain SQL applied by
 // scripts/migrate.ts.
 import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";

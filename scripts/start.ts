@@ -1,5 +1,5 @@
 /**
- * `npm start`: the production server for an operator's own PostgreSQL and Redis (issue 17). Nothing is embedded
+ * `npm start`: the production server for an operator's own PostgreSQL and Redis. Nothing is embedded
  * and nothing is built: `npm run build` makes the build this serves.
  *
  * Before anything listens, it checks everything below and, when something is wrong, lists all of it at once and

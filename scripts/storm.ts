@@ -5,7 +5,7 @@
  * audit of contract section 7 and the client-side checks. Prints a summary table; exits 0 when every invariant
  * holds, 1 on any violation, 2 when the storm could not run (bad flags, a service that did not start).
  *
- * Issue 6, item 1. Loopback only, bounded in time (--duration, default 110 s of traffic, ~2.5 min in all), and it
+ * Loopback only, bounded in time (--duration, default 110 s of traffic, ~2.5 min in all), and it
  * stops everything it started on every path (Ctrl-C included). `--short` is the CI variant (~30 s).
  *
  *   npm run storm                      # 200 users, 110 s of traffic
@@ -51,7 +51,7 @@ const EXIT_OK = 0;
 const EXIT_VIOLATION = 1;
 const EXIT_CANNOT_RUN = 2;
 
-/** Two instances: the smallest number that shows the app is stateless (issue 6: "two `next start` instances"). */
+/** Two instances: the smallest number that shows the app is stateless (two `next start` instances). */
 const APP_INSTANCES = 2;
 
 /**

@@ -8,11 +8,11 @@
  *
  *     N passed, N failed, N skipped
  *
- * (stack-notes trap 11: CI reads that line). Exit code 0 only when nothing failed and at least one test ran.
+ * (docs/development.md note 11: CI reads that line). Exit code 0 only when nothing failed and at least one test ran.
  * A suite that exits non-zero without reporting a failed test (crash, unhandled error, setup failure) counts as
  * one failed test, so it cannot pass silently. The stack is stopped on every path, Ctrl-C included.
  *
- * Then the short cluster storm (`npm run storm -- --cluster --short`, issue 11) when the apt packages are present.
+ * Then the short cluster storm (`npm run storm -- --cluster --short`) when the apt packages are present.
  *
  * Usage: `npm test [-- --only static,unit,integration,http,e2e,storm,cluster] [-- <args passed to every runner>]`.
  */
@@ -171,7 +171,7 @@ function settle(name: string, counts: Counts | null, exitCode: number | null): C
 }
 
 /**
- * The short storm (issue 6): two app instances, a faulty bank, a crash and a Redis restart, then the reconciler
+ * The short storm: two app instances, a faulty bank, a crash and a Redis restart, then the reconciler
  * and the invariant audit. It starts and stops its own servers; its exit code is the verdict (0: every
  * invariant held), counted as one test.
  */
@@ -187,7 +187,7 @@ async function runStorm(): Promise<Counts> {
 }
 
 /**
- * The short cluster storm (issue 11): `npm run storm -- --cluster --short`, one app instance behind HAProxy on
+ * The short cluster storm: `npm run storm -- --cluster --short`, one app instance behind HAProxy on
  * Patroni, a Redis Cluster and the three faults, with its own servers on free ports. Counted as one test; skipped
  * (and said so) when the apt packages it needs are missing (`.ci/run` installs them).
  */
@@ -216,7 +216,7 @@ async function runClusterStorm(): Promise<Counts> {
 async function runStatic(): Promise<Counts> {
   const checks = [
     {
-      // The types the storm and the browser tests' helpers compile against (issue 14 item 6); tsc below needs them.
+      // The types the storm and the browser tests' helpers compile against; tsc below needs them.
       name: "OpenAPI types generated from the document",
       args: ["--import", "tsx", "scripts/openapi-types.ts"],
     },

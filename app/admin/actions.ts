@@ -38,7 +38,7 @@ const filtersSchema = z.strictObject({
 });
 
 /**
- * "Show more" under the admin page's top-ups: the page after `cursor` for the same `filters` (issue 14 item 3).
+ * "Show more" under the admin page's top-ups: the page after `cursor` for the same `filters`.
  * Admins only; a non-admin, or a malformed or foreign cursor (another list or other filters), gets `ok: false`.
  */
 export async function moreAdminTopupsAction(

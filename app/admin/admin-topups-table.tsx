@@ -1,5 +1,5 @@
 "use client";
-/** The admin page's top-up table: the first page from the server, "Show more" for the next ones (issue 14 item 3). */
+/** The admin page's top-up table: the first page from the server, "Show more" for the next ones. */
 import Link from "next/link";
 import { formatMinor } from "@/lib/money";
 import { describeFailure } from "@/lib/web/failure-reasons";

@@ -1,5 +1,5 @@
 "use client";
-/** The "Show more" button under a paged table, with its loading state and the last error (issue 14 item 3). */
+/** The "Show more" button under a paged table, with its loading state and the last error. */
 export function ShowMoreButton({
   nextCursor,
   pending,

@@ -1,6 +1,6 @@
 "use client";
 /**
- * "Show more" for a list that pages by cursor (issue 14 item 3): the server renders the first page, and each click
+ * "Show more" for a list that pages by cursor: the server renders the first page, and each click
  * appends the next page, fetched by a server action with the last `nextCursor`. The pages after the first follow
  * the cursor of the first page they were loaded from: when the first page itself changes (the wallet page refreshes
  * while a top-up is pending, so a new row may push one off the first page), the appended pages are dropped and the

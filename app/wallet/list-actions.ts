@@ -1,6 +1,6 @@
 "use server";
 /**
- * "Show more" on the wallet page (issue 14 item 3): the next page of the signed-in user's top-ups or statement,
+ * "Show more" on the wallet page: the next page of the signed-in user's top-ups or statement,
  * from the same lib functions and cursors as `GET /api/v1/topups` and `GET /api/v1/entries`.
  */
 import { requireSessionUser } from "@/lib/auth/session-user";

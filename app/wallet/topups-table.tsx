@@ -1,5 +1,5 @@
 "use client";
-/** The wallet's top-up list: the first page from the server, "Show more" for the next ones (issue 14 item 3). */
+/** The wallet's top-up list: the first page from the server, "Show more" for the next ones. */
 import type { TopupView } from "@/lib/ledger/views";
 import { formatMinor } from "@/lib/money";
 import { describeFailure } from "@/lib/web/failure-reasons";

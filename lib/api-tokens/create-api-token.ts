@@ -1,7 +1,7 @@
 /**
  * Personal API tokens (contract section 4): 32 random bytes, shown to the user once, stored only as their
  * SHA-256. Not better-auth's api-key plugin, which writes to the database on every check and limits
- * verifications per day (stack-notes 18).
+ * verifications per day (docs/development.md note 18).
  */
 import { createHash, randomBytes, randomUUID } from "node:crypto";
 import { withTransaction } from "../db";

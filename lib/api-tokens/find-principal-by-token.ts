@@ -7,7 +7,7 @@ import { API_TOKEN_PATTERN, hashApiToken } from "./create-api-token";
  *
  * One SELECT through the unique index on `token_hash`, joined to the owner's current email and role, and no
  * write of any kind (no "last used" column on purpose): checking a token costs about 1 ms and never contends
- * with other requests (stack-notes 18). A revoked or expired token stops working on the next request.
+ * with other requests (docs/development.md note 18). A revoked or expired token stops working on the next request.
  *
  * @param token the text after `Bearer ` exactly as sent.
  * @returns the principal (`via: "token"`), or null when the token is malformed, unknown, revoked or expired.

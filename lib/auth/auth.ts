@@ -1,13 +1,13 @@
 /**
  * The better-auth instance: email + password accounts, database sessions in the `"session"` table, on the
- * process's shared `pg.Pool` (stack-notes 18). Created on first use, so importing this module (for example
+ * process's shared `pg.Pool` (docs/development.md note 18). Created on first use, so importing this module (for example
  * during `next build`) opens no connection and reads no setting.
  *
  * Choices, with their reasons:
  * - Passwords are hashed with argon2id (@node-rs/argon2) at OWASP's recommended parameters.
  * - `role` is a user field that sign-up can never set (`input: false`); admins are made by `npm run users`.
  * - No cookie cache: with it, a replayed cookie stayed valid after sign-out and role changes lagged
- *   (stack-notes 18). Every session read is one SELECT.
+ *   (docs/development.md note 18). Every session read is one SELECT.
  * - better-auth's own rate limiter is off: it only sees HTTP requests to `/api/auth/*`, its database store
  *   prunes rows after 60 s (an hour cannot live there) and writes a row per request. The throttles of contract
  *   section 9 run in `hooks.before`/`hooks.after` instead (lib/limits/auth-throttles.ts), so they cover
@@ -45,7 +45,7 @@ const ARGON2ID: Algorithm = 2;
 /**
  * argon2id parameters: OWASP Password Storage Cheat Sheet's first recommended setting, m = 19 MiB, t = 2, p = 1
  * (also @node-rs/argon2's defaults, spelled out so a library upgrade cannot change them silently).
- * About 7 ms per hash on this project's machines (stack-notes 18). `verify` reads the parameters from the
+ * About 7 ms per hash on this project's machines (docs/development.md note 18). `verify` reads the parameters from the
  * stored hash, so raising them later keeps old hashes valid.
  */
 const ARGON2_OPTIONS = {

@@ -3,7 +3,7 @@
  *
  *   Bank-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<raw body bytes>")>[,v1=...]
  *
- * - The MAC covers the raw body bytes exactly as sent (stack-notes trap 22): never a re-serialised JSON value.
+ * - The MAC covers the raw body bytes exactly as sent (docs/development.md note 22): never a re-serialised JSON value.
  * - During secret rotation the header carries one `v1=` per configured secret; a verifier accepts the event when
  *   any `v1` matches any of its secrets, so the bank and the app can move to a new secret one at a time.
  * - Comparison is constant-time (`crypto.timingSafeEqual` on two 32-byte buffers).
@@ -39,7 +39,7 @@ export type SignatureFailureReason = "missing" | "malformed" | "stale" | "mismat
 export type SignatureVerification = { ok: true } | { ok: false; reason: SignatureFailureReason };
 
 export interface VerifyWebhookSignatureInput {
-  /** The request body exactly as received, before any parsing (stack-notes trap 22). */
+  /** The request body exactly as received, before any parsing (docs/development.md note 22). */
   rawBody: Buffer;
   /** The `Bank-Signature` header value, or null when the request has none. */
   header: string | null;

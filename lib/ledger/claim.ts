@@ -59,7 +59,7 @@ const SELECT_BY_KEY_SQL = `SELECT ${ENTRY_COLUMNS} FROM ledger_entries WHERE use
  * work happens in the same transaction). Returns the new row, status `initiated`, lease held by
  * `request.leaseOwner` with `attempt` 1, and its first audit transition; or `null` when the key already has a
  * row. When another transaction holds an uncommitted claim on the key this waits for it: its commit makes
- * this return null, its rollback lets this insert (stack-notes 15).
+ * this return null, its rollback lets this insert (docs/development.md note 15).
  * Throws database errors as they come (classify them with db-errors.ts).
  */
 export async function insertClaim(db: Queryable, request: ClaimRequest): Promise<LedgerEntry | null> {
@@ -162,7 +162,7 @@ const CLAIM_ROUNDS_MAX = 3;
  * The claim is retried after a lost connection (lib/db.ts `autocommit`). When the lost INSERT had committed, the
  * retry finds the key taken, and the row's lease owner is this request's own (`request.leaseOwner` must be unique
  * per request: lib/ledger/worker.ts `newLeaseOwner`): the request carries on as the winner instead of waiting for
- * a response that only it would store (issue 11).
+ * a response that only it would store.
  * Throws on database errors.
  */
 export async function claimOperation(request: ClaimRequest, waitMs?: number): Promise<ClaimOutcome> {
@@ -183,7 +183,7 @@ export async function claimOperation(request: ClaimRequest, waitMs?: number): Pr
 /**
  * The row of `request.key` when this very request claimed it: its lease owner is the request's own, its
  * fingerprint matches and no response is stored yet. That happens when the claim's commit succeeded but its answer
- * was lost with the connection and the retried INSERT found the row (issue 11). Null otherwise, including when the
+ * was lost with the connection and the retried INSERT found the row. Null otherwise, including when the
  * reconciler has taken the row over (another lease owner) or it is terminal (no lease owner).
  */
 async function findOwnClaim(request: ClaimRequest): Promise<LedgerEntry | null> {

@@ -1,7 +1,7 @@
 /**
  * The one classifier of database errors (contract section 8; case C01 in shared/cases/README.md).
  *
- * The same PostgreSQL error reaches the ledger in several shapes (stack-notes trap 2, verified against
+ * The same PostgreSQL error reaches the ledger in several shapes (docs/development.md note 2, verified against
  * PostgreSQL 15 with Prisma 7.10 + @prisma/adapter-pg 7.10 and pg 8.23):
  *  - plain `pg`: a `DatabaseError` with `.code` (SQLSTATE) and `.constraint` (the index or constraint name),
  *    possibly wrapped by other layers in `Error.cause`;
@@ -87,7 +87,7 @@ export interface ClassifyDbErrorOptions {
  */
 const SQLSTATE_PATTERN = /^(?:[0-9][0-9A-Z]|F0|HV|P0|XX)[0-9A-Z]{3}$/;
 
-/** PostgreSQL's check_violation message, the only place Prisma keeps the constraint's name (stack-notes trap 2). */
+/** PostgreSQL's check_violation message, the only place Prisma keeps the constraint's name (docs/development.md note 2). */
 const CHECK_CONSTRAINT_IN_MESSAGE = /violates check constraint "((?:[^"]|"")+)"/;
 
 const SQLSTATE_UNIQUE_VIOLATION = "23505";
@@ -99,7 +99,7 @@ const RETRYABLE_SQLSTATES: ReadonlySet<string> = new Set<RetryableSqlstate>(["40
  * SQLSTATEs that mean the session is gone or is on the wrong node (PostgreSQL docs, Appendix A): admin_shutdown
  * (57P01, the node is being stopped or demoted), crash_shutdown (57P02), cannot_connect_now (57P03, starting up
  * or in recovery) and read_only_sql_transaction (25006: the node HAProxy still routes to was demoted to a replica;
- * stack-notes 26 measured it during failovers). Class 08 (connection_exception) is matched by its prefix.
+ * docs/development.md note 26 measured it during failovers). Class 08 (connection_exception) is matched by its prefix.
  */
 const CONNECTION_LOST_SQLSTATES: ReadonlySet<string> = new Set(["57P01", "57P02", "57P03", "25006"]);
 const CONNECTION_EXCEPTION_CLASS = "08";
@@ -272,7 +272,7 @@ function driverConnectionFailureOf(node: object): string | null {
 /** The objects one hop further down the chain. */
 function neighbours(node: object): unknown[] {
   const next: unknown[] = [read(node, "cause")];
-  // Prisma 7 with a driver adapter: the database error hangs off meta, not off cause (stack-notes trap 2).
+  // Prisma 7 with a driver adapter: the database error hangs off meta, not off cause (docs/development.md note 2).
   // Followed on any object, not only on `instanceof PrismaClientKnownRequestError`: a bundler can load the
   // runtime twice, and following an edge decides nothing by itself.
   const meta = read(node, "meta");
@@ -302,7 +302,7 @@ function sqlstateOf(node: object): string | null {
   const originalCode = read(node, "originalCode");
   if (isSqlstate(originalCode)) return originalCode;
   // On a Prisma error, `code` is Prisma's own (P2002, P2010...), never a SQLSTATE. Matched by name, because
-  // `instanceof` fails when a bundler loads the Prisma runtime twice (stack-notes trap 2).
+  // `instanceof` fails when a bundler loads the Prisma runtime twice (docs/development.md note 2).
   if (isPrismaClientErrorName(read(node, "name"))) return null;
   // pg's DatabaseError (and the adapter's `kind: "postgres"` object) carry the SQLSTATE in `code`.
   const code = read(node, "code");

@@ -15,7 +15,7 @@ export interface Queryable {
  *
  * Behind a transaction pooler (DB_POOLER=transaction, or DB_NAMED_STATEMENTS=off) the statement is sent unnamed
  * instead: the pooler hands each transaction another server connection, where a name prepared elsewhere is
- * missing (26000) or already taken (42P05), stack-notes 27. Same text, same values, same result.
+ * missing (26000) or already taken (42P05), docs/development.md note 27. Same text, same values, same result.
  */
 export function prepared(name: string, text: string, values: unknown[]): QueryConfig {
   return usesNamedStatements() ? { name, text, values } : { text, values };

@@ -1,5 +1,5 @@
 /**
- * A Redis copy of stored first responses, so that hot replays skip PostgreSQL (issue 5 item 6). Safe because a
+ * A Redis copy of stored first responses, so that hot replays skip PostgreSQL. Safe because a
  * stored response never changes once written (first writer wins, contract section 3) and neither does the
  * row's fingerprint: a copy can be missing, never wrong. Every failure (Redis off, down, slow, flushed, or
  * holding something unreadable) falls back to the ledger, so behaviour is unchanged without Redis; only the

@@ -22,8 +22,8 @@ export const TRANSACTION_RETRY_ATTEMPTS_MAX = 10;
 /**
  * Back-off before the first retry, in ms, doubled for each further retry. The ledger's transactions are a few
  * statements on one pooled connection: about 4 ms each at 32 concurrent clients on this project's machines
- * (stack-notes 24: ~8.3k tx/s at c=32). 10 ms lets the winner of the conflict finish, and release its locks,
- * before we run again.
+ * (docs/development.md note 24: ~8.3k tx/s at c=32). 10 ms lets the winner of the conflict finish, and release its
+ * locks, before we run again.
  */
 export const TRANSACTION_RETRY_BASE_DELAY_MS = 10;
 
@@ -35,7 +35,7 @@ export const TRANSACTION_RETRY_BASE_DELAY_MS = 10;
 export const TRANSACTION_RETRY_MAX_DELAY_MS = 100;
 
 /**
- * Back-off after a lost connection, in ms: 100 doubling to 1000. A failover takes seconds (stack-notes 26:
+ * Back-off after a lost connection, in ms: 100 doubling to 1000. A failover takes seconds (docs/development.md note 26:
  * ~3.3 s for a restart in place, ~11 s for a lost node), so retrying faster than every 100 ms only burns
  * connection attempts against a node that is down; 1 s between the later attempts notices the new primary
  * within a second of HAProxy routing to it.
@@ -100,7 +100,7 @@ let failoverRetriesUnderWay = 0;
 
 /**
  * How many operations of this process are retrying after a lost database connection right now. The health
- * route reports "degraded" while it is above zero (issue 11).
+ * route reports "degraded" while it is above zero.
  */
 export function failoverRetriesInProgress(): number {
   return failoverRetriesUnderWay;
@@ -122,7 +122,7 @@ export function failoverRetriesInProgress(): number {
  *
  * Returns what `fn` returns. Throws the last attempt's error, unchanged, when the attempts or the failover time
  * ran out; throws any other error from `fn` at once, unchanged, without retrying. Throws `RangeError` when
- * `attempts` is not an integer in 1..10. Source: contract section 8; issue 11 (failover as a normal event).
+ * `attempts` is not an integer in 1..10. Source: contract sections 8 and 10 (failover as a normal event).
  */
 export async function withTransactionRetry<T>(fn: () => Promise<T>, options: TransactionRetryOptions = {}): Promise<T> {
   const attempts = options.attempts ?? TRANSACTION_RETRY_ATTEMPTS_DEFAULT;

@@ -1,7 +1,7 @@
 /**
  * The API's JSON shapes of ledger rows (contract section 4) as zod schemas: the one definition from which the
  * TypeScript types of lib/ledger/views.ts are inferred and the OpenAPI document (lib/openapi) is generated, so
- * the description, the types and the bytes a route sends cannot drift apart unnoticed (issue 14 item 1; the http
+ * the description, the types and the bytes a route sends cannot drift apart unnoticed (the http
  * suite validates every response against the served document). Objects are strict: a field that is not declared
  * here is a field the document does not promise, and the response validator refuses it.
  *

@@ -9,7 +9,8 @@
  * Store: one Redis sorted set per user and type, `ops:{<userId>}:<type>`, members the ref ids counted in the
  * last minute, scored by Redis's own clock (one clock for every app instance). One script touches that one key
  * (the `{<userId>}` hash tag keeps it on the user's Cluster slot), so counting is atomic and a resent or
- * replayed script changes nothing (stack-notes 21). The window slides: at most OPS_PER_MINUTE keys in any 60 s.
+ * replayed script changes nothing (docs/development.md note 21). The window slides: at most OPS_PER_MINUTE keys in any
+ * 60 s.
  *
  * Redis off, down or holding garbage: the operation goes on and a warning is logged (contract section 9: the
  * ledger is the guarantee; docs/decisions/011-new-operation-rate.md).

@@ -1,5 +1,5 @@
 /**
- * Prometheus metrics of one app process (issue 14 item 4), served by `GET /api/v1/metrics`. prom-client keeps them
+ * Prometheus metrics of one app process, served by `GET /api/v1/metrics`. prom-client keeps them
  * in memory: they start at zero with the process, survive nothing and claim nothing. They are for graphs and
  * alerts; the ledger and the audit stay the truth (a counter here can miss an event when a process dies between
  * the work and the increment, and never decides anything).

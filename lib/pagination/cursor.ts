@@ -1,6 +1,6 @@
 /**
  * Opaque page cursors for the lists of contract section 4 (`GET /api/v1/topups`, `/entries`, `/admin/topups`) and
- * the pages' "Show more" (issue 14 item 3).
+ * the pages' "Show more".
  *
  * Every list is ordered newest first by `(created_at, id)`: `created_at` alone can tie (one millisecond holds many
  * rows), and the identity `id` is unique in the table, so the pair is a total order that never changes for a row.

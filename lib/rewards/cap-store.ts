@@ -4,7 +4,7 @@
  * The cap is a reservation, never a read: a Lua script checks the day's counter and raises it in one atomic
  * step, so of 50 parallel requests at 45 of a 50 cap exactly one fits (C13). Reserve, release and settle are
  * idempotent per reservation attempt and leave a tombstone, because ioredis cannot promise that a command
- * that timed out on the client never runs (stack-notes 21, C06): a reserve that runs after its own release
+ * that timed out on the client never runs (docs/development.md note 21, C06): a reserve that runs after its own release
  * changes nothing, a second release changes nothing.
  *
  * Keys (all carry the hash tag `{<userId>}`, so one user's keys live in one Redis Cluster slot and one
@@ -439,7 +439,7 @@ export class RedisRewardCapStore implements RewardCapStore {
   /**
    * Releases `op`'s reservation (contract section 6: on every path where the credit does not land), then raises
    * the counter to at least `floorMinor` (the day's ledger total) when given: a counter a failover left below the
-   * truth comes back up (issue 11).
+   * truth comes back up.
    * Idempotent: a second release, or a release before the reserve ran, changes the counter at most once;
    * the tombstone it leaves makes a reserve that arrives later change nothing (C06).
    *
@@ -488,8 +488,8 @@ export class RedisRewardCapStore implements RewardCapStore {
 
   /**
    * Raises `userId`'s counter of `day` to at least `floorMinor` (the day's credited total in the ledger), when the
-   * counter exists and is below it: the repair after a Redis failover handed back a counter lower than the truth
-   * (issue 11). A missing counter is left alone (the next reserve seeds it from the ledger). Returns whether it
+   * counter exists and is below it: the repair after a Redis failover handed back a counter lower than the truth.
+   * A missing counter is left alone (the next reserve seeds it from the ledger). Returns whether it
    * was raised and the value it had. Throws {@link CapStoreUnavailableError}.
    */
   async raiseCounter(

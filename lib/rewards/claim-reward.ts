@@ -54,7 +54,7 @@ export interface ClaimRewardDependencies {
   readonly capStore?: RewardCapStore;
   readonly rules?: RewardRules;
   /**
-   * Whether PostgreSQL holds the cap too (`reward_cap_days`, issue 11). Always true in the app; false exists only
+   * Whether PostgreSQL holds the cap too (`reward_cap_days`). Always true in the app; false exists only
    * for the negative control that shows the Redis-loses-writes test fails without it
    * (tests/integration/rewards-cap-ledger.test.ts).
    */
@@ -81,7 +81,7 @@ function creditedResponse(entry: LedgerEntry): StoredResponse {
  *    createPayment does). A concurrent duplicate blocks on the claim and then replays the winner's response.
  *    PostgreSQL refusing means Redis handed back a counter below the truth (a failover lost acknowledged
  *    writes): the transaction rolls back (no row), the answer is 429, and the counter is raised back to the
- *    ledger's total (issue 11).
+ *    ledger's total.
  * 4. Whatever happens after the reserve, exactly one of release or settle follows (a `finally`): settle when
  *    the credit landed (raising the counter to at least the day's ledger total), release on every other path
  *    (lost claim race, mismatch, database error, timeout). A failed release or settle is logged and leaves the
@@ -135,7 +135,7 @@ async function runReward(input: ClaimRewardInput, dependencies: ClaimRewardDepen
     metrics().rewardReservations.inc({ outcome: reserved.kind });
   } catch (error) {
     metrics().rewardReservations.inc({ outcome: "unavailable" });
-    // The reserve may still run after its timeout (stack-notes 21): release now, so that when it runs it
+    // The reserve may still run after its timeout (docs/development.md note 21): release now, so that when it runs it
     // finds the tombstone, or (same connection, in order) is undone right after it.
     await releaseQuietly(capStore, operation, "reserve failed");
     if (error instanceof CapStoreUnavailableError) {

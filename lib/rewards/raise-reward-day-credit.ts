@@ -1,9 +1,9 @@
 /**
- * The reward cap in PostgreSQL (issue 11, item 4): one row per (user, reward day) in `reward_cap_days` holds what
+ * The reward cap in PostgreSQL: one row per (user, reward day) in `reward_cap_days` holds what
  * the ledger credited in rewards that day, raised in the reward's own transaction by a conditional upsert that
  * refuses to pass the cap. Redis stays the fast reservation in front (contract section 6); this row is what holds
  * the cap when Redis hands back a counter lower than the truth (a promoted lagging replica lost acknowledged
- * increments: stack-notes 28 measured 49).
+ * increments: docs/development.md note 28 measured 49).
  */
 import type { Queryable } from "../ledger/queryable";
 import { prepared } from "../ledger/queryable";

@@ -1,5 +1,5 @@
 /**
- * The repair of reward counters that a Redis failover left below the ledger (issue 11; docs/decisions/016): for
+ * The repair of reward counters that a Redis failover left below the ledger (docs/decisions/016): for
  * every (user, day) whose `reward_cap_days` row changed recently, the Redis counter is raised to at least the
  * day's credited total. Raising to what the ledger credited never goes above the truth (the counter is credited
  * plus reservations in flight), so it is safe at any moment; it only brings back what a promoted lagging replica
@@ -13,8 +13,8 @@ import { capKeysExpireAtS, CapStoreUnavailableError, rewardCapStore, type RedisR
 
 /**
  * Rows changed in the last 15 minutes are repaired. A lagging replica loses the last seconds of writes before its
- * master died (stack-notes 28); 15 minutes covers a replica that lagged far longer, and a counter older than that
- * which went missing altogether is seeded from the ledger by the next reserve anyway.
+ * master died (docs/development.md note 28); 15 minutes covers a replica that lagged far longer, and a counter older
+ * than that which went missing altogether is seeded from the ledger by the next reserve anyway.
  */
 export const REWARD_REPAIR_WINDOW_MS = 15 * 60_000;
 

@@ -1,5 +1,5 @@
 /**
- * `npm run cluster -- --restore-drill` (issue 11, item 6): backups you can restore, shown end to end.
+ * `npm run cluster -- --restore-drill`: backups you can restore, shown end to end.
  *
  * 1. Starts the cluster (scripts/lib/ha-cluster.ts) with WAL archiving to a pgBackRest 2.45 repository and takes a
  *    full base backup.

@@ -1,5 +1,5 @@
 /**
- * `npm run control:openapi`: the negative control of the OpenAPI contract tests (issue 14 "Must show"). It makes one
+ * `npm run control:openapi`: the negative control of the OpenAPI contract tests. It makes one
  * route drift from its description (`GET /api/v1/wallet` answers an extra, undeclared field), rebuilds the app, runs
  * the http test that reads a wallet, and passes only when that test FAILS with the response checker's finding. The
  * route file is restored on every path (the next `npm test` rebuilds the app, since its source changed again).

@@ -1,7 +1,7 @@
 /**
  * Request and response bodies of `/api/v1`, from the types openapi-typescript generates out of the OpenAPI document
  * (scripts/openapi-types.ts writes generated/openapi-types.ts). The project's own clients (the storm, the browser
- * tests' helpers) use these, so an API change that breaks them breaks `tsc` (issue 14 item 6).
+ * tests' helpers) use these, so an API change that breaks them breaks `tsc`.
  */
 import type { paths } from "../../generated/openapi-types";
 

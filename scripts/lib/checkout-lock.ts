@@ -1,7 +1,7 @@
 /**
  * One local stack per checkout: `npm run demo` and `npm run dev` share the embedded PostgreSQL data folder, the
  * ports and `.data/runtime.json`, so a second one started beside the first would stop the first one's PostgreSQL
- * (it looks orphaned, stack-notes 19), fail on its ports and overwrite its runtime file. Each takes
+ * (it looks orphaned, docs/development.md note 19), fail on its ports and overwrite its runtime file. Each takes
  * `.data/stack.lock` first and refuses to start while a live process holds it.
  *
  * The lock is a file created with O_EXCL holding `{ command, pid, startTicks, startedAt }`. A lock whose process is

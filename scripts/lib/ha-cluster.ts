@@ -1,5 +1,5 @@
 /**
- * A production-shaped topology on 127.0.0.1 with existing engines only (issue 11; shared stack-notes 26-29):
+ * A production-shaped topology on 127.0.0.1 with existing engines only (docs/development.md notes 26-29):
  *  - etcd (one member) as Patroni's store;
  *  - three PostgreSQL 15 nodes under Patroni with strict synchronous replication;
  *  - HAProxy: writes to whichever node answers 200 on Patroni's `GET /primary`, and the app instances behind one
@@ -8,7 +8,7 @@
  *  - a 6-node Redis Cluster (3 masters, 3 replicas);
  *  - the sandbox bank, N `next start` instances and the reconciler as its own process.
  * Everything runs from apt's packages; nothing is installed here. PostgreSQL, Patroni and PgBouncer refuse to run
- * as root, so they run as `postgres` through `setpriv` (stack-notes 26). Every process is started with
+ * as root, so they run as `postgres` through `setpriv` (docs/development.md note 26). Every process is started with
  * scripts/lib/processes.ts and stopped by PID (process group) in `stop()`.
  */
 import { spawnSync } from "node:child_process";
@@ -25,7 +25,7 @@ import { startRedisCluster, type RedisCluster } from "./redis-cluster";
 import { findRedisServerBinary } from "./redis-server";
 import { childEnvironment, projectRoot, spawnApp, spawnBank } from "./stack";
 
-/** PostgreSQL 15's binaries from apt (stack-notes 13, 26). */
+/** PostgreSQL 15's binaries from apt (docs/development.md notes 13 and 26). */
 export const PG15_BIN = "/usr/lib/postgresql/15/bin";
 
 /** Each engine, where apt puts it, and the package that brings it. */
@@ -75,8 +75,8 @@ export interface HaClusterOptions {
   /** Where every service's log goes (a folder; created). */
   readonly logDir: string;
   /**
-   * Patroni's leader key TTL, s. 20 by default: on 2 cores under load a 10 s TTL let Patroni fail over spuriously
-   * (issue 11 "generous failover timeouts"); a lost node is then detected after at most ~20 s. The cluster script
+   * Patroni's leader key TTL, s. 20 by default: on 2 cores under load a 10 s TTL let Patroni fail over spuriously;
+   * a lost node is then detected after at most ~20 s. The cluster script
    * uses 10 for faster failovers when the machine is quiet.
    */
   readonly patroniTtlS?: number;
@@ -112,7 +112,7 @@ export interface HaCluster {
   readonly pgbackrestConfig: string | null;
   /** The node whose Patroni API says it is the primary now, or null during a failover. */
   primary(): Promise<PgNode | null>;
-  /** SIGKILLs Patroni and the postmaster of `node` (the loss of a whole node, stack-notes 26). */
+  /** SIGKILLs Patroni and the postmaster of `node` (the loss of a whole node, docs/development.md note 26). */
   killNode(node: PgNode): Promise<void>;
   /** Starts Patroni on `node` again (it rejoins as a replica, rewinding if needed). */
   restartNode(node: PgNode): Promise<void>;
@@ -527,7 +527,8 @@ bootstrap:
     retry_timeout: ${Math.max(2, Math.floor(input.ttlS / 2))}
     maximum_lag_on_failover: 1048576
     # Strict synchronous replication: a commit is acknowledged only once a standby has it, and with no standby
-    # left writes stop rather than go unreplicated (stack-notes 26: without strict, a new primary ran 5-7 s alone).
+    # left writes stop rather than go unreplicated (docs/development.md note 26: without strict, a new primary ran 5-7 s
+    # alone).
     synchronous_mode: true
     synchronous_mode_strict: true
     postgresql:
@@ -639,8 +640,8 @@ listen stats
     stats enable
     stats uri /
 
-# Writes go to the node whose Patroni API answers 200 on GET /primary (stack-notes 26). Checked every second;
-# a node marked down has its sessions shut, so clients reconnect to the new primary instead of waiting.
+# Writes go to the node whose Patroni API answers 200 on GET /primary (docs/development.md note 26). Checked every
+# second; a node marked down has its sessions shut, so clients reconnect to the new primary instead of waiting.
 listen postgres_write
     mode tcp
     bind 127.0.0.1:${input.pgWritePort}
@@ -653,7 +654,8 @@ ${pgServers}
 # instance out at once. A dead instance refuses the check's connection at once and is out after 3 checks (~3 s);
 # a busy one gets 5 s to answer (measured: under the cluster storm on 2 cores a live instance took over 2 s, and a
 # 2 s check timeout took all three out together, answering 503 to everyone). Connection failures are retried on
-# another instance, but a POST is never replayed by the balancer (stack-notes 29): clients retry with their key.
+# another instance, but a POST is never replayed by the balancer (docs/development.md note 29): clients retry with their
+# key.
 listen app
     mode http
     bind 127.0.0.1:${input.appPort}
@@ -683,7 +685,7 @@ async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T
 
 /**
  * Creates the `wallet` database and the app's role with its timeouts as role settings: behind a transaction pooler
- * startup options are refused, and autocommit statements get only what the role carries (stack-notes 27).
+ * startup options are refused, and autocommit statements get only what the role carries (docs/development.md note 27).
  * Retries while HAProxy has not yet marked the primary up (bounded by READY_TIMEOUT_MS).
  */
 async function createDatabaseAndRole(input: { url: string; appPassword: string; pooler: boolean }): Promise<void> {

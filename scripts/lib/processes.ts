@@ -5,8 +5,8 @@
  * process exits is killed synchronously.
  *
  * Why process groups: `next start` and `npm`/`npx` wrappers fork grandchildren (`next-server`); killing only the
- * PID we spawned orphans them (stack-notes trap 8). A detached child leads its own group, so `kill(-pid)` reaches
- * every descendant that did not deliberately leave the group.
+ * PID we spawned orphans them (docs/development.md note 8). A detached child leads its own group, so `kill(-pid)`
+ * reaches every descendant that did not deliberately leave the group.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream, mkdirSync, readdirSync, readFileSync, type WriteStream } from "node:fs";
@@ -245,7 +245,8 @@ function readProcStat(pid: number | string): ProcStat | null {
 /**
  * Whether process `pid` is running (not a zombie) and, when `startTicks` is given, is the very process that was
  * recorded (its start time matches, so a PID reused by another program does not count). On Linux this reads
- * /proc (stack-notes 30: `kill -0` reports a dead, unreaped process as alive); elsewhere it is `kill(pid, 0)`.
+ * /proc (docs/development.md note 30: `kill -0` reports a dead, unreaped process as alive); elsewhere it is `kill(pid,
+ * 0)`.
  */
 export function isProcessRunning(pid: number, startTicks: number | null = null): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return false;

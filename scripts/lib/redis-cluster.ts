@@ -1,5 +1,5 @@
 /**
- * A Redis Cluster on 127.0.0.1 for tests and `npm run cluster` (issue 11; stack-notes 28): `masters` masters with
+ * A Redis Cluster on 127.0.0.1 for tests and `npm run cluster` (docs/development.md note 28): `masters` masters with
  * `replicasPerMaster` replicas each, made of apt's redis-server 7.0 with `cluster-enabled yes` and joined by
  * `redis-cli --cluster create`. Ready only when every node says `cluster_state:ok` and every replica's link to its
  * master is up (the cluster says ok before replicas have synced).
@@ -47,7 +47,7 @@ const REDIS_CLI = "redis-cli";
 
 /**
  * Starts the nodes, joins them, waits until healthy. `nodeTimeoutMs` is cluster-node-timeout: 2000 gave a
- * replica take-over in ~4.7 s here (stack-notes 28); Redis's default (15 s) would make every test wait.
+ * replica take-over in ~4.7 s here (docs/development.md note 28); Redis's default (15 s) would make every test wait.
  * Throws, after stopping what it started, when `redis-cli --cluster create` fails or the cluster is not healthy
  * within `readyTimeoutMs`.
  */
@@ -87,8 +87,8 @@ export async function startRedisCluster(
           "nodes.conf",
           "--cluster-node-timeout",
           String(options.nodeTimeoutMs ?? 2000),
-          // A replica that lost its master may be promoted however stale it is: the failover of stack-notes 28,
-          // which the app must survive (the ledger holds the cap).
+          // A replica that lost its master may be promoted however stale it is: the failover of docs/development.md
+          // note 28, which the app must survive (the ledger holds the cap).
           "--cluster-replica-validity-factor",
           "0",
         ],

@@ -1,7 +1,7 @@
 /**
  * A throwaway redis-server for tests, CI and the demo. No npm package ships a server binary, so it comes from
  * apt (`apt-get install -y redis-server`, Redis 7.0.x on Debian 12), and is always started with
- * `--bind 127.0.0.1 --port <port> --save '' --appendonly no` (stack-notes trap 4): without a config file Redis
+ * `--bind 127.0.0.1 --port <port> --save '' --appendonly no` (docs/development.md note 4): without a config file Redis
  * would listen on every interface, and the cap store needs no persistence (the ledger is the source of truth,
  * contract section 6).
  */
@@ -15,7 +15,7 @@ export interface RedisServer {
   /** `redis://127.0.0.1:<port>` */
   url: string;
   port: number;
-  /** PID of redis-server (tests may `kill -STOP`/`-CONT` it to stall Redis, stack-notes trap 20). */
+  /** PID of redis-server (tests may `kill -STOP`/`-CONT` it to stall Redis, docs/development.md note 20). */
   pid: number;
   /** Stops the server (SIGTERM, SIGKILL after 10 s). Safe to call twice. */
   stop(): Promise<void>;
@@ -57,7 +57,7 @@ export function findRedisServerBinary(): string | null {
 const READY_TIMEOUT_MS = 10_000;
 
 /**
- * Spawns redis-server on 127.0.0.1 (trap 4 flags) and waits until it answers as itself (the `process_id`
+ * Spawns redis-server on 127.0.0.1 (note 4 flags) and waits until it answers as itself (the `process_id`
  * in `INFO server` must be the PID it spawned, not another server already on the port).
  *
  * Returns `{ url, port, pid, stop }`. Throws when no binary is found (naming the apt package), when the server

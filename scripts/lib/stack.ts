@@ -53,7 +53,7 @@ export interface TestStackInfo {
   databaseUrl: string;
   /** `redis://127.0.0.1:<port>` */
   redisUrl: string;
-  /** PID of redis-server, for tests that stall it with SIGSTOP/SIGCONT (stack-notes trap 20). */
+  /** PID of redis-server, for tests that stall it with SIGSTOP/SIGCONT (docs/development.md note 20). */
   redisPid: number;
   /** `http://127.0.0.1:<port>` of the built app; null when the stack was started without it. */
   appUrl: string | null;
@@ -108,7 +108,7 @@ export function spawnBank(options: { name?: string; env: ServiceEnv; log?: strin
 /**
  * Spawns the built app, `next start -H <host> -p <port>` (or, with `dev`, the development server `next dev`,
  * which compiles on request and hot-reloads edited files), run by node directly so that stopping its process
- * group stops next-server too (stack-notes 8). `env` is its whole environment (DATABASE_URL, BANK_URL,
+ * group stops next-server too (docs/development.md note 8). `env` is its whole environment (DATABASE_URL, BANK_URL,
  * APP_URL...); NODE_ENV (production, or development with `dev`) and NEXT_TELEMETRY_DISABLED=1 are added. `host`
  * defaults to 127.0.0.1. `nodeArgs` go before the script (e.g. `--cpu-prof`). Readiness is the caller's business
  * (`GET /api/v1/health`).
@@ -163,7 +163,7 @@ const SERVICE_READY_TIMEOUT_MS = 60_000;
 /**
  * Starts PostgreSQL (embedded, fresh temporary data folder) and redis-server, applies the migrations, and with
  * `withApp` starts the sandbox bank (`node --import tsx bank/main.ts`) and the built app
- * (`node node_modules/next/dist/bin/next start -H 127.0.0.1 -p <port>`, stack-notes trap 8), waiting for the
+ * (`node node_modules/next/dist/bin/next start -H 127.0.0.1 -p <port>`, docs/development.md note 8), waiting for the
  * bank's `GET /health` and the app's `GET /api/v1/health` to answer 200.
  *
  * Returns the {@link Stack}. Throws after stopping whatever it had started when any step fails; the error says
@@ -174,7 +174,7 @@ export async function startStack(options: StartStackOptions): Promise<Stack> {
   const logDir = claimLogDir(label);
 
   // The stack's folder goes beside the PostgreSQL binary copy, where the `postgres` user can reach its data
-  // folder (trap 19): <root>/stack-<label>-XXXXXX/{owner.pid, pgdata/, bank-state.json}.
+  // folder (note 19): <root>/stack-<label>-XXXXXX/{owner.pid, pgdata/, bank-state.json}.
   const pgRoot = embeddedPostgresRoot();
   mkdirSync(pgRoot, { recursive: true, mode: 0o755 });
   await sweepAbandonedStacks(pgRoot);

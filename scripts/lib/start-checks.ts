@@ -1,5 +1,5 @@
 /**
- * What `npm start` checks before it starts the server (issue 17), so that a misconfigured deployment refuses to
+ * What `npm start` checks before it starts the server, so that a misconfigured deployment refuses to
  * start with the whole list of what is wrong instead of serving errors, or worse, serving against a schema it was
  * not built for.
  */

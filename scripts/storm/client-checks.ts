@@ -1,6 +1,6 @@
 /**
  * The storm's client-side checks: what the clients saw, compared with itself, with the ledger and with the bank
- * (issue 6 item 1: "every 2xx body for the same key identical; no credit without a 2xx seen or a succeeded row").
+ * (every 2xx body for the same key identical; no credit without a 2xx seen or a succeeded row).
  * Each check returns its violations (bounded); the storm fails when any check has one.
  */
 import type { ResponseBody } from "../lib/api-types";
@@ -199,8 +199,9 @@ function answersMatchLedger(byKey: Map<string, KeyedAttempt[]>, rowByKey: Map<st
 export const ACKNOWLEDGED_CHECK_NAME = "client: every 2xx seen is in the ledger with its effect (0 lost acknowledged)";
 
 /**
- * Issue 11: every operation a client saw acknowledged (a 2xx) is in the ledger with its effect: a row exists, and
- * when the answer said `succeeded` the row is succeeded (its money moved). A failover must not lose one.
+ * With failovers (the cluster storm): every operation a client saw acknowledged (a 2xx) is in the ledger with
+ * its effect: a row exists, and when the answer said `succeeded` the row is succeeded (its money moved). A failover
+ * must not lose one.
  */
 function acknowledgedInLedger(byKey: Map<string, KeyedAttempt[]>, rowByKey: Map<string, LedgerRow>): CheckResult {
   const findings = new Findings();

@@ -1,10 +1,10 @@
 /**
- * The cluster storm's services and its three faults (issue 11, item 5), each with its outage measured by a probe:
+ * The cluster storm's services and its three faults, each with its outage measured by a probe:
  *  (a) the PostgreSQL primary node is lost (Patroni and its postmaster SIGKILLed): a probe writes through HAProxy
  *      every 100 ms, and the write outage is the gap between its last success before and first success after;
  *      the node is started again afterwards and rejoins as a replica;
  *  (b) a Redis replica is frozen (SIGSTOP), its master keeps acknowledging writes, then the master is SIGKILLed
- *      and the stale replica resumed and promoted: the lagging-replica case of stack-notes 28, which loses
+ *      and the stale replica resumed and promoted: the lagging-replica case of docs/development.md note 28, which loses
  *      acknowledged writes. A probe counts acknowledged INCRs of a key in that master's slots during the freeze
  *      and reads what survived;
  *  (c) one app instance is SIGKILLed (its process group) and restarted 2 s later; a probe GETs the liveness route
@@ -194,7 +194,7 @@ async function failOverToLaggingReplica(cluster: HaCluster, at: (ms: number) => 
     process.kill(replicaPid, "SIGSTOP");
     // Loopback socket buffers hold a few MB of replication stream, which a resumed replica would still read:
     // 24 MB written to the same slot first fill them, so what follows stays in the master's buffer only and is
-    // lost with it (the lag that cost 49 increments in stack-notes 28).
+    // lost with it (the lag that cost 49 increments in docs/development.md note 28).
     const filler = "x".repeat(2 * 1024 * 1024);
     for (let i = 0; i < 12; i++) await client.set(`storm:{failover-probe}:filler:${i}`, filler).catch(() => {});
     // While the replica is frozen the master keeps acknowledging: count every INCR it acknowledged.

@@ -1,5 +1,5 @@
 /**
- * CPU time per role of the cluster storm (issue 11, item 7: "the per-request CPU of app, PostgreSQL and Redis"),
+ * CPU time per role of the cluster storm (the per-request CPU of app, PostgreSQL and Redis),
  * read from Linux's /proc before and after the traffic. Each process is identified by its PID and start time; its
  * share is what it used between the two samples (all of it for a process started in between). utime + stime +
  * cutime + cstime, so a reaped child (a PostgreSQL backend that exited) is counted in its parent. Roles by command

@@ -9,7 +9,7 @@ import type { HttpOutcome } from "./http-client";
 export type OperationKind = "topup" | "reward" | "payment";
 
 /**
- * How the clients duplicate an operation (issue 6 item 1: "realistic duplication"):
+ * How the clients duplicate an operation (realistic duplication):
  * - `single`: sent once (retried only after a timeout, a dropped connection, 409 or 5xx, like any good client);
  * - `double_submit`: two identical requests to the same instance a few ms apart (a double click);
  * - `two_tabs`: two identical requests at once, one to each instance (two tabs behind a load balancer);

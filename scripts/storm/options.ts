@@ -1,5 +1,5 @@
 /**
- * Command-line options of `npm run storm` (issue 6, item 1). Everything the storm touches is on this machine:
+ * Command-line options of `npm run storm`. Everything the storm touches is on this machine:
  * every URL given with a flag must name 127.0.0.1, localhost or ::1, or the storm refuses to start.
  */
 import { parseArgs } from "node:util";
@@ -26,7 +26,7 @@ export interface StormOptions {
   readonly seed: number;
   readonly short: boolean;
   /**
-   * `--cluster` (issue 11): run against `npm run cluster`'s topology (Patroni, HAProxy, Redis Cluster, three app
+   * `--cluster`: run against `npm run cluster`'s topology (Patroni, HAProxy, Redis Cluster, three app
    * instances) and inject its three faults instead of the single-machine crashes. `--short` with it: one app
    * instance, shorter traffic (the version `npm test` runs when the apt packages are present).
    */
@@ -43,7 +43,7 @@ export interface StormOptions {
 }
 
 /**
- * Default users: 200, issue 6 item 1. Each user is one "person" doing one operation at a time (plus the
+ * Default users: 200. Each user is one "person" doing one operation at a time (plus the
  * duplicates of that operation), so 200 users keep a few hundred requests in flight at the peak, which is what two
  * `next start` instances, PostgreSQL and the bank can serve on 2 cores without queueing for seconds.
  */
@@ -51,8 +51,8 @@ export const DEFAULT_USERS = 200;
 
 /**
  * Default traffic phase: 110 s. Setup (~10 s with a current build), the drain and lease wait (~10 s) and the
- * reconciler and audit (~5 s) come on top, so a full run ends in about 2.5 minutes: under the 3 minutes issue 6
- * allows on 2 cores, with room for a slower machine.
+ * reconciler and audit (~5 s) come on top, so a full run ends in about 2.5 minutes: under 3 minutes on 2 cores, with
+ * room for a slower machine.
  */
 export const DEFAULT_DURATION_S = 110;
 

@@ -2,8 +2,8 @@
  * A TCP proxy in front of PostgreSQL that can lose an answer on purpose: armed with a marker, it cuts both sides
  * of the connection when the server's next chunk containing that marker arrives, before the client sees it. The
  * server has done the work (a COMMIT's CommandComplete is sent after the commit); the client gets "Connection
- * terminated unexpectedly". This is the failover case of stack-notes 26 ("commits whose outcome the client never
- * saw"), staged deterministically.
+ * terminated unexpectedly". This is the failover case of docs/development.md note 26 ("commits whose outcome the client
+ * never saw"), staged deterministically.
  */
 import { createConnection, createServer, type Server, type Socket } from "node:net";
 

@@ -1,5 +1,5 @@
 /**
- * Checks real responses against the OpenAPI document the app serves (issue 14 item 2): the status is declared for
+ * Checks real responses against the OpenAPI document the app serves: the status is declared for
  * the operation, the media type is one of the declared ones, the declared headers that are required are there and
  * every declared header that is present matches its schema, and the body validates against the schema (objects are
  * strict, so an undeclared field fails). The http project's setup file (tests/setup/openapi-fetch.ts) runs this on

@@ -1,5 +1,5 @@
 /**
- * Issue 10 against the built app over real HTTP (contract section 9): the attack list of the issue, each as a
+ * The limits and edge defences against the built app over real HTTP (contract section 9): each attack as a
  * test, from two loopback addresses (127.0.0.1 and 127.0.0.2).
  *
  * The test stack's app runs with TRUSTED_PROXY_HOPS=0 (the default) and a raised SIGNUPS_PER_HOUR. A second app

@@ -1,5 +1,5 @@
 /**
- * Crashes (issue 4 item 5; case C12): an app process killed with SIGKILL in the middle of a top-up, a restart,
+ * Crashes (case C12): an app process killed with SIGKILL in the middle of a top-up, a restart,
  * and recovery through `POST /api/v1/admin/reconcile`. The test runs its own app process (the same build, the
  * stack's PostgreSQL and Redis) and its own sandbox bank (free port, own state file, no webhooks, so only the
  * reconciler can finish what the crash left), and reconciles only its own user, so the rest of the http suite is

@@ -1,5 +1,5 @@
 /**
- * `npm run dev` (issue 17), as a contributor runs it from a clone: the demo's embedded services (PostgreSQL,
+ * `npm run dev`, as a contributor runs it from a clone: the demo's embedded services (PostgreSQL,
  * redis-server, the sandbox bank, the reconciler, the seeded demo user) with `next dev` in front. It serves the
  * wallet page to the signed-in demo user, shows an edited page and an edited route handler without a restart, and
  * refuses a second demo or dev in the same checkout.

@@ -1,5 +1,5 @@
 /**
- * Metrics (issue 14 item 4): `GET /api/v1/metrics` on an app instance of its own (its counters start at zero), after
+ * Metrics: `GET /api/v1/metrics` on an app instance of its own (its counters start at zero), after
  * a known mix of operations, shows exactly that mix: HTTP requests and latency by route and status, claim outcomes
  * by type, webhook outcomes, a reconciler pass, reward reservations; the pool and flagged-row gauges are there.
  * Reading it takes METRICS_TOKEN or an admin: 401 without credentials, 403 for a user.

@@ -1,5 +1,5 @@
 /**
- * The served OpenAPI document and the response check of every http test (issue 14 items 1 and 2): the app serves
+ * The served OpenAPI document and the response check of every http test: the app serves
  * the document built from the zod schemas, a well-kept validator accepts what it serves, and the fetch wrapper of
  * tests/setup/openapi-fetch.ts really checks the responses (the end-to-end negative control, a route that drifts
  * and makes this suite fail, is `npm run control:openapi`).

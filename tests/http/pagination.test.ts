@@ -1,5 +1,5 @@
 /**
- * Cursor pages (issue 14 item 3; contract section 4) on `GET /api/v1/topups`, `/entries` and `/admin/topups`:
+ * Cursor pages (contract section 4) on `GET /api/v1/topups`, `/entries` and `/admin/topups`:
  * `?limit=&cursor=` answers the items and `nextCursor` (null on the last page), newest first by (created_at, id);
  * rows added between pages are neither repeated nor do they push a row off the pages (an offset would do both);
  * a malformed or foreign cursor is 400 invalid_request.

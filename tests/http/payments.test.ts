@@ -1,5 +1,5 @@
 /**
- * Payments, the statement and in-flight duplicates over HTTP (issue 3 items 1-3, 5, 6).
+ * Payments, the statement and in-flight duplicates over HTTP.
  */
 import { describe, expect, it } from "vitest";
 import { api, createApiUser } from "../helpers/http";
@@ -116,7 +116,7 @@ describe("in-flight duplicates (contract section 3)", () => {
   }, 30_000);
 });
 
-describe("replays with and without the Redis copy (issue 5 item 6)", () => {
+describe("replays with and without the Redis copy", () => {
   it("the replay is byte-identical whether it comes from Redis or, with the copy deleted, from PostgreSQL", async () => {
     const { default: Redis } = await import("ioredis");
     const { testStack } = await import("../helpers/stack");

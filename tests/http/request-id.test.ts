@@ -1,5 +1,5 @@
 /**
- * Request ids (contract section 4; issue 14 item 5): a client's `X-Request-Id` of 1..128 characters of
+ * Request ids (contract section 4): a client's `X-Request-Id` of 1..128 characters of
  * `[A-Za-z0-9._:-]` is accepted, anything else is replaced by a minted one; the id is echoed on every response,
  * written on every log line of the request, and put in every problem body that is not a stored outcome, while a
  * stored body (402) stays byte-identical on replay.

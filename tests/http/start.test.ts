@@ -1,5 +1,5 @@
 /**
- * `npm start` (issue 17), run as an operator runs it: the production server against the database and Redis it is
+ * `npm start`, run as an operator runs it: the production server against the database and Redis it is
  * given, nothing embedded. It refuses a database with unapplied migrations and a missing secret, naming each,
  * before anything listens; once `npm run db:migrate` has run and the secret is set it serves the health route,
  * runs the reconciler (a top-up whose bank sends no webhook is finished by it), and stops cleanly on SIGTERM.

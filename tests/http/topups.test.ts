@@ -1,5 +1,5 @@
 /**
- * The top-up route end to end (issue 2 "Must show"): real app, real sandbox bank, real PostgreSQL.
+ * The top-up route end to end: real app, real sandbox bank, real PostgreSQL.
  */
 import { describe, expect, it } from "vitest";
 import { createTestUser } from "../helpers/db";

@@ -1,5 +1,5 @@
 /**
- * The error classifier against REAL PostgreSQL errors (contract section 8, case C01, stack-notes trap 2).
+ * The error classifier against REAL PostgreSQL errors (contract section 8, case C01, docs/development.md note 2).
  *
  * Every error here is raised by the database, through each access path the project uses: Prisma raw SQL
  * ($executeRaw / $queryRaw), a Prisma model call, and plain `pg` on the pool Prisma shares (lib/db.ts). The same
@@ -118,7 +118,7 @@ async function rejectionOf(promise: Promise<unknown>): Promise<unknown> {
   throw new Error("expected the database to refuse the statement, but it succeeded");
 }
 
-/** Asserts the shapes stack-notes trap 2 describes, so that a Prisma or pg upgrade that changes them is noticed. */
+/** Asserts the shapes docs/development.md note 2 describes, so that a Prisma or pg upgrade that changes them is noticed. */
 function expectPrismaShape(error: unknown, prismaCode: string, sqlstate: string): void {
   expect(error).toMatchObject({ name: "PrismaClientKnownRequestError", code: prismaCode });
   expect(Object.hasOwn(error as object, "cause")).toBe(false);

@@ -1,5 +1,5 @@
 /**
- * Failover as a normal event (issue 11, item 3), on a real PostgreSQL: the app's pool runs through a proxy that
+ * Failover as a normal event, on a real PostgreSQL: the app's pool runs through a proxy that
  * loses answers on purpose (tests/helpers/cutting-proxy.ts), and sessions are terminated with
  * pg_terminate_backend (57P01, what a node being stopped sends).
  *  - A transaction whose COMMIT answer is lost is retried; the retry finds the key taken by its own commit and

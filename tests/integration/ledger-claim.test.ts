@@ -1,6 +1,7 @@
 /**
- * The claim's semantics on a real PostgreSQL (contract section 1, stack-notes 15), staged deterministically:
- * concurrent sessions are released in the same tick, and a blocked session is detected in pg_stat_activity.
+ * The claim's semantics on a real PostgreSQL (contract section 1, docs/development.md note 15), staged
+ * deterministically: concurrent sessions are released in the same tick, and a blocked session is detected in
+ * pg_stat_activity.
  */
 import { afterAll, describe, expect, it } from "vitest";
 import { awaitStoredResponse, claimOperation, findEntryByKey, insertClaim } from "../../lib/ledger/claim";

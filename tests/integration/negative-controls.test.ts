@@ -1,5 +1,5 @@
 /**
- * Negative controls kept runnable (issue 3 item 11): the same concurrency scenario run against the real
+ * Negative controls kept runnable: the same concurrency scenario run against the real
  * claim and against the classic broken alternative, check-then-insert. The scenario's assertions pass for
  * the claim and fail for check-then-insert, which is the evidence that the concurrency tests bite.
  */

@@ -1,5 +1,5 @@
 /**
- * The ledger behind PgBouncer in transaction pooling (issue 11; stack-notes 27): a real PgBouncer (apt
+ * The ledger behind PgBouncer in transaction pooling (docs/development.md note 27): a real PgBouncer (apt
  * `pgbouncer`) is started in front of the test database with 4 server connections, and the ledger's concurrency
  * suites (tests/integration/ledger-claim.test.ts and payments.test.ts: staged claim races, concurrent debits) run
  * through it in a child vitest, twice:

@@ -1,5 +1,5 @@
 /**
- * The reconciler, bank → ledger (contract sections 5 and 7.2; issue 4): every succeeded charge must end with its
+ * The reconciler, bank → ledger (contract sections 5 and 7.2): every succeeded charge must end with its
  * succeeded top-up. Real PostgreSQL and real sandbox banks; each test reconciles only its own users.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";

@@ -1,6 +1,6 @@
 /**
- * Issue 4 item 6, staged: the reconciler's bank-to-ledger claim collides with a live request's uncommitted claim
- * of the same key instead of racing it (contract section 1; stack-notes 15). A second connection holds an
+ * Staged: the reconciler's bank-to-ledger claim collides with a live request's uncommitted claim
+ * of the same key instead of racing it (contract section 1; docs/development.md note 15). A second connection holds an
  * uncommitted insert of the ledger row for a charge's key; the test waits on pg_stat_activity until the
  * reconciler's claim is blocked by that connection, then commits or rolls back. Nothing sleeps.
  */

@@ -1,5 +1,5 @@
 /**
- * The reconciler, ledger → bank (contract sections 2, 5 and 7.5; issue 4; case C12): rows whose lease expired are
+ * The reconciler, ledger → bank (contract sections 2, 5 and 7.5; case C12): rows whose lease expired are
  * taken over and settled from what a real sandbox bank says. Real PostgreSQL, real bank processes on free ports
  * with their own state files; each test reconciles only its own users (the database is shared with other files).
  */

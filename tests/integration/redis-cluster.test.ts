@@ -1,5 +1,5 @@
 /**
- * The app's Redis code on a real Redis Cluster (issue 11; stack-notes 28): 3 masters and 3 replicas of apt's
+ * The app's Redis code on a real Redis Cluster (docs/development.md note 28): 3 masters and 3 replicas of apt's
  * redis-server, and the ioredis Cluster client that lib/redis.ts builds when REDIS_CLUSTER_NODES is set. The cap
  * store's scripts run on keys sharing the user's `{hash tag}`, the audit's key walk covers every master, a reward is
  * credited end to end, and the replay copy works. Negative control: the same kind of script over two users' keys

@@ -1,5 +1,5 @@
 /**
- * The Redis copy of stored responses (issue 5 item 6): replays served from it are byte-identical to the
+ * The Redis copy of stored responses: replays served from it are byte-identical to the
  * ledger's, and behaviour is unchanged with Redis flushed, holding garbage, or down. Real PostgreSQL and a real
  * redis-server of this file's own (it is flushed and stopped here).
  */

@@ -1,12 +1,12 @@
 /**
- * The reward cap survives Redis losing acknowledged writes (issue 11, item 4). A real redis-server is made to lose
- * writes the way a promoted lagging replica does (stack-notes 28): the user's cap keys are snapshotted with DUMP,
- * more rewards are credited, and the snapshot is RESTOREd over them, so Redis hands back an older, lower counter
- * and has forgotten the later reservations. PostgreSQL's per-(user, day) row (`reward_cap_days`) must still refuse
- * the credit that would pass the cap (429 daily_cap_reached, no row), and the counter must be raised back to the
+ * The reward cap survives Redis losing acknowledged writes. A real redis-server is made to lose
+ * writes the way a promoted lagging replica does (docs/development.md note 28): the user's cap keys are snapshotted
+ * with DUMP, more rewards are credited, and the snapshot is RESTOREd over them, so Redis hands back an older, lower
+ * counter and has forgotten the later reservations. PostgreSQL's per-(user, day) row (`reward_cap_days`) must still
+ * refuse the credit that would pass the cap (429 daily_cap_reached, no row), and the counter must be raised back to the
  * ledger's total (by the refusal, by the next credit, or by the reconciler's repair when no reward follows); the
- * audit's invariant 7.3 then holds. Negative control: the same run with the PostgreSQL cap off
- * (`ledgerCap: false`) passes the cap, and the audit says so.
+ * audit's invariant 7.3 then holds. Negative control: the same run with the PostgreSQL cap off (`ledgerCap: false`)
+ * passes the cap, and the audit says so.
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

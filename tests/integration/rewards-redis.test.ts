@@ -65,7 +65,7 @@ describe("rewards with a misbehaving Redis", () => {
       await own.admin.set("pause-probe", "1");
       await own.client.ping();
       const state = await own.store.readDay(user.id, day);
-      // The timed-out reserve did run (stack-notes 21), and the release sent after it took it back.
+      // The timed-out reserve did run (docs/development.md note 21), and the release sent after it took it back.
       expect(state.operations.find((o) => o.adId === "during")).toMatchObject({
         state: "released",
         amountMinor: 5,

@@ -164,7 +164,7 @@ describe("claimReward", () => {
   });
 
   it("C13 negative control: a read-then-increment cap run through the same scenario over-credits (so the C13 test would catch it)", async () => {
-    // The Redis reservation alone, as case C13 is about it: PostgreSQL's cap (issue 11) is switched off here,
+    // The Redis reservation alone, as case C13 is about it: PostgreSQL's cap is switched off here,
     // or it would hold the cap by itself (next test).
     const race = await runC13Scenario(new ReadThenIncrementCapStore(sharedRedis(), 50), false);
     expect(race.created).toBe(50);
@@ -176,7 +176,7 @@ describe("claimReward", () => {
     expect(audit.violations.join("\n")).toContain("exceed the daily cap 50");
   });
 
-  it("with the same broken Redis cap, PostgreSQL's per-day row still lets exactly one of the 50 through (issue 11)", async () => {
+  it("with the same broken Redis cap, PostgreSQL's per-day row still lets exactly one of the 50 through", async () => {
     const race = await runC13Scenario(new ReadThenIncrementCapStore(sharedRedis(), 50));
     expect(race.created).toBe(1);
     expect(race.creditedMinor).toBe(CAP_MINOR);

@@ -1,8 +1,8 @@
 /**
- * prisma/schema.prisma must describe exactly what the SQL migrations build (issue 3 item 9): the migrations
+ * prisma/schema.prisma must describe exactly what the SQL migrations build: the migrations
  * are the source of truth (Prisma's migrate engine cannot run here), and Prisma's client must not believe in a
  * column, type, nullability or unique key that the database does not have, or miss one it has.
- * Also: every unique index on the money tables leads with user_id (issue 6 item 4, docs/scaling.md).
+ * Also: every unique index on the money tables leads with user_id (docs/scaling.md).
  */
 import { describe, expect, it } from "vitest";
 import { testPool } from "../helpers/db";

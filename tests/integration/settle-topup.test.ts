@@ -1,5 +1,5 @@
 /**
- * The one settlement function (lib/topups/settle-topup.ts; issue 9 build item 0): every kind of evidence against
+ * The one settlement function (lib/topups/settle-topup.ts): every kind of evidence against
  * every state of a top-up row, on a real PostgreSQL. The request, the webhook and the reconciler all call it, so
  * what holds here holds for each of them; tests/http and tests/integration/reconciler*.test.ts exercise the doors.
  */

@@ -1,5 +1,5 @@
 /**
- * Setup file of the vitest `http` project (issue 14 item 2): every response that a test receives through `fetch`
+ * Setup file of the vitest `http` project: every response that a test receives through `fetch`
  * from an `/api/v1` path (the `api()` helper and direct `fetch` calls alike, against the stack's app or an app of a
  * test's own) is checked against the OpenAPI document the stack's app serves. A response that departs from it
  * (an undeclared status, field, header value or media type) fails the test that received it, in `afterEach`,

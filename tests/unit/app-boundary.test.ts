@@ -1,5 +1,5 @@
 /**
- * Transport stays thin (issue 3 "Must show"): no file under app/ imports the database or Redis clients, or
+ * Transport stays thin: no file under app/ imports the database or Redis clients, or
  * contains SQL. Route handlers and server actions parse, call lib/, and map the outcome.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";

@@ -1,4 +1,4 @@
-// Webhook signatures (contract section 5, stack-notes trap 22): sign/verify round trip, rotation, staleness,
+// Webhook signatures (contract section 5, docs/development.md note 22): sign/verify round trip, rotation, staleness,
 // tampering, malformed headers, and that the decision goes through crypto.timingSafeEqual.
 import { createHmac } from "node:crypto";
 import * as crypto from "node:crypto";

@@ -1,5 +1,5 @@
 /**
- * Page cursors (issue 14 item 3; lib/pagination/cursor.ts): opaque, bound to their list and scope, strict about
+ * Page cursors (lib/pagination/cursor.ts): opaque, bound to their list and scope, strict about
  * what they accept, and the page cut that makes `nextCursor` null exactly on the last page.
  */
 import { describe, expect, it } from "vitest";

@@ -1,7 +1,7 @@
 /**
  * Unit tests of the database error classifier and the transaction retry (contract section 8, case C01).
  *
- * The errors here are built by hand, shaped exactly like the ones the stack really throws (stack-notes trap 2,
+ * The errors here are built by hand, shaped exactly like the ones the stack really throws (docs/development.md note 2,
  * re-verified by tests/integration/db-errors.test.ts against PostgreSQL):
  *  - Prisma: a real `PrismaClientKnownRequestError` from the generated client's runtime, with no top-level
  *    `cause`, and `meta.driverAdapterError` = an Error named "DriverAdapterError" whose `cause` is the adapter's
@@ -272,7 +272,7 @@ describe("classifyDbError: walking the chain", () => {
     const prismaNamed = Object.assign(new Error("x"), { name: "PrismaClientKnownRequestError", code: "40001" });
     expect(classifyDbError(prismaNamed)).toEqual({ kind: "unknown" });
     expect(classifyDbError(Object.assign(new Error("x"), { code: "P2002" }))).toEqual({ kind: "unknown" });
-    // Socket errnos are not SQLSTATEs: they say the connection failed (issue 11), never anything about a row.
+    // Socket errnos are not SQLSTATEs: they say the connection failed, never anything about a row.
     expect(classifyDbError(Object.assign(new Error("x"), { code: "EPIPE" }))).toEqual({
       kind: "connection_lost",
       cause: "EPIPE",
@@ -448,7 +448,7 @@ describe("withTransactionRetry", () => {
   });
 });
 
-describe("connection_lost (failover, issue 11)", () => {
+describe("connection_lost (failover)", () => {
   it("class 08, 57P01/57P02/57P03 and 25006 are a lost connection, through wrappers too", () => {
     for (const code of ["08006", "08001", "57P01", "57P02", "57P03", "25006"]) {
       expect(classifyDbError(pgError(code))).toEqual({ kind: "connection_lost", cause: code });

@@ -1,5 +1,5 @@
 /**
- * Pure parts of the edge defences (issue 10, contract section 9): client address resolution (C22), the undecodable
+ * Pure parts of the edge defences (contract section 9): client address resolution (C22), the undecodable
  * URL rewrite (C24), the same-origin rule (C23), the account-field rules of every door, the throttle key of an
  * address, and the page policy.
  */

@@ -1,5 +1,5 @@
 /**
- * The OpenAPI document (issue 14 items 1 and 2): a well-kept OpenAPI validator accepts it, it describes exactly the
+ * The OpenAPI document: a well-kept OpenAPI validator accepts it, it describes exactly the
  * route files of app/api/v1 and their methods, every schema in it compiles as JSON Schema 2020-12, and the response
  * checker the http suite runs on every response refuses what the document does not promise (the negative control
  * at unit level; the end-to-end one is `npm run control:openapi`).

@@ -1,6 +1,6 @@
 "use client";
 /**
- * The API reference at /docs/api (issue 14 item 1): Swagger UI from the swagger-ui-dist npm package, bundled
+ * The API reference at /docs/api: Swagger UI from the swagger-ui-dist npm package, bundled
  * into the app's own chunks (no CDN, nothing fetched from outside the app at run time), rendering
  * `/api/v1/openapi.json`. Its script is loaded by the app's own bundle, so it runs under the app's
  * Content-Security-Policy without an inline script; the online validator badge is off (it would call a

@@ -3,7 +3,7 @@ import { ApiReference } from "./api-reference";
 
 export const metadata: Metadata = { title: "API reference · Exactly-once wallet" };
 
-/** /docs/api: the OpenAPI document of `/api/v1`, rendered (issue 14 item 1). Public, like the document. */
+/** /docs/api: the OpenAPI document of `/api/v1`, rendered. Public, like the document. */
 export default function ApiDocsPage() {
   return (
     <main className="api-docs">

@@ -1,7 +1,7 @@
 /**
  * Audit check "reward_cap" (contract section 7, invariant 3): for every user and reward day, the rewards
  * credited are at most the daily cap and equal the day's row in `reward_cap_days` (the cap PostgreSQL holds,
- * issue 11); and, when Redis is reachable, every counter present equals the credited
+ * docs/decisions/016); and, when Redis is reachable, every counter present equals the credited
  * sum plus the reservations still in flight (zero when idle: a reservation held long after any request could
  * still be running is reported as leaked).
  */
@@ -56,7 +56,7 @@ HAVING sum(amount_minor) > $2
  ORDER BY user_id, day
  LIMIT $3`;
 
-// The cap's per-(user, day) row in PostgreSQL (reward_cap_days, issue 11) must equal the ledger's credited sum:
+// The cap's per-(user, day) row in PostgreSQL (reward_cap_days) must equal the ledger's credited sum:
 // both change in the reward's one transaction, so any difference is a bug, never a request in flight.
 const DAY_TOTALS_DRIFT_SQL = `
 WITH ledger AS (

@@ -23,7 +23,7 @@ async function scrape(): Promise<Response> {
 const forAdmins = withPrincipal(async () => await scrape(), { admin: true });
 
 /**
- * GET /api/v1/metrics (issue 14 item 4): this process's metrics in the Prometheus text format, for a scraper holding
+ * GET /api/v1/metrics: this process's metrics in the Prometheus text format, for a scraper holding
  * `Authorization: Bearer <METRICS_TOKEN>` or for an admin (session or API token); 401/403 otherwise.
  */
 const handleGet = withErrors(async (request, context) =>

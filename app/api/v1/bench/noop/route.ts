@@ -7,7 +7,7 @@ import { apiRoute } from "@/lib/http/api-route";
 export const dynamic = "force-dynamic";
 
 /**
- * POST /api/v1/bench/noop: the framework's floor for `npm run bench` (issue 6 item 2, "an empty JSON POST route of
+ * POST /api/v1/bench/noop: the framework's floor for `npm run bench` ("an empty JSON POST route of
  * the same build"). It reads the body the way every real POST route does (content type, size limit, strict JSON)
  * and answers 200 `{ "ok": true }`; it does no authentication, touches no database, Redis or bank, and keeps no
  * state, so it is harmless to leave on in production. Bad bodies get the same 400/413/415 as the real routes.
