@@ -10,6 +10,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import {
   checkMigrations,
   DEFAULT_MIGRATIONS_DIR,
+  EARLIER_CHECKSUMS,
   MIGRATION_LOCK_KEY,
   MigrationMismatchError,
   migrate,
@@ -201,6 +202,23 @@ describe("checkMigrations (npm start's migration check)", () => {
     expect(status.mismatches).toHaveLength(2);
     expect(status.mismatches.join("\n")).toContain(firstFile!.path);
     expect(status.mismatches.join("\n")).toContain("20000101000000_gone");
+  });
+
+  it("counts a migration recorded with an earlier checksum of a comment-only edit as applied; any other checksum is a mismatch", async () => {
+    const [name, earlier] = Object.entries(EARLIER_CHECKSUMS)
+      .flatMap(([migration, checksums]) => checksums.map((checksum) => [migration, checksum] as const))
+      .at(0)!;
+    const url = await createScratchDatabase("migrate_test");
+    await migrate(url);
+    await query(url, "UPDATE _schema_migrations SET checksum = $2 WHERE name = $1", [name, earlier]);
+
+    expect(await checkMigrations(url)).toEqual({ applied: allNames, pending: [], mismatches: [] });
+    expect(await migrate(url)).toEqual({ applied: [], skipped: allNames });
+
+    // The negative control: a checksum not listed for that migration is still refused.
+    await query(url, "UPDATE _schema_migrations SET checksum = $2 WHERE name = $1", [name, "f".repeat(64)]);
+    expect((await checkMigrations(url)).mismatches).toHaveLength(1);
+    await expect(migrate(url)).rejects.toBeInstanceOf(MigrationMismatchError);
   });
 
   it("rethrows a connection failure with pg's code", async () => {

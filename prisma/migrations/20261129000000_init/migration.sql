@@ -1,5 +1,5 @@
 -- Initial schema. Plain SQL because Prisma's migrate engine cannot run on these machines
--- (docs/stack-notes trap 1); prisma/schema.prisma mirrors it and tests/integration/schema-drift.test.ts
+-- (docs/development.md note 1); prisma/schema.prisma mirrors it and tests/integration/schema-drift.test.ts
 -- fails when the two disagree. Valid on PostgreSQL 15 (apt) and 18 (embedded).
 
 -- ---------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
--- The reward cap in PostgreSQL (issue 11, docs/decisions/016-reward-cap-in-postgresql.md): one row per user and
+-- The reward cap in PostgreSQL (docs/decisions/016-reward-cap-in-postgresql.md): one row per user and
 -- reward day with the rewards credited that day, raised in the reward's own transaction by
 -- `INSERT ... ON CONFLICT DO UPDATE ... WHERE credited_minor + $amount <= $cap RETURNING` (a conditional update
 -- under the row's lock, never a SUM two concurrent credits could both pass). Redis stays the fast reservation in

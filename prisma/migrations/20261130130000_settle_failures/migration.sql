@@ -1,4 +1,4 @@
--- Issue 9: settlement that keeps failing is counted on its row, with its last error, and flagged for attention
+-- Settlement that keeps failing is counted on its row, with its last error, and flagged for attention
 -- after SETTLE_ATTEMPTS_MAX attempts (contract section 5). A constant default: existing rows get 0 without a
 -- rewrite (PostgreSQL 11+).
 ALTER TABLE ledger_entries
