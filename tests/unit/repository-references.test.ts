@@ -156,6 +156,23 @@ describe("every reference in the repository resolves inside it", () => {
   });
 });
 
+describe("decision records", () => {
+  const dir = join(projectRoot, "docs", "decisions");
+  const records = readdirSync(dir).filter((name) => name.endsWith(".md"));
+
+  it("each carries a Date and a Status line under its title", () => {
+    expect(records.length).toBeGreaterThan(10);
+    const missing = records.filter((name) => {
+      const head = readFileSync(join(dir, name), "utf8").split("\n").slice(0, 6).join("\n");
+      return (
+        !/^- Date: \d{4}-\d{2}-\d{2}$/m.test(head) ||
+        !/^- Status: (Proposed|Accepted|Superseded|Deprecated)\b/m.test(head)
+      );
+    });
+    expect(missing).toEqual([]);
+  });
+});
+
 describe("docs/cases.md lists every case the tests name", () => {
   const rows = new Map(
     [...casesDoc.matchAll(/^\| (C\d\d) \|.*\| ([^|]+) \|$/gm)].map((match) => [
