@@ -285,8 +285,10 @@ function mismatchesRefused(probes: readonly KeyedAttempt[], rowByKey: Map<string
     if (outcome.kind === "response" && outcome.status !== 422 && outcome.status < 500) {
       findings.add(`${key}: a request with another amount was answered ${outcome.status}`);
     } else if (outcome.kind === "response" && outcome.status === 422) {
-      const fields = (parseJson(outcome.body) as ResponseBody<"/api/v1/topups", "post", 422> | undefined)?.fields;
-      if (!Array.isArray(fields) || !fields.includes("amount")) findings.add(`${key}: 422 does not name "amount"`);
+      const problem = parseJson(outcome.body) as ResponseBody<"/api/v1/topups", "post", 422> | undefined;
+      if (problem?.code !== "idempotency_key_reused") {
+        findings.add(`${key}: a request with another amount was answered 422 ${problem?.code ?? "(no code)"}`);
+      } else if (!problem.fields.includes("amount")) findings.add(`${key}: 422 does not name "amount"`);
     }
     const row = rowByKey.get(key);
     if (row && operation.amountMinor !== null && row.amountMinor !== operation.amountMinor) {
