@@ -163,6 +163,13 @@ const schema = z
      * reconciler passes or webhook retries; five in a row mean something a person must look at.
      */
     SETTLE_ATTEMPTS_MAX: intFrom(1, 1000).default(5),
+    /**
+     * Contract sections 5 and 7.6: a bank charge that succeeded more than this many seconds ago must be credited
+     * exactly once (by its top-up or by one adjustment), whatever its row's lease says; the audit lists it otherwise.
+     * 300 s: a live top-up is credited within seconds (a slow bank reply of 5 s, webhook retries within about two
+     * minutes), so a charge still uncredited after five minutes is not in flight. 0 judges every succeeded charge.
+     */
+    STUCK_AFTER_S: intFrom(0, 7 * 24 * 3600).default(300),
     LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
     /**
      * Bearer token that a Prometheus scraper sends to `GET /api/v1/metrics` (admins can read it without). Unset: admins

@@ -12,6 +12,7 @@ import { createStoredResponsesCheck } from "./checks/stored-responses";
 import { createNoExpiredUnfinishedRowsCheck } from "./checks/no-expired-unfinished-rows";
 import type { AuditScope } from "./checks/scope";
 import { createRewardCapCheck, rewardCapCheck } from "./checks/reward-cap";
+import { createSucceededChargesCreditedCheck } from "./checks/succeeded-charges-credited";
 
 /** `{ ok, checks }`: the OpenAPI document's `AuditReport` (./types.ts); `ok` is true when every check holds. */
 export type AuditReport = z.infer<typeof auditReportSchema>;
@@ -29,7 +30,8 @@ export interface RunAuditOptions {
 
 /**
  * The checks of contract section 7, in its order: 7.1 balances, 7.2 unique keys and top-ups against bank
- * charges, 7.3 the reward cap (lib/audit/checks/reward-cap.ts), 7.4 stored responses, 7.5 expired leases.
+ * charges, 7.3 the reward cap (lib/audit/checks/reward-cap.ts), 7.4 stored responses, 7.5 expired leases, 7.6 every
+ * charge that succeeded more than STUCK_AFTER_S ago credited exactly once, whatever its lease.
  *
  * The reward-cap check (7.3) is `rewardCapCheck` (whole ledger, REDIS_URL's counters); a scoped audit
  * uses the same check built for those users.
@@ -47,7 +49,11 @@ export function defaultAuditChecks(options: Omit<RunAuditOptions, "checks"> = {}
     createTopupsMatchBankChargesCheck(bank, scope),
   ];
   checks.push(scope.userIds === null ? rewardCapCheck : createRewardCapCheck({ userIds: scope.userIds }));
-  checks.push(createStoredResponsesCheck(scope), createNoExpiredUnfinishedRowsCheck(bank, scope));
+  checks.push(
+    createStoredResponsesCheck(scope),
+    createNoExpiredUnfinishedRowsCheck(bank, scope),
+    createSucceededChargesCreditedCheck(bank, scope, { stuckAfterS: settings.STUCK_AFTER_S }),
+  );
   return checks;
 }
 

@@ -183,6 +183,7 @@ describe("admin routes", () => {
       "reward_cap",
       "stored_responses_replayable",
       "no_expired_unfinished_rows",
+      "succeeded_charges_credited",
     ]);
   });
 });

@@ -61,6 +61,7 @@ describe("audit", () => {
       "reward_cap",
       "stored_responses_replayable",
       "no_expired_unfinished_rows",
+      "succeeded_charges_credited",
     ]);
     expect(report.ok).toBe(true);
     for (const check of report.checks) expect(check, check.name).toMatchObject({ ok: true, violations: [] });
@@ -154,10 +155,11 @@ describe("audit", () => {
     const closed = `http://127.0.0.1:${await freePort()}`;
     const report = await audit(user.id, closed);
     expect(report.ok).toBe(false);
-    expect(failing(report)).toEqual(["topups_match_bank_charges"]);
-    expect(report.checks.find((c) => c.name === "topups_match_bank_charges")!.violations).toEqual([
-      expect.stringMatching(/^bank unreachable/),
-    ]);
+    expect(failing(report)).toEqual(["topups_match_bank_charges", "succeeded_charges_credited"]);
+    for (const name of ["topups_match_bank_charges", "succeeded_charges_credited"])
+      expect(report.checks.find((c) => c.name === name)!.violations).toEqual([
+        expect.stringMatching(/^bank unreachable/),
+      ]);
     const expired = report.checks.find((c) => c.name === "no_expired_unfinished_rows") as {
       ok: boolean;
       notes?: string[];
