@@ -11,40 +11,12 @@
  */
 import { parseMerchantRef } from "../../bank/merchant-ref";
 import type { BankCharge } from "../../bank/client";
-import { pool } from "../../db";
 import type { AuditCheck } from "../types";
 import { readAllBankCharges } from "./read-bank-charges";
+import { adjustmentCredits, readTopupCredits, type TopupCreditRow } from "./read-topup-credits";
 import { checkResult, WHOLE_LEDGER, type AuditBankOptions, type AuditScope } from "./scope";
 
 export const SUCCEEDED_CHARGES_CHECK_NAME = "succeeded_charges_credited";
-
-// Every top-up in scope with what credits it: the top-up itself (succeeded) and its adjustment (at most one), and
-// why it may be stuck (lease, failed settlements, flag). $1 user ids or null.
-const CREDITS_SQL = `
-SELECT t.user_id, t.ref_id, t.status, t.amount_minor, t.bank_charge_id, t.lease_expires_at, t.settle_failures,
-       t.settle_last_error, t.settle_flagged_at,
-       (t.status IN ('initiated', 'processing') AND t.lease_expires_at >= now()) AS lease_live,
-       a.status AS adjustment_status, a.amount_minor AS adjustment_minor, a.params->>'chargeId' AS adjustment_charge_id
-  FROM ledger_entries t
-  LEFT JOIN ledger_entries a ON a.user_id = t.user_id AND a.adjusts_entry_id = t.id
- WHERE t.type = 'topup'
-   AND ($1::text[] IS NULL OR t.user_id = ANY ($1::text[]))`;
-
-interface CreditRow {
-  user_id: string;
-  ref_id: string;
-  status: string;
-  amount_minor: number;
-  bank_charge_id: string | null;
-  lease_expires_at: Date | null;
-  settle_failures: number;
-  settle_last_error: string | null;
-  settle_flagged_at: Date | null;
-  lease_live: boolean;
-  adjustment_status: string | null;
-  adjustment_minor: number | null;
-  adjustment_charge_id: string | null;
-}
 
 export interface SucceededChargesCheckOptions {
   /** STUCK_AFTER_S: charges created more recently than this many seconds ago are not judged yet. */
@@ -60,22 +32,18 @@ export interface SucceededChargesCheckOptions {
 }
 
 /** How many times `row` credits `charge`: its own success (same amount, no other charge id) plus its adjustment. */
-function creditsOf(row: CreditRow, charge: BankCharge): number {
+function creditsOf(row: TopupCreditRow, charge: BankCharge): number {
   const byTopup =
     row.status === "succeeded" &&
     row.amount_minor === charge.amount &&
     (row.bank_charge_id === null || row.bank_charge_id === charge.id);
-  const byAdjustment =
-    row.adjustment_status === "succeeded" &&
-    row.adjustment_minor === charge.amount &&
-    row.adjustment_charge_id === charge.id;
-  return (byTopup ? 1 : 0) + (byAdjustment ? 1 : 0);
+  return (byTopup ? 1 : 0) + (adjustmentCredits(row, charge) ? 1 : 0);
 }
 
-function describeRow(row: CreditRow): string {
+function describeRow(row: TopupCreditRow): string {
   const parts = [`top-up ${row.status}`];
   if (row.lease_expires_at && (row.status === "initiated" || row.status === "processing"))
-    parts.push(`lease ${row.lease_live ? "live" : "expired"} until ${row.lease_expires_at.toISOString()}`);
+    parts.push(`lease ${row.in_flight ? "live" : "expired"} until ${row.lease_expires_at.toISOString()}`);
   if (row.settle_failures > 0) parts.push(`${row.settle_failures} failed settlement(s)`);
   if (row.settle_flagged_at) parts.push(`flagged ${row.settle_flagged_at.toISOString()}`);
   if (row.settle_last_error) parts.push(`last error: ${row.settle_last_error}`);
@@ -106,8 +74,8 @@ export function createSucceededChargesCreditedCheck(
         return checkResult(SUCCEEDED_CHARGES_CHECK_NAME, [
           `the bank lists more than ${read.pagesRead} pages of charges: this audit does not judge that many`,
         ]);
-      const rows = await pool().query<CreditRow>(CREDITS_SQL, [scope.userIds]);
-      const byKey = new Map(rows.rows.map((row) => [`${row.user_id}\n${row.ref_id}`, row]));
+      const rows = await readTopupCredits(scope);
+      const byKey = new Map(rows.map((row) => [`${row.user_id}\n${row.ref_id}`, row]));
       const nowMs = options.nowMs ?? Date.now();
       const violations: string[] = [];
       for (const charge of read.charges) {
@@ -128,7 +96,7 @@ export function createSucceededChargesCreditedCheck(
           violations.push(`charge ${charge.id} (${charge.merchantRef}) succeeded ${ageS} s ago and has no top-up row`);
           continue;
         }
-        if (options.excuseLiveLeases && row.lease_live) continue;
+        if (options.excuseLiveLeases && row.in_flight) continue;
         const credits = creditsOf(row, charge);
         if (credits !== 1)
           violations.push(

@@ -8,47 +8,14 @@
  * finishing it right now), not a violation; once the lease has expired it is one until the reconciler settles it.
  * The bank must be reachable: when it is not, the check fails with "bank unreachable" instead of guessing.
  */
-import { pool } from "../../db";
 import { parseMerchantRef, merchantRefFor } from "../../bank/merchant-ref";
 import type { BankCharge } from "../../bank/client";
 import type { AuditCheck } from "../types";
 import { readAllBankCharges } from "./read-bank-charges";
+import { adjustmentCredits, readTopupCredits, type TopupCreditRow } from "./read-topup-credits";
 import { checkResult, WHOLE_LEDGER, type AuditBankOptions, type AuditScope } from "./scope";
 
 export const BANK_CHARGES_CHECK_NAME = "topups_match_bank_charges";
-
-// Every top-up in scope, with whether an unfinished one is in flight (lease still live), and its adjustment if any
-// (at most one: ledger_entries_user_id_adjusts_entry_id_key). $1 user ids or null.
-const TOPUPS_SQL = `
-SELECT t.user_id, t.ref_id, t.status, t.amount_minor, t.currency, t.bank_charge_id,
-       (t.status IN ('initiated', 'processing') AND t.lease_expires_at >= now()) AS in_flight,
-       a.status AS adjustment_status, a.amount_minor AS adjustment_minor, a.params->>'chargeId' AS adjustment_charge_id
-  FROM ledger_entries t
-  LEFT JOIN ledger_entries a ON a.user_id = t.user_id AND a.adjusts_entry_id = t.id
- WHERE t.type = 'topup'
-   AND ($1::text[] IS NULL OR t.user_id = ANY ($1::text[]))`;
-
-interface TopupRow {
-  user_id: string;
-  ref_id: string;
-  status: "initiated" | "processing" | "succeeded" | "failed";
-  amount_minor: number;
-  currency: string;
-  bank_charge_id: string | null;
-  in_flight: boolean;
-  adjustment_status: string | null;
-  adjustment_minor: number | null;
-  adjustment_charge_id: string | null;
-}
-
-/** True when the row's adjustment entry credited exactly `charge` (its id and amount). */
-function adjustmentCredits(row: TopupRow, charge: BankCharge): boolean {
-  return (
-    row.adjustment_status === "succeeded" &&
-    row.adjustment_minor === charge.amount &&
-    row.adjustment_charge_id === charge.id
-  );
-}
 
 function describeCharge(charge: BankCharge): string {
   return `charge ${charge.id} (${charge.merchantRef}, ${charge.amount} ${charge.currency})`;
@@ -74,9 +41,9 @@ export function createTopupsMatchBankChargesCheck(
         ]);
       }
       const inScope = (userId: string) => scope.userIds === null || scope.userIds.includes(userId);
-      const rows = await pool().query<TopupRow>(TOPUPS_SQL, [scope.userIds]);
-      const byRef = new Map<string, TopupRow>();
-      for (const row of rows.rows) {
+      const rows = await readTopupCredits(scope);
+      const byRef = new Map<string, TopupCreditRow>();
+      for (const row of rows) {
         try {
           byRef.set(merchantRefFor(row.user_id, row.ref_id), row);
         } catch {
@@ -118,7 +85,7 @@ export function createTopupsMatchBankChargesCheck(
         }
       }
 
-      for (const row of rows.rows) {
+      for (const row of rows) {
         if (row.status !== "succeeded" && row.adjustment_status !== "succeeded") continue;
         let merchantRef: string;
         try {
