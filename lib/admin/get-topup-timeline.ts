@@ -3,6 +3,7 @@ import { env } from "../env";
 import { getCharge, type BankCharge } from "../bank/client";
 import { merchantRefFor } from "../bank/merchant-ref";
 import { findEntryByKey, isValidRefId, topupView, type LedgerEntry, type TopupView } from "../ledger";
+import { findAdjustmentOf } from "../topups/credit-adjustment";
 
 /** One line of a row's audit trail (ledger_transitions). A take-over has from = to and says so in `detail`. */
 export interface TimelineTransition {
@@ -106,7 +107,7 @@ export async function getTopupTimeline(userId: string, refId: string): Promise<T
       ? pool().query(WEBHOOKS_SQL, [merchantRef, TIMELINE_LINES_MAX])
       : Promise.resolve({ rows: [] as Record<string, unknown>[] }),
     bankView(merchantRef),
-    findEntryByKey({ userId, type: "adjustment", refId }),
+    findAdjustmentOf(entry),
   ]);
   return {
     topup: {
@@ -139,7 +140,7 @@ export async function getTopupTimeline(userId: string, refId: string): Promise<T
       lastSeenAt: (row.last_seen_at as Date).toISOString(),
     })),
     bank,
-    adjustment: adjustment?.adjustsEntryId === entry.id ? timelineAdjustment(adjustment) : null,
+    adjustment: adjustment ? timelineAdjustment(adjustment) : null,
   };
 }
 

@@ -126,7 +126,8 @@ describe("adjustments: a succeeded charge whose top-up already failed", () => {
 
     expect(await adjustmentRows(user.id)).toBe(1);
     expect(await balanceOf(user.id)).toBe(AMOUNT_MINOR);
-    const adjustment = await findEntryByKey({ userId: user.id, type: "adjustment", refId });
+    // Keyed by the charge id (contract section 5), linked to the failed top-up.
+    const adjustment = await findEntryByKey({ userId: user.id, type: "adjustment", refId: data.chargeId });
     expect(adjustment).toMatchObject({
       status: "succeeded",
       amountMinor: AMOUNT_MINOR,
@@ -144,11 +145,11 @@ describe("adjustments: a succeeded charge whose top-up already failed", () => {
     const replay = await createTopup({ userId: user.id, refId, amountMinor: AMOUNT_MINOR, currency: "USD" });
     expect(replay).toEqual({ kind: "response", replayed: true, response: stored });
 
-    // The statement lists it (a credit linked by its ref id to the top-up), and the audit holds (7.1, 7.2).
+    // The statement lists it (a credit named by its charge id), and the audit holds (7.1, 7.2).
     const statement = await listEntries(user.id);
     if (!statement.ok) throw new Error("statement refused");
     expect(statement.items.filter((e) => e.type === "adjustment")).toEqual([
-      expect.objectContaining({ refId, amount: AMOUNT_MINOR, status: "succeeded" }),
+      expect.objectContaining({ refId: data.chargeId, amount: AMOUNT_MINOR, status: "succeeded" }),
     ]);
     const audit = await runAudit({ userIds: [user.id], bankUrl: bank.url, bankTimeoutMs: BANK_TIMEOUT_MS });
     expect(audit.checks.filter((check) => !check.ok)).toEqual([]);

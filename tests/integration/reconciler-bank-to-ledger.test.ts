@@ -143,7 +143,7 @@ describe("reconciler: bank → ledger", () => {
       { userId: user.id, entryId: claim.entry.id },
       { actor: "request", guard: { kind: "status_only" }, reason: "declined_by_bank" },
     );
-    await charge(syncBank.url, user.id, refId, 500);
+    const made = await charge(syncBank.url, user.id, refId, 500);
 
     const result = await reconcileOnce(passOptions(syncBank.url, [user.id]));
     expect(result).toMatchObject({ completed: 1, failed: 0 });
@@ -151,7 +151,7 @@ describe("reconciler: bank → ledger", () => {
     expect(await balanceOf(user.id)).toBe(500);
     const topup = await findEntryByKey({ userId: user.id, type: "topup", refId });
     expect(topup?.status).toBe("failed");
-    expect(await findEntryByKey({ userId: user.id, type: "adjustment", refId })).toMatchObject({
+    expect(await findEntryByKey({ userId: user.id, type: "adjustment", refId: made.id })).toMatchObject({
       status: "succeeded",
       amountMinor: 500,
       adjustsEntryId: topup?.id,

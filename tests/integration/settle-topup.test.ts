@@ -143,7 +143,7 @@ describe("settleTopup: an unfinished row", () => {
     expect(await settleTopup(row, bankSays(row, "succeeded"), WEBHOOK)).toMatchObject({
       kind: "adjusted",
       entry: { status: "failed" },
-      adjustment: { type: "adjustment", refId: row.refId, status: "succeeded", adjustsEntryId: row.id },
+      adjustment: { type: "adjustment", refId: `ch_${row.refId}`, status: "succeeded", adjustsEntryId: row.id },
     });
     expect(await getEntryById({ userId: row.userId, entryId: row.id })).toMatchObject({ status: "failed" });
     expect(await balanceOf(row.userId)).toBe(1200);
@@ -188,7 +188,7 @@ describe("settleTopup: a terminal row never moves", () => {
     expect(first.adjustment).toMatchObject({
       userId: row.userId,
       type: "adjustment",
-      refId: row.refId,
+      refId: `ch_${row.refId}`,
       amountMinor: 1200,
       status: "succeeded",
       adjustsEntryId: row.id,
