@@ -2,7 +2,9 @@
  * `npm run storm`: thousands of overlapping wallet operations from simulated users against two app instances that
  * share one PostgreSQL and one Redis, with the sandbox bank duplicating, reordering and losing things, one app
  * instance SIGKILLed and restarted mid-run and Redis restarted once; then the reconciler until nothing is left, the
- * audit of contract section 7 and the client-side checks. Prints a summary table; exits 0 when every invariant
+ * audit of contract section 7 and the client-side checks. The bank's reorder switch plays case C14 (a stale
+ * `charge.failed` first, the success held back), every 8th user starts just under MAX_BALANCE_MINOR (case C15), and
+ * invariant 6 (every succeeded charge credited exactly once) is checked against the bank's own list. Prints a summary table; exits 0 when every invariant
  * holds, 1 on any violation, 2 when the storm could not run (bad flags, a service that did not start).
  *
  * Loopback only, bounded in time (--duration, default 110 s of traffic, ~2.5 min in all), and it
@@ -281,6 +283,8 @@ async function run(options: StormOptions): Promise<number> {
   if (services.webhookSecrets) process.env.BANK_WEBHOOK_SECRETS = services.webhookSecrets;
   // The audit holds credited rewards to the cap the instances run with; given instances run with theirs (default).
   if (services.canCrash) process.env.REWARD_DAILY_CAP_MINOR = STORM_SETTINGS.REWARD_DAILY_CAP_MINOR;
+  // The final passes re-drive top-ups under the same ceiling as the instances (case C15).
+  if (services.canCrash) process.env.MAX_BALANCE_MINOR = STORM_SETTINGS.MAX_BALANCE_MINOR;
 
   // Four connections: the storm's own reads are a handful of queries at setup and at the end.
   const db = new pg.Pool({ connectionString: services.databaseUrl, max: 4, application_name: "storm" });
@@ -344,6 +348,8 @@ async function run(options: StormOptions): Promise<number> {
           hardStopMs: deadlineMs + (clusterStorm ? CLUSTER_RETRY_GRACE_MS : RETRY_GRACE_MS),
           operations,
           counters,
+          // Only the storm's own instances run with its ceiling; given ones keep theirs, unknown here.
+          maxBalanceMinor: services.canCrash ? Number(STORM_SETTINGS.MAX_BALANCE_MINOR) : null,
           ...(clusterStorm ? { retry: CLUSTER_CLIENT_RETRY } : {}),
         }),
         crashes,

@@ -5,7 +5,14 @@
  */
 import type { ResponseBody } from "../lib/api-types";
 import type { HttpOutcome } from "./http-client";
-import { attemptKey, isStoredStatus, parseJson, type AttemptRecord, type OperationRecord } from "./observations";
+import {
+  attemptKey,
+  isStoredAnswer,
+  parseJson,
+  storedProblemCode,
+  type AttemptRecord,
+  type OperationRecord,
+} from "./observations";
 
 /** A 201 answer of any of the three operations, typed by the OpenAPI document (scripts/lib/api-types.ts). */
 type OperationAnswer = Partial<
@@ -108,6 +115,7 @@ export function runClientChecks(
     mismatchesRefused(probes, rowByKey),
     creditsExplained(byKey, rows, chargeByRef),
     succeededChargesCreditedOnce(rows, charges),
+    noChargeAtTheCeiling(rows, chargeByRef),
   ];
 }
 
@@ -115,12 +123,15 @@ function storedAnswers(attempts: readonly KeyedAttempt[]): { status: number; bod
   const answers: { status: number; body: string; replayed: boolean }[] = [];
   for (const { attempt } of attempts) {
     const outcome = attempt.outcome;
-    if (outcome.kind === "response" && isStoredStatus(outcome.status)) answers.push(outcome);
+    if (outcome.kind === "response" && isStoredAnswer(outcome)) answers.push(outcome);
   }
   return answers;
 }
 
-/** Every stored answer (2xx, 402) for one key has the same status and byte-identical body (contract section 3). */
+/**
+ * Every stored answer (2xx, 402, 422 balance_limit_exceeded) for one key has the same status and byte-identical
+ * body (contract section 3).
+ */
 function identicalAnswers(byKey: Map<string, KeyedAttempt[]>): CheckResult {
   const findings = new Findings();
   let compared = 0;
@@ -136,7 +147,10 @@ function identicalAnswers(byKey: Map<string, KeyedAttempt[]>): CheckResult {
       }
     }
   }
-  return findings.result("client: every 2xx/402 for a key byte-identical", `${compared} keys answered more than once`);
+  return findings.result(
+    "client: every stored answer for a key byte-identical",
+    `${compared} keys answered more than once`,
+  );
 }
 
 /**
@@ -179,9 +193,12 @@ function answersMatchLedger(byKey: Map<string, KeyedAttempt[]>, rowByKey: Map<st
     }
     const body = parseJson(answer.body) as OperationAnswer | undefined;
     const view = body?.topup ?? body?.payment ?? body?.reward;
-    if (answer.status === 402) {
-      if (row.status !== "failed" || row.failureReason !== "insufficient_funds")
-        findings.add(`${key}: 402 but the row is ${row.status}/${row.failureReason}`);
+    // A stored problem (402 insufficient_funds, 422 balance_limit_exceeded) is the outcome of a row that failed
+    // for exactly that reason.
+    const problemCode = storedProblemCode(answer);
+    if (problemCode !== null) {
+      if (row.status !== "failed" || row.failureReason !== problemCode)
+        findings.add(`${key}: ${answer.status} ${problemCode} but the row is ${row.status}/${row.failureReason}`);
       continue;
     }
     if (!view || view.amount !== row.amountMinor) {
@@ -263,7 +280,11 @@ function refusalsLeftNothing(byKey: Map<string, KeyedAttempt[]>, rowByKey: Map<s
   let keys = 0;
   for (const [key, attempts] of byKey) {
     const allRefused = attempts.every(
-      ({ attempt }) => attempt.outcome.kind === "response" && NON_STORED_REFUSALS.has(attempt.outcome.status),
+      ({ attempt }) =>
+        attempt.outcome.kind === "response" &&
+        NON_STORED_REFUSALS.has(attempt.outcome.status) &&
+        // A 422 is a refusal only when it is not a stored outcome (balance_limit_exceeded is one).
+        !isStoredAnswer(attempt.outcome),
     );
     if (!allRefused) continue;
     keys += 1;
@@ -382,5 +403,31 @@ function succeededChargesCreditedOnce(rows: readonly LedgerRow[], charges: reado
   return findings.result(
     CHARGES_CREDITED_CHECK_NAME,
     `${succeeded} succeeded charges, ${byAdjustment} credited by an adjustment`,
+  );
+}
+
+/**
+ * Case C15 (contract section 5, "no charge without room for its credit"): a top-up refused for the ceiling
+ * (`422 balance_limit_exceeded`, its row failed for that reason) never reached the bank: no charge exists for its
+ * merchant reference. The scope counts the refusals, top-ups and rewards, so a storm that never met the ceiling shows.
+ */
+function noChargeAtTheCeiling(rows: readonly LedgerRow[], chargeByRef: Map<string, BankCharge>): CheckResult {
+  const findings = new Findings();
+  let topups = 0;
+  let rewards = 0;
+  for (const row of rows) {
+    if (row.failureReason !== "balance_limit_exceeded") continue;
+    if (row.type === "reward") rewards += 1;
+    if (row.type !== "topup") continue;
+    topups += 1;
+    const charge = chargeByRef.get(`topup:${row.userId}:${row.refId}`);
+    if (charge)
+      findings.add(
+        `topup:${row.userId}:${row.refId}: refused at the ceiling, yet charge ${charge.id} is ${charge.status}`,
+      );
+  }
+  return findings.result(
+    "bank: no charge for a top-up refused at the ceiling (C15)",
+    `${topups} top-ups and ${rewards} rewards refused balance_limit_exceeded`,
   );
 }

@@ -2,6 +2,7 @@
  * What the storm's clients saw: every operation they started and every HTTP attempt they made for it. The checks
  * (./client-checks.ts) compare this with the ledger and the bank at the end; the summary counts it.
  */
+import { PROBLEM_CODES, type ProblemCode, STORED_PROBLEM_CODES } from "../../lib/problems";
 import type { ResponseBody } from "../lib/api-types";
 import type { HttpOutcome } from "./http-client";
 
@@ -66,9 +67,22 @@ export function isFinalStatus(status: number): boolean {
   return !(status === 409 || status >= 500);
 }
 
-/** True for answers the server stores and replays (contract section 3): 2xx and the stored 402 insufficient_funds. */
-export function isStoredStatus(status: number): boolean {
-  return (status >= 200 && status < 300) || status === 402;
+/**
+ * True for answers the server stores and replays (contract section 3): 2xx, and the problems whose code is a stored
+ * outcome of a claimed row (`402 insufficient_funds`, `422 balance_limit_exceeded`: lib/problems.ts). Decided by the
+ * problem's `code`, never by the status alone: a 422 is also `idempotency_key_reused`, which is not stored.
+ */
+export function isStoredAnswer(answer: { readonly status: number; readonly body: string }): boolean {
+  if (answer.status >= 200 && answer.status < 300) return true;
+  return storedProblemCode(answer) !== null;
+}
+
+/** The answer's problem `code` when it is a stored outcome with its own status (lib/problems.ts), else null. */
+export function storedProblemCode(answer: { readonly status: number; readonly body: string }): ProblemCode | null {
+  const code = (parseJson(answer.body) as { code?: unknown } | undefined)?.code;
+  if (typeof code !== "string" || !(code in PROBLEM_CODES)) return null;
+  const known = code as ProblemCode;
+  return STORED_PROBLEM_CODES.has(known) && PROBLEM_CODES[known].status === answer.status ? known : null;
 }
 
 /** The UTC calendar date of `ms` (REWARD_TZ is UTC in the storm), `YYYY-MM-DD`. */

@@ -41,6 +41,13 @@ export const STORM_SETTINGS = {
    * reservations over the cap and invariant 7.3 at the cap would go untested in CI.
    */
   REWARD_DAILY_CAP_MINOR: "15",
+  /**
+   * Wallet ceiling: 200,000 minor units (2,000.00; the contract's default is 10,000,000). A storm user's own
+   * top-ups (5-50 units, net of payments) stay far below it; the users the storm funds to just under it
+   * (traffic.ts, CEILING_HEADROOM_MINOR) then meet `422 balance_limit_exceeded` on most top-ups and rewards, which
+   * the default would need a 10,000,000 funding top-up, ten times MAX_AMOUNT_MINOR, to reach (case C15).
+   */
+  MAX_BALANCE_MINOR: "200000",
 } as const;
 
 /**
@@ -241,6 +248,7 @@ export async function startOwnServices(options: { seed: number; appInstances: nu
       LOG_LEVEL: STORM_SETTINGS.LOG_LEVEL,
       REWARD_TZ: STORM_SETTINGS.REWARD_TZ,
       REWARD_DAILY_CAP_MINOR: STORM_SETTINGS.REWARD_DAILY_CAP_MINOR,
+      MAX_BALANCE_MINOR: STORM_SETTINGS.MAX_BALANCE_MINOR,
       OPS_PER_MINUTE: LOAD_OPS_PER_MINUTE,
     });
     const startInstance = (index: number, generation: number): Service => {
@@ -278,6 +286,7 @@ export async function startOwnServices(options: { seed: number; appInstances: nu
           BANK_TIMEOUT_MS: STORM_SETTINGS.BANK_TIMEOUT_MS,
           RECONCILE_INTERVAL_MS: STORM_SETTINGS.RECONCILE_INTERVAL_MS,
           LOG_LEVEL: STORM_SETTINGS.LOG_LEVEL,
+          MAX_BALANCE_MINOR: STORM_SETTINGS.MAX_BALANCE_MINOR,
         },
         log: reconcilerLog,
       });

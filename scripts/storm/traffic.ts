@@ -10,7 +10,7 @@ import type { RequestBody } from "../lib/api-types";
 import { postJson, type HttpOutcome } from "./http-client";
 import {
   isFinalStatus,
-  isStoredStatus,
+  isStoredAnswer,
   type AttemptRecord,
   type DuplicationPattern,
   type OperationKind,
@@ -43,6 +43,25 @@ export interface TrafficOptions {
    * failover (~11-20 s of write outage behind Patroni, docs/scaling.md).
    */
   readonly retry?: { readonly attemptsMax: number; readonly backoffMsMax: number };
+  /**
+   * The instances' MAX_BALANCE_MINOR when the storm set it (its own services), else null: then every
+   * {@link CEILING_USER_EVERY}th user starts with a top-up that takes it to {@link CEILING_HEADROOM_MINOR} under it.
+   */
+  readonly maxBalanceMinor?: number | null;
+}
+
+/**
+ * Every 8th user (5 of the short storm's 40, 25 of the full storm's 200) is a wallet near its ceiling: its first
+ * operation is a funding top-up to {@link CEILING_HEADROOM_MINOR} below MAX_BALANCE_MINOR, so that its later top-ups
+ * (5-50 units) and rewards race the ceiling, while payments make room again now and then (case C15).
+ */
+const CEILING_USER_EVERY = 8;
+/** Room left after the funding top-up: 2,500 minor units (25.00), about half of a storm top-up's range. */
+const CEILING_HEADROOM_MINOR = 2500;
+
+/** True for the users that start near the ceiling ({@link CEILING_USER_EVERY}). */
+export function isCeilingUser(userIndex: number): boolean {
+  return userIndex % CEILING_USER_EVERY === 0;
 }
 
 /**
@@ -171,10 +190,12 @@ async function runUser(options: TrafficOptions, user: StormUser): Promise<void> 
   let sequence = 0;
   // Spread the users' first operations over the first think time, instead of all at the same millisecond.
   await sleep(between(random, 0, THINK_MS_MAX));
+  // A wallet near its ceiling (case C15) is funded first; the bank may decline or lose that top-up like any other.
+  let funding = typeof options.maxBalanceMinor === "number" && isCeilingUser(user.index);
   while (Date.now() < options.deadlineMs) {
     sequence += 1;
-    const kind = pickWeighted(random, KIND_WEIGHTS);
-    let pattern = pickWeighted(random, PATTERN_WEIGHTS);
+    const kind = funding ? "topup" : pickWeighted(random, KIND_WEIGHTS);
+    let pattern = funding ? "single" : pickWeighted(random, PATTERN_WEIGHTS);
     // Reward parameters are all decided by the server (ad, day, amount): a client cannot send a mismatching one.
     if (kind === "reward" && pattern === "mismatch_probe") pattern = "late_replay";
     const operation: OperationRecord = {
@@ -189,11 +210,17 @@ async function runUser(options: TrafficOptions, user: StormUser): Promise<void> 
             : `ad-${between(random, 1, ADS_PER_USER)}`,
       // Top-ups of 5-50 units and payments of 1-30 units (minor units, 100 per unit): payments outpace top-ups at
       // times, so some are refused for insufficient funds (a stored 402).
-      amountMinor:
-        kind === "topup" ? between(random, 5, 50) * 100 : kind === "payment" ? between(random, 1, 30) * 100 : null,
+      amountMinor: funding
+        ? (options.maxBalanceMinor ?? 0) - CEILING_HEADROOM_MINOR
+        : kind === "topup"
+          ? between(random, 5, 50) * 100
+          : kind === "payment"
+            ? between(random, 1, 30) * 100
+            : null,
       pattern,
       attempts: [],
     };
+    funding = false;
     options.operations.push(operation);
     options.counters.operations += 1;
     const other = (home + 1) % options.appUrls.length;
@@ -220,7 +247,7 @@ async function runUser(options: TrafficOptions, user: StormUser): Promise<void> 
       case "late_replay":
       case "mismatch_probe": {
         last = await send(home, REQUEST_TIMEOUT_MS);
-        if (last.kind === "response" && isStoredStatus(last.status) && Date.now() < options.hardStopMs) {
+        if (last.kind === "response" && isStoredAnswer(last) && Date.now() < options.hardStopMs) {
           await sleep(between(random, 0, FOLLOW_UP_GAP_MS_MAX));
           if (pattern === "late_replay") await send(other, REQUEST_TIMEOUT_MS);
           // The probe sends one more minor unit than the original: same key, other fingerprint.
