@@ -477,18 +477,21 @@ async function run(options: StormOptions): Promise<number> {
 /**
  * The negative control (--negative-control, own services only): credits one storm wallet by 1 without a ledger row
  * (breaks invariant 7.1), appends a space to one stored response (breaks 7.4 and the client's "answers are the
- * rows' stored responses"), and takes back the credit of one succeeded top-up, marking it failed as a trusted stale
- * `charge.failed` would have (case C14: breaks invariant 6, the bank's charge succeeded and nothing credits it;
- * its wallet is debited too, so 7.1 alone would not notice). A storm run with it must report violations and exit 1.
+ * rows' stored responses"), and takes back the credit of one succeeded top-up, marking it failed for the ceiling
+ * (breaks invariant 6, a charge that succeeded and nothing credits it, as a trusted stale `charge.failed` would in
+ * case C14; and the C15 check, a top-up refused at the ceiling with a charge at the bank). Its wallet, one that still
+ * holds that much, is debited too, so 7.1 alone would not notice. A storm run with it must report violations and
+ * exit 1.
  */
 async function corruptOnPurpose(db: pg.Pool, userIds: readonly string[]): Promise<void> {
   await db.query("UPDATE wallets SET balance_minor = balance_minor + 1 WHERE user_id = $1", [userIds[0]]);
   await db.query(
     `WITH victim AS (
-       UPDATE ledger_entries SET status = 'failed', failure_reason = 'declined'
-        WHERE (user_id, id) = (SELECT user_id, id FROM ledger_entries
-                                WHERE user_id = ANY ($1::text[]) AND user_id <> $2 AND type = 'topup'
-                                  AND status = 'succeeded' ORDER BY id LIMIT 1)
+       UPDATE ledger_entries SET status = 'failed', failure_reason = 'balance_limit_exceeded'
+        WHERE (user_id, id) = (SELECT e.user_id, e.id FROM ledger_entries e JOIN wallets w ON w.user_id = e.user_id
+                                WHERE e.user_id = ANY ($1::text[]) AND e.user_id <> $2 AND e.type = 'topup'
+                                  AND e.status = 'succeeded' AND w.balance_minor >= e.amount_minor
+                                ORDER BY e.id LIMIT 1)
         RETURNING user_id, amount_minor)
      UPDATE wallets w SET balance_minor = w.balance_minor - victim.amount_minor
        FROM victim WHERE w.user_id = victim.user_id`,
