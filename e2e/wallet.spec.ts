@@ -117,6 +117,9 @@ test("the top-up form works before JavaScript loads (plain form POST)", async ({
 test("C20: an API top-up named like the old count scheme, then three form submits: three new top-ups, never a used reference", async ({
   page,
 }, testInfo) => {
+  // Five server round trips through the page and two through the API, then the bank's webhooks: three times the
+  // 30 s budget (playwright.config.ts), which a loaded 2-core machine needs; the assertions are unchanged.
+  test.slow();
   await signUp(page);
   const form = page.getByTestId("topup-form");
   const refField = form.locator('input[name="refId"]');
@@ -160,6 +163,8 @@ test("C20: an API top-up named like the old count scheme, then three form submit
 });
 
 test("C20: a form whose reference was not issued by the server is refused and charges nothing", async ({ page }) => {
+  // Two refused submits after the sign-up: the same allowance as the scenario above.
+  test.slow();
   await signUp(page);
   const form = page.getByTestId("topup-form");
   // An edited hidden field: the count scheme's next name, then a well-formed reference the server never issued.
