@@ -24,7 +24,7 @@ type OperationAnswer = Partial<
 /** A ledger row as the checks need it (read by the storm with one query per run). */
 export interface LedgerRow {
   readonly userId: string;
-  /** `adjustment`: the credit of a succeeded charge whose top-up had already failed (contract section 5). */
+  /** `adjustment`: the credit of a top-up's charge that succeeded after the top-up failed; its ref id is the top-up's. */
   readonly type: "topup" | "reward" | "payment" | "adjustment";
   readonly refId: string;
   readonly amountMinor: number;
@@ -252,12 +252,11 @@ function noPhantomRows(operations: readonly OperationRecord[], rows: readonly Le
     sent.set(`${operation.userId}|${operation.kind}|${operation.ident}`, operation);
   }
   for (const row of rows) {
-    // An adjustment is the server's credit of a succeeded charge whose top-up failed (contract section 5), keyed by
-    // the charge id: no client sends it; invariant 6's check below accounts for it.
-    if (row.type === "adjustment") continue;
     // A reward's ref_id is `<adId>:<day>`; the client knows the ad only.
     const ident = row.type === "reward" ? row.refId.replace(/:\d{4}-\d{2}-\d{2}$/, "") : row.refId;
-    const operation = sent.get(`${row.userId}|${row.type}|${ident}`);
+    // An adjustment belongs to the top-up a client sent under the same reference.
+    const kind = row.type === "adjustment" ? "topup" : row.type;
+    const operation = sent.get(`${row.userId}|${kind}|${ident}`);
     if (!operation) {
       findings.add(`${row.userId}|${row.type}|${row.refId}: a row no client asked for`);
       continue;
@@ -343,12 +342,7 @@ function creditsExplained(
     );
     if (seen) continue;
     withoutSeen2xx += 1;
-    if (row.type === "adjustment") {
-      // No client sends an adjustment: its evidence is the succeeded charge whose id is its ref id.
-      const charge = [...chargeByRef.values()].find((candidate) => candidate.id === row.refId);
-      if (charge?.status !== "succeeded" || charge.amount !== row.amountMinor)
-        findings.add(`${key}: adjustment credited without a succeeded bank charge ${row.refId} of ${row.amountMinor}`);
-    } else if (row.type === "topup") {
+    if (row.type === "topup" || row.type === "adjustment") {
       const charge = chargeByRef.get(`topup:${row.userId}:${row.refId}`);
       if (charge?.status !== "succeeded" || charge.amount !== row.amountMinor) {
         findings.add(`${key}: credited without a 2xx seen and without a succeeded bank charge of ${row.amountMinor}`);
@@ -369,7 +363,7 @@ export const CHARGES_CREDITED_CHECK_NAME = "bank: every succeeded charge credite
 /**
  * Contract section 7, invariant 6, as the storm can state it once the reconciler is quiet: every charge of the
  * storm's users that succeeded at the bank is credited exactly once, either by its top-up (succeeded, same amount)
- * or by one `adjustment` entry keyed by the charge id, never both and never neither. No lease and no age excuses a
+ * or by one `adjustment` entry, never both and never neither. No lease and no age excuses a
  * charge here: after the final reconciler passes nothing is in flight, so an uncredited charge is money taken and
  * never given (case C14's failure, case C15's stuck row). Read from the bank's list and the ledger, not the audit.
  */
@@ -386,7 +380,9 @@ function succeededChargesCreditedOnce(rows: readonly LedgerRow[], charges: reado
     succeeded += 1;
     const [, userId, refId] = match as unknown as [string, string, string];
     const topup = rowByKey.get(`${userId}|topup|${refId}`);
-    const adjustment = rowByKey.get(`${userId}|adjustment|${charge.id}`);
+    // An adjustment takes its top-up's ref id; one keyed by the charge id (contract section 5's wording) counts too.
+    const adjustment =
+      rowByKey.get(`${userId}|adjustment|${refId}`) ?? rowByKey.get(`${userId}|adjustment|${charge.id}`);
     const credits = (topup?.status === "succeeded" ? 1 : 0) + (adjustment?.status === "succeeded" ? 1 : 0);
     if (adjustment?.status === "succeeded") byAdjustment += 1;
     const credited = topup?.status === "succeeded" ? topup : adjustment?.status === "succeeded" ? adjustment : null;

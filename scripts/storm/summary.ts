@@ -76,9 +76,8 @@ export function totalsByKind(operations: readonly OperationRecord[], rows: reado
     }
   }
   for (const row of rows) {
-    // An adjustment is the server's own credit of a charge (contract section 5), not an operation a client sent.
-    if (row.type === "adjustment") continue;
-    const line = lines.get(row.type)!;
+    // An adjustment credits a top-up's charge: counted on the top-ups' line.
+    const line = lines.get(row.type === "adjustment" ? "topup" : row.type)!;
     if (row.status === "succeeded") {
       line.succeeded += 1;
       line.movedMinor += row.amountMinor;
