@@ -24,7 +24,8 @@ type OperationAnswer = Partial<
 /** A ledger row as the checks need it (read by the storm with one query per run). */
 export interface LedgerRow {
   readonly userId: string;
-  /** `adjustment`: the credit of a top-up's charge that succeeded after the top-up failed; its ref id is the top-up's. */
+  /** `adjustment`: the credit of a top-up's charge that succeeded after the top-up failed; `refId` here is the
+   * settled top-up's (the storm reads it through the adjustment's link; the entry itself is keyed by the charge id). */
   readonly type: "topup" | "reward" | "payment" | "adjustment";
   readonly refId: string;
   readonly amountMinor: number;
@@ -380,9 +381,8 @@ function succeededChargesCreditedOnce(rows: readonly LedgerRow[], charges: reado
     succeeded += 1;
     const [, userId, refId] = match as unknown as [string, string, string];
     const topup = rowByKey.get(`${userId}|topup|${refId}`);
-    // An adjustment takes its top-up's ref id; one keyed by the charge id (contract section 5's wording) counts too.
-    const adjustment =
-      rowByKey.get(`${userId}|adjustment|${refId}`) ?? rowByKey.get(`${userId}|adjustment|${charge.id}`);
+    // The storm reads an adjustment under its top-up's ref id (readLedgerRows follows the link).
+    const adjustment = rowByKey.get(`${userId}|adjustment|${refId}`);
     const credits = (topup?.status === "succeeded" ? 1 : 0) + (adjustment?.status === "succeeded" ? 1 : 0);
     if (adjustment?.status === "succeeded") byAdjustment += 1;
     const credited = topup?.status === "succeeded" ? topup : adjustment?.status === "succeeded" ? adjustment : null;

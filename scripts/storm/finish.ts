@@ -191,8 +191,12 @@ export async function readLedgerRows(db: Pool, userIds: readonly string[]): Prom
     response_status: number | null;
     response_body: string | null;
   }>(
-    `SELECT user_id, type, ref_id, amount_minor::text AS amount_minor, status, failure_reason, response_status, response_body
-       FROM ledger_entries WHERE user_id = ANY ($1::text[])`,
+    // An adjustment is keyed by its charge id; the checks read it under the ref id of the top-up it settles.
+    `SELECT e.user_id, e.type, coalesce(t.ref_id, e.ref_id) AS ref_id, e.amount_minor::text AS amount_minor, e.status,
+            e.failure_reason, e.response_status, e.response_body
+       FROM ledger_entries e
+       LEFT JOIN ledger_entries t ON t.user_id = e.user_id AND t.id = e.adjusts_entry_id
+      WHERE e.user_id = ANY ($1::text[])`,
     [userIds],
   );
   return result.rows.map((row) => ({
