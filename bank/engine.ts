@@ -124,6 +124,7 @@ export class BankEngine {
     for (const d of this.state.deliveries) {
       if (d.status === "pending") {
         d.nextAttemptAtMs = now;
+        this.state.deliveryChanged(d);
         count++;
       }
     }
@@ -191,7 +192,7 @@ export class BankEngine {
   cancelKey(merchantRef: string): CancelDecision {
     const existing = this.state.chargesByRef.get(merchantRef);
     if (existing) return { cancelled: false, charge: existing };
-    this.state.cancelledKeys.add(merchantRef);
+    this.state.cancelKey(merchantRef);
     return { cancelled: true, charge: null };
   }
 
@@ -245,6 +246,7 @@ export class BankEngine {
   private settle(charge: ChargeRecord, nowMs: number): void {
     charge.status = charge.outcome;
     charge.settled = true;
+    this.state.chargeChanged(charge);
     this.unsettled.delete(charge);
     this.logger.info({ chargeId: charge.id, status: charge.status }, "charge settled");
     if (charge.faults.nohook) return; // contract section 5: no webhook; only the reconciler can learn the outcome
@@ -255,6 +257,7 @@ export class BankEngine {
       // or given up), so the app sees the failure while the row is still waiting for the bank's word.
       const staleEventId = this.queueEvent(charge, "charge.failed", charge.createdAt, nowMs);
       charge.staleFailureQueued = true;
+      this.state.chargeChanged(charge);
       this.queueEvent(charge, type, new Date(nowMs).toISOString(), nowMs, staleEventId);
       return;
     }
@@ -273,7 +276,7 @@ export class BankEngine {
     });
     const copies = charge.faults.dup ? DUPLICATE_COPIES : 1;
     for (let copy = 1; copy <= copies; copy++) {
-      this.state.deliveries.push({
+      this.state.addDelivery({
         id: newId("dlv"),
         eventId,
         type,
@@ -343,6 +346,7 @@ export class BankEngine {
     }
     record.durationMs = Date.now() - startedMs;
     delivery.attempts.push(record);
+    this.state.deliveryChanged(delivery);
     const ok = record.status !== undefined && record.status >= 200 && record.status < 300;
     const log = { deliveryId: delivery.id, eventId: delivery.eventId, type: delivery.type, attempt: attemptNumber };
     if (ok) {

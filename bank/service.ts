@@ -72,6 +72,7 @@ export async function startBankService(config: BankConfig, logger: Logger): Prom
       clearTimeout(grace);
       cancelSlowReplies();
       await engine.stop();
+      await state.close();
     })();
     return stopping;
   };

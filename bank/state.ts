@@ -1,12 +1,25 @@
 /**
  * The sandbox bank's state: charges (one per merchant reference), cancelled keys, and webhook deliveries.
  * Held in memory (the bank is one process, so deciding "is there a charge for this key" is a synchronous map
- * lookup and insert with no interleaving) and persisted to one JSON file after every change, atomically:
- * write a temporary file, fsync, rename over the old one. A crash leaves either the old or the new file, never a
- * torn one. Writes are group-committed: every caller of {@link BankState.save} waits for a write whose snapshot
- * was taken after its change, and concurrent callers share one write.
+ * lookup and insert with no interleaving) and persisted as a snapshot plus an append-only journal:
+ *
+ * - `<file>.journal`: one JSON line per changed record (a charge, a delivery, a cancelled key, dropped delivery
+ *   ids), each with a sequence number. A save appends the lines of the records changed since the last save and
+ *   fsyncs the journal: its cost follows the change, not the size of the state.
+ * - `<file>`: the whole state as one JSON document (version 1) with the last sequence number it includes. It is
+ *   rewritten atomically (temporary file, fsync, rename) only when the journal has grown past the state's own size,
+ *   and the journal is then emptied; lines a crash left behind that the snapshot already includes are skipped.
+ *
+ * A crash leaves every acknowledged change on disk: a save resolves only after its lines are fsynced. A line torn
+ * by a crash in the middle of an append belonged to a save that never resolved; it is cut off when the state is
+ * opened. Writes are group-committed: every caller of {@link BankState.save} waits for a write whose lines were
+ * taken after its change, and concurrent callers share one write.
+ *
+ * Every change to a record must be reported ({@link BankState.addCharge}, {@link BankState.chargeChanged},
+ * {@link BankState.addDelivery}, {@link BankState.deliveryChanged}, {@link BankState.cancelKey},
+ * {@link BankState.pruneFinishedDeliveries}) before `save()`, or it is not persisted.
  */
-import { mkdir, open, readFile, rename, rm } from "node:fs/promises";
+import { mkdir, open, readFile, rename, rm, type FileHandle } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { z } from "zod";
 
@@ -129,15 +142,33 @@ const fileSchema = z.object({
   charges: z.array(chargeSchema),
   cancelledKeys: z.array(z.string()),
   deliveries: z.array(deliverySchema),
+  /** The last journal line this snapshot includes (absent in files written before the journal: 0). */
+  journalSeq: z.number().int().nonnegative().optional(),
 });
+/** One journal line: a sequence number and exactly one changed record. */
+const journalLineSchema = z.union([
+  z.object({ s: z.number().int().positive(), c: chargeSchema }),
+  z.object({ s: z.number().int().positive(), d: deliverySchema }),
+  z.object({ s: z.number().int().positive(), k: z.string() }),
+  z.object({ s: z.number().int().positive(), x: z.array(z.string()) }),
+]);
+type JournalLine = z.infer<typeof journalLineSchema>;
+
+/**
+ * Journal lines after which the snapshot is rewritten, at least: below this a rewrite would cost more than the
+ * journal it replaces saves. Above it, the snapshot is rewritten once the journal holds more lines than the state
+ * has records, so each rewrite is paid for by at least as many appended lines (constant cost per change).
+ */
+const COMPACT_AFTER_LINES_MIN = 10_000;
 
 export class StateFileError extends Error {
   override name = "StateFileError";
 }
 
 /**
- * In-memory state plus its file. Collections are public for the engine and the server (same process, one
- * thread); every change must be followed by {@link save} before it is acknowledged to anyone outside.
+ * In-memory state plus its files. Collections are public for the engine and the server (same process, one
+ * thread) to read; every change goes through the methods that record it, followed by {@link save} before it is
+ * acknowledged to anyone outside.
  */
 export class BankState {
   /** Charges in creation order (the `since` listing's order). */
@@ -149,60 +180,93 @@ export class BankState {
   deliveries: DeliveryRecord[] = [];
 
   private readonly path: string;
+  private readonly journalPath: string;
+  private journal: FileHandle | null = null;
+  /** Sequence number of the last journal line written (or included in the snapshot). */
+  private seq = 0;
+  /** Journal lines written since the snapshot. */
+  private journalLines = 0;
+  private readonly changedCharges = new Set<ChargeRecord>();
+  private readonly changedDeliveries = new Set<DeliveryRecord>();
+  private newCancelledKeys: string[] = [];
+  private droppedDeliveryIds: string[] = [];
   private writing = false;
   private waiters: Array<{ resolve: () => void; reject: (e: unknown) => void }> = [];
 
   private constructor(path: string) {
     this.path = resolve(path);
+    this.journalPath = `${this.path}.journal`;
   }
 
   /**
-   * Opens the state file at `path` (created on first save, with its folder).
+   * Opens the state at `path`: the snapshot file (if any) and then its journal `<path>.journal` (if any), both
+   * created on first save, with their folder. A journal line torn by a crash mid-append is cut off unless
+   * `repairTornTail` is false (a reader beside a live bank, whose append may be in progress).
    *
-   * @returns the loaded state; an empty one when the file does not exist.
-   * @throws {@link StateFileError} when the file exists but is not valid state (never silently discarded: it
-   *   holds charges the app may depend on).
+   * @returns the loaded state; an empty one when neither file exists.
+   * @throws {@link StateFileError} when a file exists but is not valid state (never silently discarded: it holds
+   *   charges the app may depend on).
    */
-  static async open(path: string): Promise<BankState> {
+  static async open(path: string, options: { readonly repairTornTail?: boolean } = {}): Promise<BankState> {
     const state = new BankState(path);
-    let text: string;
-    try {
-      text = await readFile(state.path, "utf8");
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return state;
-      throw error;
+    const text = await readIfExists(state.path);
+    if (text !== null) {
+      let json: unknown;
+      try {
+        json = JSON.parse(text);
+      } catch (error) {
+        throw new StateFileError(`${state.path} is not JSON: ${(error as Error).message}`);
+      }
+      const parsed = fileSchema.safeParse(json);
+      if (!parsed.success) {
+        throw new StateFileError(`${state.path} is not bank state (version 1): ${parsed.error.issues[0]?.message}`);
+      }
+      for (const charge of parsed.data.charges) state.indexCharge(charge);
+      for (const key of parsed.data.cancelledKeys) state.cancelledKeys.add(key);
+      state.deliveries = parsed.data.deliveries;
+      state.seq = parsed.data.journalSeq ?? 0;
     }
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch (error) {
-      throw new StateFileError(`${state.path} is not JSON: ${(error as Error).message}`);
-    }
-    const parsed = fileSchema.safeParse(json);
-    if (!parsed.success) {
-      throw new StateFileError(`${state.path} is not bank state (version 1): ${parsed.error.issues[0]?.message}`);
-    }
-    for (const charge of parsed.data.charges) state.addCharge(charge);
-    for (const key of parsed.data.cancelledKeys) state.cancelledKeys.add(key);
-    state.deliveries = parsed.data.deliveries;
+    await state.replayJournal(options.repairTornTail ?? true);
     return state;
   }
 
-  /** The file this state is saved to (absolute). */
+  /** The snapshot file of this state (absolute); the journal is this path plus `.journal`. */
   get filePath(): string {
     return this.path;
   }
 
-  /** Adds a charge to every index. The caller has checked that its merchant reference is free. */
+  /** Adds a new charge to every index and records it. The caller has checked that its merchant reference is free. */
   addCharge(charge: ChargeRecord): void {
-    this.charges.push(charge);
-    this.chargesByRef.set(charge.merchantRef, charge);
-    this.chargesById.set(charge.id, charge);
+    this.indexCharge(charge);
+    this.changedCharges.add(charge);
+  }
+
+  /** Records that `charge` (already in the state) changed, so the next save writes it. */
+  chargeChanged(charge: ChargeRecord): void {
+    this.changedCharges.add(charge);
+  }
+
+  /** Appends a new delivery and records it. */
+  addDelivery(delivery: DeliveryRecord): void {
+    this.deliveries.push(delivery);
+    this.changedDeliveries.add(delivery);
+  }
+
+  /** Records that `delivery` (already in the state) changed, so the next save writes it. */
+  deliveryChanged(delivery: DeliveryRecord): void {
+    this.changedDeliveries.add(delivery);
+  }
+
+  /** Marks `merchantRef` as cancelled for good and records it. */
+  cancelKey(merchantRef: string): void {
+    if (this.cancelledKeys.has(merchantRef)) return;
+    this.cancelledKeys.add(merchantRef);
+    this.newCancelledKeys.push(merchantRef);
   }
 
   /**
    * Drops the oldest finished deliveries beyond `keep` (pending deliveries are never dropped: they are the
-   * bank's promise of at-least-once delivery).
+   * bank's promise of at-least-once delivery), and records which.
    */
   pruneFinishedDeliveries(keep: number): void {
     let finished = 0;
@@ -212,6 +276,7 @@ export class BankState {
     this.deliveries = this.deliveries.filter((d) => {
       if (excess > 0 && d.status !== "pending") {
         excess--;
+        this.droppedDeliveryIds.push(d.id);
         return false;
       }
       return true;
@@ -219,8 +284,8 @@ export class BankState {
   }
 
   /**
-   * Persists the current state. Resolves once a write that includes every change made before this call is
-   * on disk (fsynced and renamed into place).
+   * Persists every change recorded so far. Resolves once a write that includes every change recorded before this
+   * call is on disk (fsynced).
    *
    * @throws the file system's error when the write fails (the caller answers 500: the change is not durable).
    */
@@ -231,14 +296,33 @@ export class BankState {
     });
   }
 
+  /** Closes the journal file (after the last save). Safe to call twice. */
+  async close(): Promise<void> {
+    const journal = this.journal;
+    this.journal = null;
+    await journal?.close();
+  }
+
+  private indexCharge(charge: ChargeRecord): void {
+    this.charges.push(charge);
+    this.chargesByRef.set(charge.merchantRef, charge);
+    this.chargesById.set(charge.id, charge);
+  }
+
   private kick(): void {
     if (this.writing || this.waiters.length === 0) return;
     const waiters = this.waiters;
     this.waiters = [];
     this.writing = true;
-    // The snapshot is taken now, synchronously: it contains every change made before these waiters called save().
-    const snapshot = this.serialize();
-    this.writeAtomically(snapshot)
+    // The lines (or the snapshot) are serialised now, synchronously: they contain every change recorded before
+    // these waiters called save().
+    const lines = this.takeChangedLines();
+    const records = this.charges.length + this.deliveries.length + this.cancelledKeys.size;
+    const write =
+      this.journalLines + lines.length > Math.max(COMPACT_AFTER_LINES_MIN, records)
+        ? this.writeSnapshot(this.serialize())
+        : this.appendJournal(lines);
+    write
       .then(
         () => {
           for (const w of waiters) w.resolve();
@@ -253,16 +337,48 @@ export class BankState {
       });
   }
 
+  /** The journal lines of every change recorded since the last call, numbered; clears the records. */
+  private takeChangedLines(): string[] {
+    const lines: string[] = [];
+    const line = (record: Omit<JournalLine, "s">) => lines.push(`${JSON.stringify({ s: ++this.seq, ...record })}\n`);
+    // Charges in the order they were first recorded: a new charge's first line comes in creation order.
+    for (const charge of this.changedCharges) line({ c: charge });
+    for (const delivery of this.changedDeliveries) line({ d: delivery });
+    for (const key of this.newCancelledKeys) line({ k: key });
+    if (this.droppedDeliveryIds.length > 0) line({ x: this.droppedDeliveryIds });
+    this.changedCharges.clear();
+    this.changedDeliveries.clear();
+    this.newCancelledKeys = [];
+    this.droppedDeliveryIds = [];
+    return lines;
+  }
+
   private serialize(): string {
     return JSON.stringify({
       version: 1,
       charges: this.charges,
       cancelledKeys: [...this.cancelledKeys],
       deliveries: this.deliveries,
+      journalSeq: this.seq,
     });
   }
 
-  private async writeAtomically(text: string): Promise<void> {
+  private async appendJournal(lines: readonly string[]): Promise<void> {
+    if (lines.length === 0) return;
+    if (!this.journal) {
+      await mkdir(dirname(this.journalPath), { recursive: true });
+      this.journal = await open(this.journalPath, "a", 0o600);
+    }
+    await this.journal.writeFile(lines.join(""), "utf8");
+    await this.journal.datasync();
+    this.journalLines += lines.length;
+  }
+
+  /**
+   * Rewrites the snapshot (which includes every journal line so far) and then empties the journal. A crash in
+   * between leaves journal lines the snapshot already has; their sequence numbers make {@link open} skip them.
+   */
+  private async writeSnapshot(text: string): Promise<void> {
     await mkdir(dirname(this.path), { recursive: true });
     const temporary = `${this.path}.${process.pid}.tmp`;
     const handle = await open(temporary, "w", 0o600);
@@ -277,5 +393,84 @@ export class BankState {
     }
     await handle.close();
     await rename(temporary, this.path);
+    await this.close();
+    const emptied = await open(this.journalPath, "w", 0o600);
+    await emptied.sync();
+    await emptied.close();
+    this.journalLines = 0;
   }
+
+  /** Applies the journal's lines newer than the snapshot; cuts off a torn last line. */
+  private async replayJournal(repairTornTail: boolean): Promise<void> {
+    const text = await readIfExists(this.journalPath);
+    if (!text) return;
+    const end = text.lastIndexOf("\n") + 1;
+    if (end < text.length && repairTornTail) {
+      // The last append did not finish (a crash mid-write): its save never resolved, so nothing acknowledged
+      // depends on it. Cut it off so the next append starts on a line of its own.
+      const handle = await open(this.journalPath, "r+");
+      await handle.truncate(end);
+      await handle.sync();
+      await handle.close();
+    }
+    const deliveriesById = new Map(this.deliveries.map((d) => [d.id, d]));
+    const lines = text.slice(0, end).split("\n");
+    lines.pop();
+    lines.forEach((raw, index) => {
+      let parsed: ReturnType<typeof journalLineSchema.safeParse>;
+      try {
+        parsed = journalLineSchema.safeParse(JSON.parse(raw));
+      } catch (error) {
+        throw new StateFileError(`${this.journalPath} line ${index + 1} is not JSON: ${(error as Error).message}`);
+      }
+      if (!parsed.success) {
+        throw new StateFileError(
+          `${this.journalPath} line ${index + 1} is not a journal line: ${parsed.error.issues[0]?.message}`,
+        );
+      }
+      const line = parsed.data;
+      this.journalLines++;
+      if (line.s <= this.seq) return; // already in the snapshot
+      this.seq = line.s;
+      if ("c" in line) {
+        const existing = this.chargesById.get(line.c.id);
+        if (existing) Object.assign(existing, line.c);
+        else this.indexCharge(line.c);
+      } else if ("d" in line) {
+        const existing = deliveriesById.get(line.d.id);
+        if (existing) Object.assign(existing, line.d);
+        else {
+          this.deliveries.push(line.d);
+          deliveriesById.set(line.d.id, line.d);
+        }
+      } else if ("k" in line) {
+        this.cancelledKeys.add(line.k);
+      } else {
+        const dropped = new Set(line.x);
+        this.deliveries = this.deliveries.filter((d) => !dropped.has(d.id));
+        for (const id of line.x) deliveriesById.delete(id);
+      }
+    });
+  }
+}
+
+async function readIfExists(path: string): Promise<string | null> {
+  try {
+    return await readFile(path, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return null;
+    throw error;
+  }
+}
+
+/**
+ * The durable state at `path` as it would be loaded now (snapshot plus journal), as plain data: for tests and
+ * tools that check what the bank has persisted. Read-only: an unfinished last journal line (an append in
+ * progress, or torn by a crash) is ignored, not cut off. Throws {@link StateFileError} as `open` does.
+ */
+export async function readPersistedState(
+  path: string,
+): Promise<{ charges: ChargeRecord[]; cancelledKeys: string[]; deliveries: DeliveryRecord[] }> {
+  const state = await BankState.open(path, { repairTornTail: false });
+  return { charges: state.charges, cancelledKeys: [...state.cancelledKeys], deliveries: state.deliveries };
 }

@@ -3,12 +3,13 @@
 // Every process and server started here is stopped in afterAll; every wait is bounded.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawnBank, type SpawnedBank } from "@/bank/spawn";
+import { readPersistedState } from "@/bank/state";
 import { retryDelayMs } from "@/bank/faults";
 import { cancelCharge, createCharge, getCharge, listChargesSince, type BankCallOptions } from "@/lib/bank/client";
 import { merchantRefFor } from "@/lib/bank/merchant-ref";
@@ -585,14 +586,12 @@ describe("sandbox bank: restarts and outages", () => {
     expect(await createCharge({ merchantRef, amountMinor: 100, currency: "USD" }, options)).toMatchObject({
       kind: "charge",
     });
-    const afterCharge = JSON.parse(await readFile(mainStateFile, "utf8")) as {
-      charges: Array<{ merchantRef: string }>;
-    };
+    const afterCharge = await readPersistedState(mainStateFile);
     expect(afterCharge.charges.some((c) => c.merchantRef === merchantRef)).toBe(true);
 
     const cancelledRef = ref();
     expect(await cancelCharge(cancelledRef, options)).toEqual({ kind: "cancelled" });
-    const afterCancel = JSON.parse(await readFile(mainStateFile, "utf8")) as { cancelledKeys: string[] };
+    const afterCancel = await readPersistedState(mainStateFile);
     expect(afterCancel.cancelledKeys).toContain(cancelledRef);
   });
 
