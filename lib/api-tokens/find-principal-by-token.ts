@@ -1,6 +1,15 @@
 import { autocommit } from "../db";
 import type { Principal } from "../auth/principal";
+import { prepared } from "../ledger/queryable";
 import { API_TOKEN_PATTERN, hashApiToken } from "./create-api-token";
+
+// Named (prepared once per connection): every API request runs it. Its plan is a unique-index lookup of the hash
+// and a primary-key lookup of the owner.
+const PRINCIPAL_BY_TOKEN_SQL = `
+SELECT t.user_id, u.email, u.role
+  FROM api_tokens t
+  JOIN "user" u ON u.id = t.user_id
+ WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())`;
 
 /**
  * Resolves a personal API token to the principal it acts for (contract section 4).
@@ -18,11 +27,7 @@ export async function findPrincipalByToken(token: string): Promise<Principal | n
   // A malformed token cannot match any stored hash: skip the query.
   if (!API_TOKEN_PATTERN.test(token)) return null;
   const { rows } = await autocommit().query<{ user_id: string; email: string; role: string }>(
-    `SELECT t.user_id, u.email, u.role
-       FROM api_tokens t
-       JOIN "user" u ON u.id = t.user_id
-      WHERE t.token_hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())`,
-    [hashApiToken(token)],
+    prepared("api_token_principal", PRINCIPAL_BY_TOKEN_SQL, [hashApiToken(token)]),
   );
   const row = rows[0];
   if (!row) return null;

@@ -7,7 +7,8 @@
  * - Passwords are hashed with argon2id (@node-rs/argon2) at OWASP's recommended parameters.
  * - `role` is a user field that sign-up can never set (`input: false`); admins are made by `npm run users`.
  * - No cookie cache: with it, a replayed cookie stayed valid after sign-out and role changes lagged
- *   (docs/development.md note 18). Every session read is one SELECT.
+ *   (docs/development.md note 18). Every session read is one SELECT: the session joined to its user (`advanced.database.joins`),
+ *   and no write except the once-a-day extension (`updateAge`).
  * - better-auth's own rate limiter is off: it only sees HTTP requests to `/api/auth/*`, its database store
  *   prunes rows after 60 s (an hour cannot live there) and writes a row per request. The throttles of contract
  *   section 9 run in `hooks.before`/`hooks.after` instead (lib/limits/auth-throttles.ts), so they cover
@@ -123,7 +124,12 @@ function createAuth(database: Pool) {
       cookieCache: { enabled: false },
     },
     rateLimit: { enabled: false },
-    advanced: { ipAddress: { ipAddressHeaders: [CLIENT_ADDRESS_HEADER] } },
+    advanced: {
+      ipAddress: { ipAddressHeaders: [CLIENT_ADDRESS_HEADER] },
+      // A session read is one SELECT of the session joined to its user, not a SELECT each (better-auth's default
+      // without native joins): authentication on the hot path is a single indexed lookup.
+      database: { joins: true },
+    },
     hooks: {
       before: createAuthMiddleware(async (ctx) => {
         const problem = accountFieldsProblem(ctx.path, ctx.body);
