@@ -19,7 +19,7 @@
  * missed are reported, not failed), 2 when it cannot run.
  */
 import { randomBytes } from "node:crypto";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import pg from "pg";
@@ -29,7 +29,7 @@ import { ensureBuilt, LOAD_OPS_PER_MINUTE, projectRoot, startStack, type Stack }
 import { duplicateStorm, type DuplicateStormFigures } from "./duplicate-storm";
 import { loadRoute, type HttpFigures, type RequestGenerator } from "./http-load";
 import { createHttpUsers } from "./http-users";
-import type { StatementCost } from "./ledger-vs-pgbench";
+import type { PgbenchScript, StatementCost } from "./ledger-vs-pgbench";
 import { cpuSnapshot, cpuUse, findCpuTargets, type CpuTargets, type CpuUse } from "./cpu-accounting";
 import { appGroupMemory, type ProcessMemory } from "./process-memory";
 import { cell, machineInfo, renderTable, renderTargets, type TargetResult } from "./report";
@@ -77,7 +77,7 @@ function say(message: string): void {
 
 interface LedgerRow {
   concurrency: number;
-  users: "spread" | "one wallet" | "spread, extended";
+  users: "spread" | "one wallet" | "spread, extended" | "frozen reference";
   pgbench: { txPerS: number; latencyAvgMs: number; transactions: number; cpu: CpuUse } | null;
   /** Null for the pgbench-only row (extended protocol). */
   inProcess: {
@@ -263,6 +263,39 @@ async function benchLedger(
         inProcess: null,
         ratio: null,
       });
+    }
+
+    // Target T2's fixed reference: the transaction as it was sent on 2026-11-30 (five round trips), frozen in
+    // bench/reference/, run by pgbench -M prepared at the concurrencies T2 names. In-process figures are compared
+    // with it in the targets.
+    if (pgbench) {
+      const reference = frozenReferenceScript();
+      for (const concurrency of REFERENCE_CONCURRENCIES) {
+        say(`ledger: c=${concurrency}, pgbench -M prepared running the frozen reference, ${seconds} s`);
+        await db.query("CHECKPOINT");
+        const frozen = await withCpu(targets, () =>
+          runPgbench({
+            pgbench,
+            databaseUrl: ledgerUrl,
+            script: reference,
+            concurrency,
+            durationS: seconds,
+            protocol: "prepared",
+          }),
+        );
+        rows.push({
+          concurrency,
+          users: "frozen reference",
+          pgbench: {
+            txPerS: frozen.result.txPerS,
+            latencyAvgMs: frozen.result.latencyAvgMs,
+            transactions: frozen.result.transactions,
+            cpu: frozen.cpu,
+          },
+          inProcess: null,
+          ratio: null,
+        });
+      }
     }
 
     // Where PostgreSQL's time goes in one credit transaction, on the ledger as the measurements left it. One
@@ -527,8 +560,24 @@ async function main(): Promise<number> {
   }
 }
 
+/** Concurrencies at which target T2 compares the in-process credit with the frozen reference. */
+const REFERENCE_CONCURRENCIES = [8, 32] as const;
+
+/**
+ * The frozen reference of target T2 (bench/reference/claim-credit-2026-11-30.json): a pgbench script and its `-D`
+ * constants. Throws when the file is missing or malformed.
+ */
+function frozenReferenceScript(): PgbenchScript {
+  const file = join(projectRoot, "bench", "reference", "claim-credit-2026-11-30.json");
+  const parsed = JSON.parse(readFileSync(file, "utf8")) as { script?: unknown; defines?: unknown };
+  if (typeof parsed.script !== "string" || !Array.isArray(parsed.defines))
+    throw new Error(`bench: ${file} has no script and defines`);
+  return { text: parsed.script, defines: parsed.defines.map(String) };
+}
+
 function walletsLabel(users: LedgerRow["users"]): string {
   if (users === "one wallet") return "1 (hot row)";
+  if (users === "frozen reference") return `${LEDGER_USERS}, frozen 2026-11-30 script`;
   if (users === "spread, extended") return `${LEDGER_USERS}, pgbench -M extended`;
   return String(LEDGER_USERS);
 }
@@ -723,47 +772,107 @@ function renderReport(input: {
   );
   out.push("");
 
-  const row32 = ledger.rows.find((row) => row.concurrency === 32 && row.users === "spread");
-  const fresh = http.rows.find((row) => row.route.includes("fresh"));
-  const replay = http.rows.find((row) => row.route.includes("replays"));
-  const dupPayments = http.duplicates[0];
-  const scale1m = scale.find((point) => point.ledgerRows === SCALE_MEDIUM_ROWS);
-  const scaleRatio = ratio(scale1m?.p50Ms, base?.p50Ms);
-  const targets: TargetResult[] = [
-    {
-      target: "in-process credit >= 0.7 of pgbench at c=32",
-      measured: cell(row32?.ratio, 2),
-      met: row32?.ratio === null || row32 === undefined ? null : row32.ratio >= 0.7,
-    },
-    {
-      target: "HTTP fresh payments >= 0.6 of the empty route",
-      measured: cell(fresh?.ratioRps, 2),
-      met: fresh?.ratioRps == null ? null : fresh.ratioRps >= 0.6,
-    },
-    {
-      target: "hot replays >= 0.8 of the empty route, p99 <= 2x",
-      measured: `${cell(replay?.ratioRps, 2)}, p99 ${cell(replay?.ratioP99, 2)}x`,
-      met: replay?.ratioRps == null || replay.ratioP99 === null ? null : replay.ratioRps >= 0.8 && replay.ratioP99 <= 2,
-    },
-    {
-      target: "duplicate storm p99 < 2 s with exactly one row",
-      measured: dupPayments
-        ? `${cell(dupPayments.figures.p99Ms)} ms, ${dupPayments.rows} row(s), ${dupPayments.figures.distinctStoredBodies} body`
-        : "n/a",
-      met: dupPayments
-        ? (dupPayments.figures.p99Ms ?? Infinity) < 2000 &&
-          dupPayments.rows === 1 &&
-          dupPayments.figures.distinctStoredBodies === 1
-        : null,
-    },
-    {
-      target: "claim p50 at 1M rows <= 1.3x of 10k rows",
-      measured: `${cell(scaleRatio, 2)}x`,
-      met: scaleRatio === null ? null : scaleRatio <= 1.3,
-    },
-  ];
+  const targets = evaluateTargets({ ledger, http, scale });
   out.push(renderTargets(targets));
   return { report: out.join("\n"), targets };
+}
+
+/** `value` >= `bound` (or <= with `atMost`), null when `value` is missing. */
+function meets(value: number | null | undefined, bound: number, atMost = false): boolean | null {
+  if (value === null || value === undefined || !Number.isFinite(value)) return null;
+  return atMost ? value <= bound : value >= bound;
+}
+
+/** All of `checks` met; null when any is unknown and none failed. */
+function allMet(...checks: (boolean | null)[]): boolean | null {
+  if (checks.some((check) => check === false)) return false;
+  return checks.some((check) => check === null) ? null : true;
+}
+
+/**
+ * Targets T1-T9 of the performance work, each judged on figures measured in this run (ratios between two figures
+ * of the same run; CPU per operation from /proc). `met` is null for a figure this run did not measure.
+ */
+function evaluateTargets(input: {
+  ledger: Awaited<ReturnType<typeof benchLedger>>;
+  http: Awaited<ReturnType<typeof benchHttp>>;
+  scale: ScalePoint[];
+}): TargetResult[] {
+  const { ledger, http, scale } = input;
+  const spread = (concurrency: number) =>
+    ledger.rows.find((row) => row.concurrency === concurrency && row.users === "spread");
+  const frozen = (concurrency: number) =>
+    ledger.rows.find((row) => row.concurrency === concurrency && row.users === "frozen reference");
+  const t1 = REFERENCE_CONCURRENCIES.map((c) => spread(c)?.ratio ?? null);
+  const t2 = REFERENCE_CONCURRENCIES.map((c) => ratio(spread(c)?.inProcess?.txPerS, frozen(c)?.pgbench?.txPerS));
+  const fresh = http.rows.find((row) => row.route.includes("fresh"));
+  const topups = http.rows.find((row) => row.route.includes("topups"));
+  const replay = http.rows.find((row) => row.route.includes("replays"));
+  const bankMsPerTopup = topups?.figures.total ? topups.cpu.bank / topups.figures.total : null;
+  const storms = http.duplicates.map((row) => ({
+    p99Ms: row.figures.p99Ms,
+    ok:
+      (row.figures.p99Ms ?? Number.POSITIVE_INFINITY) < 2000 &&
+      row.rows === 1 &&
+      row.figures.distinctStoredBodies === 1,
+    text: `${cell(row.figures.p99Ms)} ms, ${row.rows} row, ${row.figures.distinctStoredBodies} body`,
+  }));
+  const base = scale[0];
+  const at1m = ratio(scale.find((point) => point.ledgerRows === SCALE_MEDIUM_ROWS)?.p50Ms, base?.p50Ms);
+  const at10m = ratio(scale.find((point) => point.ledgerRows === SCALE_LARGE_ROWS)?.p50Ms, base?.p50Ms);
+  const server = [...http.memory].sort((a, b) => b.peakRssMiB - a.peakRssMiB)[0];
+  const pgPerTx = REFERENCE_CONCURRENCIES.map((c) => {
+    const row = spread(c);
+    return row?.inProcess ? row.inProcess.cpu.postgres / row.inProcess.transactions : null;
+  });
+  const pair = (values: (number | null)[], digits: number) => values.map((v) => cell(v, digits)).join(" / ");
+  return [
+    {
+      target: "T1 in-process claim+credit / pgbench -M prepared, same SQL, c=8 / c=32 >= 0.8",
+      measured: pair(t1, 2),
+      met: allMet(...t1.map((v) => meets(v, 0.8))),
+    },
+    {
+      target: "T2 in-process claim+credit / frozen 2026-11-30 script, c=8 / c=32 >= 1.0",
+      measured: pair(t2, 2),
+      met: allMet(...t2.map((v) => meets(v, 1.0))),
+    },
+    {
+      target: "T3 HTTP fresh payments / empty route >= 0.6",
+      measured: cell(fresh?.ratioRps, 2),
+      met: meets(fresh?.ratioRps, 0.6),
+    },
+    {
+      target: "T4 HTTP top-ups / empty route >= 0.35, bank CPU <= 1 ms per top-up",
+      measured: `${cell(topups?.ratioRps, 2)}, bank ${cell(bankMsPerTopup, 3)} ms`,
+      met: allMet(meets(topups?.ratioRps, 0.35), meets(bankMsPerTopup, 1, true)),
+    },
+    {
+      target: "T5 1000 identical payments / top-ups: p99 < 2 s, one row, one body",
+      measured: storms.length > 0 ? storms.map((storm) => storm.text).join(" / ") : "n/a",
+      met: storms.length === 2 ? storms.every((storm) => storm.ok) : null,
+    },
+    {
+      target: "T6 claim p50 at 1M rows / 10k <= 1.2 (10M <= 1.3 with --large)",
+      measured: `${cell(at1m, 2)}x${at10m === null ? "" : `, 10M ${cell(at10m, 2)}x`}`,
+      met: allMet(meets(at1m, 1.2, true), ...(at10m === null ? [] : [meets(at10m, 1.3, true)])),
+    },
+    {
+      target: "T7 app peak RSS after the bench <= 350 MiB",
+      measured: server ? `${server.peakRssMiB} MiB` : "n/a",
+      met: meets(server?.peakRssMiB, 350, true),
+    },
+    {
+      target: "T8 hot replays / empty route >= 1.0",
+      measured: cell(replay?.ratioRps, 2),
+      met: meets(replay?.ratioRps, 1.0),
+    },
+    {
+      target: "T9 PostgreSQL CPU per claim+credit transaction, c=8 / c=32 <= 0.6 ms",
+      measured: `${pair(pgPerTx, 3)} ms`,
+      met: allMet(...pgPerTx.map((v) => meets(v, 0.6, true))),
+    },
+  ];
 }
 
 main()
