@@ -2,6 +2,8 @@
 //  - unit: pure functions, no servers.
 //  - integration: lib/ against a real PostgreSQL and Redis started by tests/setup/global-setup.ts.
 //  - http: the built app, the sandbox bank and real servers over HTTP, started by the same global setup.
+// Every project fails a test that logs an unexpected error (tests/setup/error-logs.ts). The `controls` project
+// exists only when ERROR_LOG_CONTROL=1: tests/unit/error-log-guard.test.ts runs it to show that guard failing.
 import { defineConfig } from "vitest/config";
 import { fileURLToPath } from "node:url";
 
@@ -13,7 +15,12 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: "unit", include: ["tests/unit/**/*.test.ts"], environment: "node" },
+        test: {
+          name: "unit",
+          include: ["tests/unit/**/*.test.ts"],
+          environment: "node",
+          setupFiles: ["tests/setup/error-logs.ts"],
+        },
       },
       {
         extends: true,
@@ -22,6 +29,7 @@ export default defineConfig({
           include: ["tests/integration/**/*.test.ts"],
           environment: "node",
           globalSetup: ["tests/setup/global-setup.ts"],
+          setupFiles: ["tests/setup/error-logs.ts"],
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },
@@ -34,11 +42,24 @@ export default defineConfig({
           environment: "node",
           globalSetup: ["tests/setup/global-setup.ts"],
           // Every /api/v1 response a test receives is checked against the served OpenAPI document.
-          setupFiles: ["tests/setup/openapi-fetch.ts"],
+          setupFiles: ["tests/setup/error-logs.ts", "tests/setup/openapi-fetch.ts"],
           testTimeout: 60_000,
           hookTimeout: 300_000,
         },
       },
+      ...(process.env.ERROR_LOG_CONTROL === "1"
+        ? [
+            {
+              extends: true,
+              test: {
+                name: "controls",
+                include: ["tests/controls/**/*.test.ts"],
+                environment: "node",
+                setupFiles: ["tests/setup/error-logs.ts"],
+              },
+            },
+          ]
+        : []),
     ],
   },
 });

@@ -15,6 +15,20 @@ function requestIdMixin(): Record<string, unknown> {
 
 let instance: pino.Logger | undefined;
 
+/** Receives every line logged at `error` or `fatal`: pino's numeric level (50, 60) and the call's arguments. */
+export type ErrorLogObserver = (level: number, args: readonly unknown[]) => void;
+const errorLogObservers = new Set<ErrorLogObserver>();
+
+/**
+ * Registers `observer` for every line this process logs at `error` or `fatal` (levels 50 and 60), before it is
+ * written. The test setup (tests/setup/error-logs.ts) uses it to fail a test that logs an error it did not expect.
+ * Returns the function that unregisters it. An observer must not throw or log.
+ */
+export function observeErrorLogs(observer: ErrorLogObserver): () => void {
+  errorLogObservers.add(observer);
+  return () => errorLogObservers.delete(observer);
+}
+
 /** The shared logger, created on first use with LOG_LEVEL. */
 export function log(): pino.Logger {
   instance ??= pino({
@@ -22,6 +36,12 @@ export function log(): pino.Logger {
     base: { pid: process.pid },
     timestamp: pino.stdTimeFunctions.isoTime,
     mixin: requestIdMixin,
+    hooks: {
+      logMethod(args, method, level) {
+        if (level >= 50) for (const observer of errorLogObservers) observer(level, args);
+        method.apply(this, args);
+      },
+    },
   });
   return instance;
 }

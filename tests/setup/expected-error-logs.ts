@@ -1,0 +1,26 @@
+/**
+ * The reviewed allow-list of tests/setup/error-logs.ts: errors that tests provoke on purpose. Each entry names the
+ * test (a pattern over its full name, "describe > it"), the logged message it expects, and why the error is the
+ * behaviour under test. Keep it short: an entry must never hide an error a test did not mean to cause.
+ */
+export interface ExpectedErrorLog {
+  /** Matches the test's full name, as vitest reports it (`describe > it`). */
+  readonly test: RegExp;
+  /** Matches the logged message (`msg`, then the error's message). */
+  readonly message: RegExp;
+  /** Why this test makes the process log this error. */
+  readonly why: string;
+}
+
+export const EXPECTED_ERROR_LOGS: readonly ExpectedErrorLog[] = [
+  {
+    test: /^settleTopup: a settlement that keeps failing > /,
+    message: /^top-up settlement keeps failing: flagged for attention\b/,
+    why: "the test makes the credit fail (a wallet at its CHECK ceiling) until the row is flagged, contract section 5",
+  },
+  {
+    test: /^error logs > an error the allow-list names is recorded and allowed/,
+    message: /^deliberate error for the error-log guard$/,
+    why: "tests/unit/error-log-guard.test.ts checks that the guard sees and judges errors",
+  },
+];
