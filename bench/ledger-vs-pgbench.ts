@@ -11,8 +11,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Pool, PoolClient, QueryResult, QueryResultRow, QueryConfig } from "pg";
 import { withTransaction } from "../lib/db";
-import { withTransactionRetry } from "../lib/ledger/retry";
 import {
+  withTransactionRetry,
   completeEntry,
   insertClaim,
   jsonStoredResponse,
@@ -20,8 +20,8 @@ import {
   statementEntryView,
   storeResponse,
   WORKER_ID,
+  type Queryable,
 } from "../lib/ledger";
-import type { Queryable } from "../lib/ledger/queryable";
 import { percentile } from "./stats";
 
 /** Where Debian's `postgresql-15` package puts pgbench (docs/development.md note 23). */

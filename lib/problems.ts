@@ -1,8 +1,10 @@
 /**
  * The one map from error codes to HTTP statuses and titles (contract section 3), and the RFC 9457
  * problem document every error body follows: `{ type, title, status, detail, code }`.
- * Pure: used by route handlers, server actions and the ledger (which stores some problems as first responses).
+ * Pure: used by route handlers, server actions and the operations that store a problem as their first response
+ * (lib/ledger itself speaks no HTTP: it stores whatever status and body it is given).
  */
+import type { StoredResponse } from "./ledger";
 
 export const PROBLEM_CODES = {
   invalid_request: { status: 400, title: "Invalid request" },
@@ -56,4 +58,13 @@ export const PROBLEM_CONTENT_TYPE = "application/problem+json";
 export function problem(code: ProblemCode, detail: string, extensions: Record<string, unknown> = {}): Problem {
   const { status, title } = PROBLEM_CODES[code];
   return { type: `/problems/${code}`, title, status, detail, code, ...extensions };
+}
+
+/**
+ * A problem response as an operation stores it with its row (e.g. 402 insufficient_funds, which replays like any
+ * first response, contract section 3): `{ status, body }` with the problem document as the exact body text.
+ */
+export function problemStoredResponse(code: ProblemCode, detail: string): StoredResponse {
+  const body = problem(code, detail);
+  return { status: body.status, body: JSON.stringify(body) };
 }

@@ -1,6 +1,6 @@
 "use client";
 /** The wallet's statement: the first page from the server, "Show more" for the next ones. */
-import type { StatementEntryView } from "@/lib/ledger/views";
+import type { StatementEntryView } from "@/lib/ledger";
 import { formatMinor } from "@/lib/money";
 import { describeFailure } from "@/lib/web/failure-reasons";
 import { ShowMoreButton } from "../components/show-more-button";

@@ -1,6 +1,6 @@
 "use client";
 /** The wallet's top-up list: the first page from the server, "Show more" for the next ones. */
-import type { TopupView } from "@/lib/ledger/views";
+import type { TopupView } from "@/lib/ledger";
 import { formatMinor } from "@/lib/money";
 import { describeFailure } from "@/lib/web/failure-reasons";
 import { ShowMoreButton } from "../components/show-more-button";

@@ -1,7 +1,6 @@
 import { z } from "zod";
 import { pool } from "../db";
-import { entryColumns, toLedgerEntry, topupView, type EntryStatus, type LedgerEntry } from "../ledger";
-import { topupViewSchema } from "../ledger/view-schemas";
+import { entryColumns, toLedgerEntry, topupView, type EntryStatus, type LedgerEntry, topupViewSchema } from "../ledger";
 import { boundedLimit, keysetAfter, pageOf, type Page, type PageResult } from "../pagination/cursor";
 import { positionOf } from "../topups/list-topups";
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { pool } from "../db";
-import { failoverRetriesInProgress } from "../ledger/retry";
+import { failoverRetriesInProgress } from "../ledger";
 import { ensureRedisConnected, redis } from "../redis";
 
 /** `GET /api/v1/health` (contract section 4); the OpenAPI document's `Health`. */

@@ -5,7 +5,7 @@ import { randomUUID } from "node:crypto";
 import { log } from "../log";
 import { currentRequestId } from "./request-context";
 import { problem, PROBLEM_CONTENT_TYPE, type ProblemCode } from "../problems";
-import type { OperationResult } from "../ledger/outcome";
+import type { OperationResult } from "../ledger";
 
 /** Header on every replayed response (contract section 3). */
 export const REPLAYED_HEADER = "Idempotent-Replayed";

@@ -1,4 +1,7 @@
-/** lib/ledger: the claim module. See ARCHITECTURE.md for how the pieces fit. */
+/**
+ * lib/ledger: the claim module, and the one way into it: code outside lib/ledger imports from here, never from
+ * its files (tests/unit/app-boundary.test.ts; lib/db.ts is the one exception it names). See ARCHITECTURE.md.
+ */
 export * from "./keys";
 export * from "./fingerprint";
 export * from "./entry";
@@ -8,3 +11,8 @@ export * from "./outcome";
 export * from "./views";
 export * from "./replay-cache";
 export { newLeaseOwner, WORKER_ID } from "./worker";
+export * from "./queryable";
+export * from "./retry";
+export * from "./db-errors";
+export * from "./constants";
+export * from "./view-schemas";

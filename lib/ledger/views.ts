@@ -5,7 +5,6 @@
  */
 import type { z } from "zod";
 import type { LedgerEntry, StoredResponse } from "./entry";
-import { problem, type ProblemCode } from "../problems";
 import type { paymentViewSchema, rewardViewSchema, statementEntryViewSchema, topupViewSchema } from "./view-schemas";
 
 /** `T` of contract section 4 (its schema, the OpenAPI document's `Topup`, is in ./view-schemas.ts). */
@@ -70,10 +69,4 @@ export function statementEntryView(entry: LedgerEntry): StatementEntryView {
 /** A JSON success response as stored: `status` and the exact body text. */
 export function jsonStoredResponse(status: number, value: unknown): StoredResponse {
   return { status, body: JSON.stringify(value) };
-}
-
-/** A problem response as stored (e.g. 402 insufficient_funds, which replays like any first response). */
-export function problemStoredResponse(code: ProblemCode, detail: string): StoredResponse {
-  const body = problem(code, detail);
-  return { status: body.status, body: JSON.stringify(body) };
 }

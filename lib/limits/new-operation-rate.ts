@@ -17,10 +17,13 @@
  */
 import { env } from "../env";
 import { log } from "../log";
-import { findEntryByKey } from "../ledger/claim";
-import type { OperationParams } from "../ledger/fingerprint";
-import type { OperationKey } from "../ledger/keys";
-import { type CachedOutcome, readCachedReplay } from "../ledger/replay-cache";
+import {
+  findEntryByKey,
+  type OperationParams,
+  type OperationKey,
+  type CachedOutcome,
+  readCachedReplay,
+} from "../ledger";
 import { ensureRedisConnected, type RedisClient, redis } from "../redis";
 
 /** The window, in ms: "a minute" (contract section 9). */

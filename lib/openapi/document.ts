@@ -29,7 +29,7 @@ import {
   statementEntryViewSchema,
   topupResponseSchema,
   topupViewSchema,
-} from "../ledger/view-schemas";
+} from "../ledger";
 import { PROBLEM_CODES, PROBLEM_CONTENT_TYPE, STORED_PROBLEM_CODES, type ProblemCode } from "../problems";
 import { reconcileResultSchema } from "../reconciler/reconcile-result";
 import { bankEventSchema } from "../webhooks/handle-bank-webhook";

@@ -8,6 +8,8 @@ import { withTransaction } from "../db";
 import { withTransactionRetry } from "../ledger/retry";
 import { prepared, type Queryable } from "../ledger/queryable";
 import {
+  withTransactionRetry,
+  prepared,
   awaitStoredResponse,
   cacheStoredResponse,
   completeEntry,
@@ -17,13 +19,13 @@ import {
   jsonStoredResponse,
   operationKey,
   paymentView,
-  problemStoredResponse,
   storeResponse,
   newLeaseOwner,
   type OperationResult,
   type StoredResponse,
 } from "../ledger";
 import { gateNewOperation, rateLimitedResult } from "../limits/new-operation-rate";
+import { problemStoredResponse } from "../problems";
 
 export interface CreatePaymentInput {
   /** From the authenticated session or API token. */

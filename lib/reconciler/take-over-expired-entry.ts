@@ -5,8 +5,7 @@
  * `attempt`), and records the take-over in the audit table.
  */
 import { pool } from "../db";
-import { entryColumns, toLedgerEntry, type LedgerEntry } from "../ledger";
-import type { Queryable } from "../ledger/queryable";
+import { entryColumns, toLedgerEntry, type LedgerEntry, type Queryable } from "../ledger";
 
 /** A row this reconciler now owns, with how old it is by the database's clock. */
 export interface TakenOverEntry {

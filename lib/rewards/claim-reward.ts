@@ -7,8 +7,8 @@ import { countOperation, metrics } from "../metrics/registry";
 import { autocommit, withTransaction } from "../db";
 import { env } from "../env";
 import { log } from "../log";
-import { withTransactionRetry } from "../ledger/retry";
 import {
+  withTransactionRetry,
   awaitStoredResponse,
   completeEntry,
   failEntry,

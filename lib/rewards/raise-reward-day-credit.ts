@@ -5,8 +5,7 @@
  * the cap when Redis hands back a counter lower than the truth (a promoted lagging replica lost acknowledged
  * increments: docs/development.md note 28 measured 49).
  */
-import type { Queryable } from "../ledger/queryable";
-import { prepared } from "../ledger/queryable";
+import { type Queryable, prepared } from "../ledger";
 
 export type RewardDayCreditOutcome =
   /** The day's row now counts this credit; `creditedMinor` is the day's total including it. */

@@ -7,7 +7,7 @@
  */
 import { pool } from "../db";
 import { env } from "../env";
-import type { Queryable } from "../ledger/queryable";
+import type { Queryable } from "../ledger";
 import { log } from "../log";
 import { capKeysExpireAtS, CapStoreUnavailableError, rewardCapStore, type RedisRewardCapStore } from "./cap-store";
 

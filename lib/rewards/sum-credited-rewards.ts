@@ -3,7 +3,7 @@
  * seeded from (contract section 6) and what the wallet page and the audit compare against.
  */
 import { pool } from "../db";
-import type { Queryable } from "../ledger/queryable";
+import type { Queryable } from "../ledger";
 
 export interface CreditedRewards {
   /** Sum of succeeded reward rows of the day, in minor units. */

@@ -25,6 +25,8 @@ import {
   type TransitionActor,
   type TransitionGuard,
   type TransitionOutcome,
+  type Queryable,
+  classifyDbError,
 } from "../ledger";
 import type { Queryable } from "../ledger/queryable";
 import { classifyDbError } from "../ledger/db-errors";

@@ -25,8 +25,7 @@ import { parseMerchantRef } from "../bank/merchant-ref";
 import { verifyWebhookSignature, type SignatureFailureReason } from "../bank/signature";
 import { pool, withTransaction } from "../db";
 import { env } from "../env";
-import { findEntryByKey, isTerminal, operationKey, type LedgerEntry } from "../ledger";
-import type { Queryable } from "../ledger/queryable";
+import { findEntryByKey, isTerminal, operationKey, type LedgerEntry, type Queryable } from "../ledger";
 import { log } from "../log";
 import {
   noteSettleFailure,

@@ -1,9 +1,17 @@
 /**
- * Transport stays thin: no file under app/ imports the database or Redis clients, or
- * contains SQL. Route handlers and server actions parse, call lib/, and map the outcome.
+ * The layering ARCHITECTURE.md draws, enforced:
+ *  - Transport stays thin: no file under app/ imports the database or Redis clients, or contains SQL. Route
+ *    handlers and server actions parse, call lib/, and map the outcome.
+ *  - lib/ledger is the bottom of the money path: it imports only its own files, the infrastructure below it
+ *    (lib/db, lib/env, lib/log, lib/redis) and node:, pg, zod; nothing from a domain folder (topups, payments,
+ *    rewards, ...) and no HTTP vocabulary (lib/http, lib/problems, next, Request/Response objects).
+ *  - lib/ledger/index.ts is the one way in: no code outside lib/ledger imports one of its files, except lib/db.ts,
+ *    which sits below the ledger and takes the Queryable type and the retry policy from their own files (through
+ *    the index it would load the claim module, which imports lib/db, while lib/db itself is loading).
+ * Tests may import ledger files directly (white-box tests of one file).
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 
 const FORBIDDEN_IMPORTS = [
@@ -49,5 +57,93 @@ describe("app/ boundary", () => {
     expect(boundaryViolations('await client.query("SELECT id FROM ledger_entries")')).toHaveLength(1);
     expect(boundaryViolations("const q = `INSERT INTO wallets VALUES (1)`;")).toHaveLength(1);
     expect(boundaryViolations('import { getWallet } from "@/lib/wallet/get-wallet";')).toEqual([]);
+  });
+});
+
+/** Module specifiers of every static or dynamic import and re-export in `source`. */
+function importSpecifiers(source: string): string[] {
+  return [...source.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|^\s*import\s+)["']([^"']+)["']/gm)].map(
+    (match) => match[1]!,
+  );
+}
+
+/** Why lib/ledger may not import `specifier` (null: allowed). */
+function ledgerImportViolation(specifier: string): string | null {
+  if (specifier.startsWith("./")) return null;
+  if (/^\.\.\/(db|env|log|redis)$/.test(specifier)) return null;
+  if (specifier.startsWith("node:") || specifier === "pg" || specifier === "zod") return null;
+  if (/^\.\.\/(http|problems)(\/|$)/.test(specifier) || /^next(\/|$)/.test(specifier)) return "HTTP vocabulary";
+  if (specifier.startsWith("../")) return "a folder above the ledger";
+  return "a package the ledger does not use";
+}
+
+/** HTTP objects a ledger file must not construct or name. */
+const HTTP_OBJECTS = /\b(new Response|NextResponse|NextRequest|new Request|new Headers)\b/;
+
+/** Whether `specifier`, imported by `file` (a path from the project root), reaches into lib/ledger past its index. */
+function bypassesLedgerIndex(file: string, specifier: string): boolean {
+  const target = specifier.startsWith("@/")
+    ? specifier.slice(2)
+    : specifier.startsWith(".")
+      ? join(dirname(file), specifier)
+      : null;
+  if (target === null) return false;
+  return target.startsWith("lib/ledger/") && target !== "lib/ledger/index";
+}
+
+const PRODUCTION_ROOTS = ["app", "lib", "scripts", "bench", "bank"];
+
+function productionFiles(): string[] {
+  const roots = PRODUCTION_ROOTS.flatMap((root) => files(root));
+  const top = readdirSync(".").filter((name) => /\.(ts|tsx)$/.test(name) && !name.endsWith(".d.ts"));
+  return [...roots, ...top].map((file) => relative(".", file));
+}
+
+describe("lib/ledger's boundary", () => {
+  it("lib/ledger imports nothing from domain folders or HTTP vocabulary", () => {
+    const violations = files("lib/ledger").flatMap((file) => {
+      const source = readFileSync(file, "utf8");
+      const imports = importSpecifiers(source).flatMap((specifier) => {
+        const why = ledgerImportViolation(specifier);
+        return why ? [`${file}: imports ${specifier} (${why})`] : [];
+      });
+      const objects = source.split("\n").filter((line) => HTTP_OBJECTS.test(line) && !/^\s*(\*|\/\/)/.test(line));
+      return [...imports, ...objects.map((line) => `${file}: HTTP object: ${line.trim()}`)];
+    });
+    expect(violations).toEqual([]);
+  });
+
+  it("code outside lib/ledger enters it only through lib/ledger/index.ts (lib/db.ts aside)", () => {
+    const violations = productionFiles()
+      .filter((file) => !file.startsWith("lib/ledger/") && file !== "lib/db.ts")
+      .flatMap((file) =>
+        importSpecifiers(readFileSync(file, "utf8"))
+          .filter((specifier) => bypassesLedgerIndex(file, specifier))
+          .map((specifier) => `${file}: imports ${specifier}`),
+      );
+    expect(violations).toEqual([]);
+  });
+
+  it("the checks bite on each forbidden form (negative controls)", () => {
+    expect(importSpecifiers('import { a } from "../topups/create-topup";\nexport * from "./claim";')).toEqual([
+      "../topups/create-topup",
+      "./claim",
+    ]);
+    expect(importSpecifiers('const m = await import("../http/route");')).toEqual(["../http/route"]);
+    expect(ledgerImportViolation("../topups/create-topup")).toBe("a folder above the ledger");
+    expect(ledgerImportViolation("../http/respond")).toBe("HTTP vocabulary");
+    expect(ledgerImportViolation("../problems")).toBe("HTTP vocabulary");
+    expect(ledgerImportViolation("next/server")).toBe("HTTP vocabulary");
+    expect(ledgerImportViolation("ioredis")).toBe("a package the ledger does not use");
+    expect(ledgerImportViolation("../db")).toBeNull();
+    expect(ledgerImportViolation("./claim")).toBeNull();
+    expect(HTTP_OBJECTS.test("return new Response(body)")).toBe(true);
+    expect(bypassesLedgerIndex("lib/topups/create-topup.ts", "../ledger/claim")).toBe(true);
+    expect(bypassesLedgerIndex("app/page.tsx", "@/lib/ledger/views")).toBe(true);
+    expect(bypassesLedgerIndex("bench/run.ts", "../lib/ledger/retry")).toBe(true);
+    expect(bypassesLedgerIndex("lib/money.ts", "./ledger/claim")).toBe(true);
+    expect(bypassesLedgerIndex("lib/topups/create-topup.ts", "../ledger")).toBe(false);
+    expect(bypassesLedgerIndex("lib/ledger/claim.ts", "./keys")).toBe(true);
+    expect(bypassesLedgerIndex("app/page.tsx", "@/lib/ledger")).toBe(false);
   });
 });

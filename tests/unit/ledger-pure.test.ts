@@ -5,15 +5,9 @@ import { describe, expect, it } from "vitest";
 import { AD_ID_PATTERN, isValidRefId, LEDGER_DIRECTION, LEDGER_TYPES, operationKey } from "../../lib/ledger/keys";
 import { canonicalParams, differingFields, fingerprint } from "../../lib/ledger/fingerprint";
 import { entryColumns, isTerminal, toLedgerEntry, ENTRY_COLUMNS } from "../../lib/ledger/entry";
-import {
-  jsonStoredResponse,
-  paymentView,
-  problemStoredResponse,
-  rewardView,
-  statementEntryView,
-  topupView,
-} from "../../lib/ledger/views";
+import { jsonStoredResponse, paymentView, rewardView, statementEntryView, topupView } from "../../lib/ledger/views";
 import { fromExisting } from "../../lib/ledger/outcome";
+import { problemStoredResponse } from "../../lib/problems";
 
 describe("keys", () => {
   it.each([

@@ -2,7 +2,7 @@
  * Contract section 7.1: for every user, `wallet.balance = Σ succeeded credits − Σ succeeded debits` in the ledger.
  */
 import { pool } from "../../db";
-import { LEDGER_DIRECTION, LEDGER_TYPES } from "../../ledger/keys";
+import { LEDGER_DIRECTION, LEDGER_TYPES } from "../../ledger";
 import { AUDIT_VIOLATIONS_MAX, type AuditCheck } from "../types";
 import { checkResult, WHOLE_LEDGER, type AuditScope } from "./scope";
 

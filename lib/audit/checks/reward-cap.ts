@@ -7,7 +7,7 @@
  */
 import { pool } from "../../db";
 import { env } from "../../env";
-import type { Queryable } from "../../ledger/queryable";
+import type { Queryable } from "../../ledger";
 import { CapStoreUnavailableError, rewardCapStore, type RedisRewardCapStore } from "../../rewards/cap-store";
 import { AUDIT_VIOLATIONS_MAX, type AuditCheck, type AuditCheckResult } from "../types";
 

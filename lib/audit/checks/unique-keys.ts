@@ -4,7 +4,7 @@
  * the table holds no duplicate (which would mean the index was dropped or rebuilt around bad data).
  */
 import { pool } from "../../db";
-import { CLAIM_INDEX } from "../../ledger/constants";
+import { CLAIM_INDEX } from "../../ledger";
 import { AUDIT_VIOLATIONS_MAX, type AuditCheck } from "../types";
 import { checkResult, WHOLE_LEDGER, type AuditScope } from "./scope";
 

@@ -1,4 +1,4 @@
-import { isValidRefId } from "@/lib/ledger/keys";
+import { isValidRefId } from "@/lib/ledger";
 import { jsonResponse, problemResponse } from "@/lib/http/respond";
 import { withPrincipal } from "@/lib/http/route";
 import { getTopup } from "@/lib/topups/get-topup";
