@@ -1,6 +1,6 @@
 import { autocommit } from "../db";
 import type { Principal } from "../auth/principal";
-import { prepared } from "../ledger/queryable";
+import { prepared } from "../ledger";
 import { API_TOKEN_PATTERN, hashApiToken } from "./create-api-token";
 
 // Named (prepared once per connection): every API request runs it. Its plan is a unique-index lookup of the hash

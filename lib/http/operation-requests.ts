@@ -4,7 +4,7 @@
  * Unknown members are refused: a misspelt field in a payments API must not be silently ignored.
  */
 import { z } from "zod";
-import { AD_ID_PATTERN, REF_ID_PATTERN } from "../ledger/keys";
+import { AD_ID_PATTERN, REF_ID_PATTERN } from "../ledger";
 import { env } from "../env";
 import { readJsonBody } from "./read-json-body";
 import { parseAmountToken, type RawMembers } from "./raw-json";

@@ -5,11 +5,10 @@ import { env } from "../env";
 import { countOperation } from "../metrics/registry";
 import { formatMinor } from "../money";
 import { withTransaction } from "../db";
-import { withTransactionRetry } from "../ledger/retry";
-import { prepared, type Queryable } from "../ledger/queryable";
 import {
   withTransactionRetry,
   prepared,
+  type Queryable,
   awaitStoredResponse,
   cacheStoredResponse,
   completeEntry,

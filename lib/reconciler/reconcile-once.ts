@@ -22,8 +22,15 @@ import {
   type UnknownOutcome,
 } from "../bank/client";
 import { merchantRefFor, parseMerchantRef } from "../bank/merchant-ref";
-import { classifyDbError } from "../ledger/db-errors";
-import { findEntryByKey, insertClaimOrLose, isTerminal, operationKey, WORKER_ID, type LedgerEntry } from "../ledger";
+import {
+  findEntryByKey,
+  insertClaimOrLose,
+  isTerminal,
+  operationKey,
+  WORKER_ID,
+  type LedgerEntry,
+  classifyDbError,
+} from "../ledger";
 import { CHARGE_LOOK_BACK_MS_DEFAULT, readChargeCursorMs, writeChargeCursorMs } from "./charge-cursor";
 import { ReconcileTally, type ReconcileAnomaly, type ReconcileResult } from "./reconcile-result";
 import { settleTopup, type ChargeEvidence, type SettlementOutcome } from "../topups/settle-topup";

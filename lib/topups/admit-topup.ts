@@ -12,8 +12,8 @@ import {
   type LedgerEntry,
   type StoredResponse,
   type TransitionActor,
+  withTransactionRetry,
 } from "../ledger";
-import { withTransactionRetry } from "../ledger/retry";
 import { balanceLimitResponse, checkBalanceHeadroom } from "../wallet/check-balance-headroom";
 
 export type AdmissionOutcome =

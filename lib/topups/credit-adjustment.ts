@@ -18,9 +18,9 @@ import {
   type OperationParams,
   toLedgerEntry,
   type TransitionActor,
+  type Queryable,
+  withTransactionRetry,
 } from "../ledger";
-import type { Queryable } from "../ledger/queryable";
-import { withTransactionRetry } from "../ledger/retry";
 
 /** The succeeded charge being credited: the bank's id, and its amount (minor units) and currency (ISO 4217). */
 export interface AdjustedCharge {

@@ -28,8 +28,6 @@ import {
   type Queryable,
   classifyDbError,
 } from "../ledger";
-import type { Queryable } from "../ledger/queryable";
-import { classifyDbError } from "../ledger/db-errors";
 import { creditAdjustment, type AdjustedCharge } from "./credit-adjustment";
 
 /** What is known about the charge of a top-up's merchant reference, and on whose word. */

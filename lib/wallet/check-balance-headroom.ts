@@ -3,9 +3,8 @@
  * ceiling, MAX_BALANCE_MINOR (contract section 9), decided under the wallet row's lock so that two concurrent
  * operations cannot both pass on the same room.
  */
-import type { StoredResponse } from "../ledger/entry";
-import { prepared, type Queryable } from "../ledger/queryable";
-import { problemStoredResponse } from "../ledger/views";
+import { prepared, type Queryable, type StoredResponse } from "../ledger";
+import { problemStoredResponse } from "../problems";
 import { formatMinor } from "../money";
 
 // The wallet row's lock serialises every headroom decision of a user, and every credit (the credit's upsert takes

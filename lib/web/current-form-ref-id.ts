@@ -8,7 +8,7 @@
  * new one, so the page always offers a form that starts a new operation.
  */
 import { autocommit } from "../db";
-import { prepared } from "../ledger/queryable";
+import { prepared } from "../ledger";
 import { type FormType, mintFormRefId } from "./form-refs";
 
 /**

@@ -1,5 +1,5 @@
 /** Plain words for a row's failure reason, shown to the user (contract section 4: a top-up's status and why it failed). */
-import type { FailureReason } from "../ledger/entry";
+import type { FailureReason } from "../ledger";
 
 const REASONS: Record<FailureReason, string> = {
   declined_by_bank: "the bank declined the payment",

@@ -4,7 +4,7 @@
  * user's form of this type.
  */
 import { autocommit } from "../db";
-import { prepared } from "../ledger/queryable";
+import { prepared } from "../ledger";
 import { type FormType, isFormRefId } from "./form-refs";
 
 /**
