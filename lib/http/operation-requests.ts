@@ -20,7 +20,7 @@ export const refIdSchema = z
   .meta({ description: "The operation's own reference: the key, taken exactly as sent (contract section 1)." });
 /**
  * A new operation's reference from an API client: any ref id outside the wallet forms' namespace, so that no
- * client can name a reference a form will show (case C20, docs/decisions/032-form-references.md).
+ * client can name a reference a form will show (case C20, docs/decisions/033-form-references.md).
  */
 const refId = refIdSchema
   .refine((value) => !inFormRefNamespace(value), {
@@ -29,7 +29,7 @@ const refId = refIdSchema
   .meta({
     description:
       "The operation's own reference: the key, taken exactly as sent (contract section 1). References starting " +
-      `with \`${FORM_REF_PREFIX}\` belong to the wallet page's forms and are refused (docs/decisions/032).`,
+      `with \`${FORM_REF_PREFIX}\` belong to the wallet page's forms and are refused (docs/decisions/033).`,
   });
 /** A wallet form's reference: exactly the shape the server mints (`web:<uuid>`, lib/web/form-refs.ts). */
 const formRefId = refIdSchema.refine(isFormRefId, {

@@ -1,5 +1,5 @@
 /**
- * The reference a wallet form shows (case C20, docs/decisions/032-form-references.md): one stored per user and
+ * The reference a wallet form shows (case C20, docs/decisions/033-form-references.md): one stored per user and
  * form type, kept until a ledger entry claims it, then replaced by a freshly minted one.
  *
  * Every render and every tab of the user reads the same stored reference, so a resubmit, a double click or the

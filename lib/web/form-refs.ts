@@ -1,5 +1,5 @@
 /**
- * The wallet page's form references (case C20, docs/decisions/032-form-references.md) and the parsing of the
+ * The wallet page's form references (case C20, docs/decisions/033-form-references.md) and the parsing of the
  * amounts typed into its forms.
  *
  * A form reference is `web:` followed by a random UUID, minted by the server (lib/web/current-form-ref-id.ts).

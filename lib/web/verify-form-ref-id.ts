@@ -1,5 +1,5 @@
 /**
- * Checks a reference that came back in a wallet form submission (case C20, docs/decisions/032-form-references.md).
+ * Checks a reference that came back in a wallet form submission (case C20, docs/decisions/033-form-references.md).
  * The hidden field is a claim of the browser's: the form door accepts it only when the server issued it to this
  * user's form of this type.
  */

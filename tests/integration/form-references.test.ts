@@ -1,6 +1,6 @@
 /**
  * Case C20: the wallet page's form references (lib/web/current-form-ref-id.ts, lib/web/verify-form-ref-id.ts,
- * docs/decisions/032-form-references.md), against the real PostgreSQL.
+ * docs/decisions/033-form-references.md), against the real PostgreSQL.
  *
  * The case's scenario runs twice: with the page's minter, and with the count scheme the page used before
  * (`web-topup-<n+1>`), kept here as the negative control. The same assertions pass for the first and are shown to
@@ -27,7 +27,7 @@ afterAll(async () => {
 type FormRefMinter = (userId: string, type: FormType) => Promise<string>;
 
 /**
- * The count scheme the page used before decision 032 (negative control only): one more than the user's rows
+ * The count scheme the page used before decision 033 (negative control only): one more than the user's rows
  * named `web-topup-*`. Kept verbatim in behaviour so the scenario below can show it fails.
  */
 const countingMinter: FormRefMinter = async (userId, type) => {

@@ -12,5 +12,7 @@ ALTER TABLE ledger_entries ADD CONSTRAINT ledger_entries_adjusts_entry_fkey
 -- Every adjustment names its top-up, and nothing else names one.
 ALTER TABLE ledger_entries ADD CONSTRAINT ledger_entries_adjustment_link
   CHECK ((type = 'adjustment') = (adjusts_entry_id IS NOT NULL));
--- At most one adjustment per top-up, whatever its key.
-CREATE UNIQUE INDEX ledger_entries_user_id_adjusts_entry_id_key ON ledger_entries (user_id, adjusts_entry_id);
+-- At most one adjustment per top-up, whatever its key. Partial: a full index led by user_id is a plan a generic
+-- plan made on an empty ledger may pick for any lookup by user (case C25: it read a whole user's rows to lock one).
+CREATE UNIQUE INDEX ledger_entries_user_id_adjusts_entry_id_key ON ledger_entries (user_id, adjusts_entry_id)
+  WHERE adjusts_entry_id IS NOT NULL;

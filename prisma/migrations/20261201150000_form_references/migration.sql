@@ -1,4 +1,4 @@
--- The wallet page's form references (case C20, docs/decisions/032-form-references.md): one row per user and form
+-- The wallet page's form references (case C20, docs/decisions/033-form-references.md): one row per user and form
 -- type holds the reference the form shows, random and minted by the server in the `web:` namespace that the API
 -- refuses. It is kept until a ledger entry claims it (every render and every tab shows the same one, so a
 -- resubmit or a second tab is the same operation), then replaced by a conditional upsert. Not money: a user's
