@@ -1,0 +1,183 @@
+/**
+ * The one map from operation outcomes to sentences for people. The API answers in problem+json (contract section 3)
+ * and the server actions return the same `{ status, body, replayed }`; the pages never print a problem's `detail`
+ * (written for programmers: field paths, "minor units", "key"): they print the sentence for its `code`, in the
+ * wallet's currency, and say plainly whether money moved.
+ *
+ * `PROBLEM_SENTENCES` is typed over every problem code, so a code added to lib/problems.ts does not compile until
+ * it has its sentence here.
+ */
+import type { EntryStatus } from "../ledger/entry";
+import type { ProblemCode } from "../problems";
+import { formatMoney } from "../money";
+import { describeFailure } from "./failure-reasons";
+import { STATUS_WORDS } from "./status-words";
+
+/** The operation a form runs. */
+export type OperationKind = "topup" | "payment" | "reward";
+
+/** What a sentence needs to know besides the outcome. */
+export interface SentenceContext {
+  readonly kind: OperationKind;
+  /** The wallet's currency (WALLET_CURRENCY). */
+  readonly currency: string;
+  /** Largest amount of one operation, minor units (MAX_AMOUNT_MINOR): the amount hint's upper bound. */
+  readonly maxAmountMinor: number;
+  /** The amount the person asked for, minor units, when the form knows it. */
+  readonly amountMinor?: number | null;
+  /** Rewards: the ad's name for people ("ad A"). */
+  readonly adName?: string;
+  /** Rewards: the daily cap, minor units (REWARD_DAILY_CAP_MINOR). */
+  readonly rewardCapMinor?: number;
+}
+
+/** One sentence, and how the page shows it: `success` and `info` as a status, `error` as an alert. */
+export interface Sentence {
+  readonly tone: "success" | "info" | "error";
+  readonly text: string;
+}
+
+/** The outcome a server action returns (contract section 3), as lib/http/respond.ts builds it. */
+export interface OutcomeLike {
+  readonly status: number;
+  readonly body: string;
+  readonly replayed: boolean;
+}
+
+/** A row's live state, when the page knows a newer one than the stored answer (the top-up form's result). */
+export interface LiveState {
+  readonly status: EntryStatus;
+  readonly failureReason: string | null;
+}
+
+const NOUN: Record<OperationKind, string> = { topup: "top-up", payment: "payment", reward: "reward" };
+
+function money(amountMinor: number, context: SentenceContext): string {
+  return formatMoney(amountMinor, context.currency);
+}
+
+/** "of $25.00" when the amount is known, else "". */
+function ofAmount(context: SentenceContext): string {
+  return typeof context.amountMinor === "number" ? ` of ${money(context.amountMinor, context)}` : "";
+}
+
+/** What the amount field accepts, with an example. */
+export function amountHint(context: Pick<SentenceContext, "currency" | "maxAmountMinor">): string {
+  const smallest = formatMoney(1, context.currency);
+  const largest = formatMoney(context.maxAmountMinor, context.currency);
+  return `Enter an amount from ${smallest} to ${largest}, such as ${formatMoney(1250, context.currency).replace(/^\D+/, "")}.`;
+}
+
+/**
+ * A sentence for every problem code (contract sections 3 and 9). Each says what happened to the money; none
+ * mentions a field path, a unit or a key.
+ */
+export const PROBLEM_SENTENCES: Readonly<Record<ProblemCode, (context: SentenceContext) => string>> = {
+  invalid_request: () => "This form is out of date. Reload the page and try again; nothing was charged.",
+  invalid_signature: () => "The request was refused; nothing changed.",
+  unauthenticated: () => "You are signed out. Sign in again; nothing was charged.",
+  insufficient_funds: (c) =>
+    `Not enough money in your wallet for this ${NOUN[c.kind]}${ofAmount(c)}. Nothing was paid.`,
+  forbidden: () => "This request was refused. Reload the page and try again; nothing was charged.",
+  not_found: () => "We could not find that. Reload the page.",
+  method_not_allowed: () => "This request was refused. Reload the page and try again.",
+  request_in_progress: (c) =>
+    `Your ${NOUN[c.kind]} is still being processed. Wait a few seconds: it will not be charged twice.`,
+  token_limit_reached: () => "You have the most tokens allowed. Revoke one you no longer use first.",
+  payload_too_large: () => "The request was too large; nothing was charged.",
+  unsupported_media_type: () => "The request was refused. Reload the page and try again.",
+  idempotency_key_reused: (c) =>
+    `This form was already sent with a different amount, so this ${NOUN[c.kind]} was not made. Reload the page to start a new one.`,
+  daily_cap_reached: (c) =>
+    `You have reached today's reward limit${
+      typeof c.rewardCapMinor === "number" ? ` of ${money(c.rewardCapMinor, c)}` : ""
+    }. Nothing more can be credited today; come back tomorrow.`,
+  rate_limited: (c) => `Too many new ${NOUN[c.kind]}s in a minute. Wait a moment, then try again; nothing was charged.`,
+  internal_error: (c) =>
+    `Something went wrong on our side. Try again: the same ${NOUN[c.kind]} is never charged twice.`,
+  cap_store_unavailable: () => "Rewards are unavailable right now, so nothing was credited. Try again shortly.",
+  service_unavailable: () => "The service is busy right now. Try again shortly; nothing was charged twice.",
+};
+
+function parseBody(body: string): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(body);
+    return value !== null && typeof value === "object" ? (value as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The sentence for a problem body: by its code; an amount refused by the form gets the amount hint. */
+function problemSentence(body: Record<string, unknown>, context: SentenceContext): Sentence {
+  const code = body.code as ProblemCode;
+  if (code === "invalid_request" && body.field === "amount") return { tone: "error", text: amountHint(context) };
+  const sentence = PROBLEM_SENTENCES[code];
+  return {
+    tone: "error",
+    text: sentence ? sentence(context) : "Something went wrong. Reload the page and try again.",
+  };
+}
+
+interface Movement {
+  readonly amount?: unknown;
+  readonly status?: unknown;
+  readonly failureReason?: unknown;
+}
+
+/** The sentence for a row's state: what happened to the money. */
+function movementSentence(
+  kind: OperationKind,
+  movement: Movement,
+  live: LiveState | undefined,
+  context: SentenceContext,
+): Sentence {
+  const amount = typeof movement.amount === "number" ? money(movement.amount, context) : "";
+  const status = live?.status ?? (movement.status as EntryStatus);
+  const reason = live ? live.failureReason : typeof movement.failureReason === "string" ? movement.failureReason : null;
+  const what = kind === "topup" ? `Top-up of ${amount}` : kind === "payment" ? `Payment of ${amount}` : "Reward";
+  switch (status) {
+    case "succeeded":
+      if (kind === "topup") return { tone: "success", text: `${what} succeeded: ${amount} was added to your wallet.` };
+      if (kind === "payment") return { tone: "success", text: `Paid ${amount}.` };
+      return { tone: "success", text: `+${amount} credited${context.adName ? ` for ${context.adName}` : ""}.` };
+    case "failed": {
+      const why = reason ? `: ${describeFailure(reason)}` : "";
+      const moved = kind === "topup" ? "Nothing was charged." : kind === "payment" ? "Nothing was paid." : "";
+      return { tone: "error", text: `${what} failed${why}. ${moved}`.trim() };
+    }
+    case "initiated":
+    case "processing":
+      return {
+        tone: "info",
+        text: `${what}: ${STATUS_WORDS[status].label.toLowerCase()}, ${STATUS_WORDS[status].meaning}.`,
+      };
+    default:
+      return { tone: "info", text: `${what} was sent.` };
+  }
+}
+
+/**
+ * The sentence a money or reward form shows for an outcome `{ status, body, replayed }`. `live` is the row's newer
+ * state when the page has one (a top-up followed after the bank answered). A replay says that nothing was done
+ * twice; a reward's replay says "already credited today" (contract section 6, case C21).
+ */
+export function describeOutcome(outcome: OutcomeLike, context: SentenceContext, live?: LiveState): Sentence {
+  const body = parseBody(outcome.body);
+  if (!body) return { tone: "error", text: "Something went wrong. Reload the page and try again." };
+  if (outcome.status >= 400) {
+    const sentence = problemSentence(body, context);
+    // A stored refusal (402) sent again is still the same refusal.
+    return sentence;
+  }
+  const movement = (body.topup ?? body.payment ?? body.reward) as Movement | undefined;
+  if (!movement) return { tone: "info", text: "Done." };
+  if (context.kind === "reward" && outcome.replayed) {
+    // Contract section 6, case C21: one reward per ad per local day; a second click replays the first.
+    const amount = typeof movement.amount === "number" ? ` (+${money(movement.amount, context)})` : "";
+    return { tone: "info", text: `Already credited today${amount}: nothing more for this ad until tomorrow.` };
+  }
+  const sentence = movementSentence(context.kind, movement, live, context);
+  if (!outcome.replayed) return sentence;
+  return { ...sentence, text: `${sentence.text} (You had already sent this form; it was not done twice.)` };
+}
