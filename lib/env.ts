@@ -26,6 +26,12 @@ const schema = z
     NODE_ENV: z.enum(["development", "production", "test"]).default("development"),
     /** PostgreSQL URL. Unset means "the demo launcher starts an embedded PostgreSQL and sets this for the app". */
     DATABASE_URL: optionalUrl,
+    /**
+     * A direct PostgreSQL URL for the live-status listener (LISTEN keeps session state, which a transaction pooler
+     * drops). Unset: DATABASE_URL, unless DB_POOLER is `transaction`, where the pages then poll instead
+     * (docs/decisions/025-live-status-push.md).
+     */
+    DATABASE_LISTEN_URL: optionalUrl,
     /** Redis URL. Unset means rewards answer 503 cap_store_unavailable (contract section 6). */
     REDIS_URL: optionalUrl,
     /** Contract: 3000. */

@@ -19,6 +19,7 @@ export const API_ROUTE_TEMPLATES = [
   "/api/v1/bench/noop",
   "/api/v1/openapi.json",
   "/api/v1/metrics",
+  "/api/v1/events",
 ] as const;
 
 export type ApiRouteTemplate = (typeof API_ROUTE_TEMPLATES)[number];

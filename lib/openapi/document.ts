@@ -390,6 +390,26 @@ export const API_PATHS = {
       problems: { codes: ADMIN_CODES },
     }),
   },
+  "/api/v1/events": {
+    get: operation("The caller's live status: Server-Sent Events when one of the caller's top-ups changes state", {
+      tags: ["wallet"],
+      description:
+        "A `text/event-stream` (docs/decisions/025-live-status-push.md): `retry: 3000`, then `event: ready` once the " +
+        "server listens (changes made before it may have been missed: read the current state then), `event: change` " +
+        'with `{"type","refId","status"}` for each change of one of the caller\'s top-ups, `event: down` when the ' +
+        "server lost its database listener (poll until the next `ready`), and `event: ping` every 15 s. The stream " +
+        "ends after 10 minutes; reconnect (browsers' EventSource does). At most 10 streams per user and process.",
+      security: SESSION_OR_TOKEN,
+      success: {
+        200: {
+          description: "The event stream.",
+          headers: z.object(baseHeaders),
+          content: { "text/event-stream": { schema: z.string() } },
+        },
+      },
+      problems: { codes: ["unauthenticated", "rate_limited", "service_unavailable"] },
+    }),
+  },
   "/api/v1/openapi.json": {
     get: operation("This document", {
       tags: ["service"],

@@ -346,7 +346,10 @@ export async function startHaCluster(options: HaClusterOptions): Promise<HaClust
       pgbackrestConfig = join(root, `${primary.name}.pgbackrest.conf`);
     }
 
-    let databaseUrl = `postgres://${APP_ROLE}:${appPassword}@127.0.0.1:${pgWritePort}/${DATABASE}`;
+    // Through HAProxy to the primary: the pool's URL without a pooler, and always the live-status listener's
+    // (LISTEN needs a session of its own, which transaction pooling does not keep).
+    const directUrl = `postgres://${APP_ROLE}:${appPassword}@127.0.0.1:${pgWritePort}/${DATABASE}`;
+    let databaseUrl = directUrl;
     if (options.pooler) {
       if (!pgbouncerInstalled()) throw new Error("pgbouncer is not installed: apt-get install -y pgbouncer");
       bouncer = await startPgBouncer({
@@ -387,6 +390,7 @@ export async function startHaCluster(options: HaClusterOptions): Promise<HaClust
     const appEnvironment = (port: number): Record<string, string> => ({
       ...childEnvironment(),
       DATABASE_URL: databaseUrl,
+      DATABASE_LISTEN_URL: directUrl,
       DB_POOLER: options.pooler ? "transaction" : "none",
       REDIS_CLUSTER_NODES: redisSeeds,
       PORT: String(port),

@@ -36,7 +36,10 @@ globalThis.fetch = async (input, init) => {
   if (!url.pathname.startsWith("/api/v1/") || !contract) return response;
   let text: string;
   try {
-    text = await response.clone().text();
+    // An event stream ends only when the server or the client closes it: its status, headers and media type are
+    // checked without waiting for the body (the checker reads only JSON bodies).
+    const streaming = (response.headers.get("content-type") ?? "").startsWith("text/event-stream");
+    text = streaming ? "" : await response.clone().text();
   } catch {
     // The connection died mid-body (a test killed the app): there is no response to check.
     return response;

@@ -1,0 +1,324 @@
+/**
+ * The live feed of ledger changes behind the pages' live status (docs/decisions/025-live-status-push.md). The
+ * database announces every change of a top-up's state on the channel `ledger_changes` when the change commits (a
+ * trigger, migration 20261201130000_ledger_change_notify); this module LISTENs on ONE direct connection per
+ * process and hands each announcement to the subscribers of that user (the open event streams of
+ * app/api/v1/events).
+ *
+ * The connection is its own `pg.Client`, never one of the pool's: LISTEN is a session's state, which a
+ * transaction pooler (DB_POOLER=transaction, PgBouncer) does not keep, so behind one the feed needs
+ * DATABASE_LISTEN_URL (a direct address); without it the feed is unavailable and the pages poll.
+ *
+ * A lost connection (a restart, a failover, a killed backend) is never silent: subscribers get `down` at once
+ * (their pages fall back to polling), the feed connects and LISTENs again with back-off, and then sends `ready`
+ * (the pages refresh: announcements made while nobody listened are gone). A health probe every
+ * {@link PROBE_INTERVAL_MS} catches a connection that died without a word, or one that now reaches a standby
+ * after a failover (a standby cannot LISTEN for the primary's announcements).
+ */
+import pg from "pg";
+import { z } from "zod";
+import { env } from "../env";
+import { log } from "../log";
+
+/** The channel the trigger announces on. */
+export const LEDGER_CHANGES_CHANNEL = "ledger_changes";
+
+/** The `application_name` of the listener's connection, to find it in `pg_stat_activity`. */
+export const LISTENER_APPLICATION_NAME = "wallet-live";
+
+/** What a subscriber is told. */
+export type FeedEvent =
+  /** Listening: announcements from now on reach the subscriber (after a `down`, some may have been lost). */
+  | { readonly kind: "ready" }
+  /** The listener's connection is lost: nothing reaches the subscriber until the next `ready`. */
+  | { readonly kind: "down" }
+  /** A row of the subscriber's user changed state. */
+  | { readonly kind: "change"; readonly change: LedgerChange };
+
+/** One announcement, as the trigger writes it. */
+export type LedgerChange = z.infer<typeof changeSchema>;
+
+const changeSchema = z.strictObject({
+  userId: z.string().min(1).max(200),
+  type: z.string().min(1).max(40),
+  refId: z.string().min(1).max(128),
+  status: z.enum(["initiated", "processing", "succeeded", "failed"]),
+});
+
+/** NOTIFY's payload limit (PostgreSQL: 8000 bytes); a longer one is not ours and is dropped unread. */
+const PAYLOAD_BYTES_MAX = 8000;
+
+/**
+ * Back-off between connection attempts: 250 ms doubling to 5 s. A failover behind Patroni and HAProxy takes ~11 s
+ * (docs/scaling.md), so the listener is back within ~5 s of the new primary; a database that is down for good costs
+ * one attempt every 5 s.
+ */
+const RECONNECT_DELAY_MS_MIN = 250;
+const RECONNECT_DELAY_MS_MAX = 5_000;
+
+/**
+ * The health probe: every 30 s, answered within 5 s. A TCP connection can die without a FIN (a host lost in a
+ * failover); 30 s bounds how long the feed believes a dead connection, and is far below the pages' own watchdog.
+ */
+const PROBE_INTERVAL_MS = 30_000;
+const PROBE_TIMEOUT_MS = 5_000;
+
+/** How long the connection stays open after the last subscriber left: a page reload resubscribes within this. */
+const IDLE_CLOSE_MS = 60_000;
+
+/** Connection timeout of one attempt: 10 s, like the pool's. */
+const CONNECT_TIMEOUT_MS = 10_000;
+
+type Subscriber = (event: FeedEvent) => void;
+
+/** Options for tests: the connection string and whether to connect again after a loss. */
+export interface FeedOptions {
+  /** Default: DATABASE_LISTEN_URL, else DATABASE_URL unless DB_POOLER is `transaction`. */
+  readonly connectionString?: string | null;
+  /** Default true. False exists for the negative control that shows the loss is real. */
+  readonly reconnect?: boolean;
+}
+
+/** The address the listener connects to, or null when there is none it can use (behind a transaction pooler). */
+export function listenConnectionString(): string | null {
+  const settings = env();
+  if (settings.DATABASE_LISTEN_URL) return settings.DATABASE_LISTEN_URL;
+  if (settings.DB_POOLER === "transaction") return null;
+  return settings.DATABASE_URL ?? null;
+}
+
+/** One listener connection and the subscribers it serves. */
+export class LedgerChangeFeed {
+  private readonly subscribers = new Map<string, Set<Subscriber>>();
+  private client: pg.Client | null = null;
+  private listening = false;
+  private connecting = false;
+  private reconnectDelayMs = RECONNECT_DELAY_MS_MIN;
+  private reconnectTimer: NodeJS.Timeout | null = null;
+  private probeTimer: NodeJS.Timeout | null = null;
+  private idleTimer: NodeJS.Timeout | null = null;
+  private closed = false;
+
+  constructor(private readonly options: FeedOptions = {}) {}
+
+  /** True when the feed has an address to listen on. */
+  get available(): boolean {
+    return this.connectionString() !== null;
+  }
+
+  /** True while LISTEN is active on a live connection. */
+  get isListening(): boolean {
+    return this.listening;
+  }
+
+  /** How many subscriptions are open (all users). */
+  get subscriberCount(): number {
+    let count = 0;
+    for (const set of this.subscribers.values()) count += set.size;
+    return count;
+  }
+
+  /** How many subscriptions `userId` has open. */
+  subscriptionsOf(userId: string): number {
+    return this.subscribers.get(userId)?.size ?? 0;
+  }
+
+  /**
+   * Subscribes to the changes of `userId`'s rows. The subscriber gets `ready` at once when the feed is listening,
+   * else when it starts to; then `change` for each announcement of that user, `down` when the connection is lost
+   * and `ready` again once it listens anew. Returns the unsubscribe function (safe to call twice). Never throws:
+   * connection failures are reported as `down` and retried.
+   */
+  subscribe(userId: string, subscriber: Subscriber): () => void {
+    if (this.idleTimer) {
+      clearTimeout(this.idleTimer);
+      this.idleTimer = null;
+    }
+    let set = this.subscribers.get(userId);
+    if (!set) {
+      set = new Set();
+      this.subscribers.set(userId, set);
+    }
+    set.add(subscriber);
+    if (this.listening) deliver(subscriber, { kind: "ready" });
+    else this.ensureConnecting();
+    return () => {
+      const current = this.subscribers.get(userId);
+      if (!current?.delete(subscriber)) return;
+      if (current.size === 0) this.subscribers.delete(userId);
+      this.startIdleTimerIfUnused();
+    };
+  }
+
+  /** Stops listening and forgets every subscriber (process shutdown, tests). */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.subscribers.clear();
+    for (const timer of [this.reconnectTimer, this.probeTimer, this.idleTimer]) if (timer) clearTimeout(timer);
+    await this.disconnect();
+  }
+
+  private connectionString(): string | null {
+    return this.options.connectionString !== undefined ? this.options.connectionString : listenConnectionString();
+  }
+
+  private ensureConnecting(): void {
+    if (this.closed || this.client || this.connecting || this.reconnectTimer) return;
+    void this.connect();
+  }
+
+  private async connect(): Promise<void> {
+    const connectionString = this.connectionString();
+    if (!connectionString || this.closed) return;
+    this.connecting = true;
+    const client = new pg.Client({
+      connectionString,
+      application_name: LISTENER_APPLICATION_NAME,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      keepAlive: true,
+    });
+    // Registered before connect: an error on this socket at any time must not crash the process.
+    client.on("error", (error) => this.lost(client, error));
+    client.on("end", () => this.lost(client, new Error("connection ended")));
+    client.on("notification", (message) => {
+      if (message.channel === LEDGER_CHANGES_CHANNEL) this.announce(message.payload);
+    });
+    try {
+      await client.connect();
+      // A standby answers LISTEN with an error; a connection routed to one after a failover is refused here.
+      const recovery = await client.query<{ standby: boolean }>("SELECT pg_is_in_recovery() AS standby");
+      if (recovery.rows[0]?.standby) throw new Error("the database is a standby: cannot LISTEN for the primary");
+      await client.query(`LISTEN ${LEDGER_CHANGES_CHANNEL}`);
+    } catch (error) {
+      this.connecting = false;
+      client.removeAllListeners("end");
+      client.on("error", () => {});
+      await client.end().catch(() => {});
+      log().warn({ err: error }, "live updates: could not listen for ledger changes; retrying");
+      this.scheduleReconnect();
+      return;
+    }
+    this.connecting = false;
+    if (this.closed || this.subscribers.size === 0) {
+      // Everyone left (or the feed closed) while connecting.
+      this.client = client;
+      this.listening = true;
+      if (this.closed) await this.disconnect();
+      else this.startIdleTimerIfUnused();
+      return;
+    }
+    this.client = client;
+    this.listening = true;
+    this.reconnectDelayMs = RECONNECT_DELAY_MS_MIN;
+    this.startProbe(client);
+    log().info({ subscribers: this.subscriberCount }, "live updates: listening for ledger changes");
+    this.broadcast({ kind: "ready" });
+  }
+
+  private startIdleTimerIfUnused(): void {
+    if (this.subscribers.size > 0 || this.idleTimer) return;
+    this.idleTimer = setTimeout(() => {
+      this.idleTimer = null;
+      if (this.subscribers.size === 0) void this.disconnect();
+    }, IDLE_CLOSE_MS);
+    this.idleTimer.unref();
+  }
+
+  private startProbe(client: pg.Client): void {
+    if (this.probeTimer) clearInterval(this.probeTimer);
+    this.probeTimer = setInterval(() => {
+      if (this.client !== client) return;
+      const probe = client.query<{ standby: boolean }>({
+        text: "SELECT pg_is_in_recovery() AS standby",
+        query_timeout: PROBE_TIMEOUT_MS,
+      } as pg.QueryConfig);
+      probe
+        .then((result) => {
+          if (result.rows[0]?.standby) this.lost(client, new Error("the listener's database became a standby"));
+        })
+        .catch((error: unknown) => this.lost(client, error instanceof Error ? error : new Error(String(error))));
+    }, PROBE_INTERVAL_MS);
+    this.probeTimer.unref();
+  }
+
+  /** The listener's connection is gone or unusable: tell everyone, drop it, and connect again. */
+  private lost(client: pg.Client, error: Error): void {
+    if (this.client !== client) return;
+    this.client = null;
+    this.listening = false;
+    if (this.probeTimer) {
+      clearInterval(this.probeTimer);
+      this.probeTimer = null;
+    }
+    client.removeAllListeners("end");
+    client.on("error", () => {});
+    void client.end().catch(() => {});
+    if (this.closed) return;
+    log().warn({ message: error.message }, "live updates: lost the listener's connection");
+    this.broadcast({ kind: "down" });
+    if (this.options.reconnect !== false) this.scheduleReconnect();
+  }
+
+  private scheduleReconnect(): void {
+    if (this.closed || this.reconnectTimer || this.subscribers.size === 0) return;
+    const delayMs = this.reconnectDelayMs;
+    this.reconnectDelayMs = Math.min(this.reconnectDelayMs * 2, RECONNECT_DELAY_MS_MAX);
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = null;
+      if (this.subscribers.size > 0) this.ensureConnecting();
+    }, delayMs);
+    this.reconnectTimer.unref();
+  }
+
+  private async disconnect(): Promise<void> {
+    const client = this.client;
+    this.client = null;
+    this.listening = false;
+    if (this.probeTimer) {
+      clearInterval(this.probeTimer);
+      this.probeTimer = null;
+    }
+    if (!client) return;
+    client.removeAllListeners("end");
+    client.on("error", () => {});
+    await client.end().catch(() => {});
+  }
+
+  private announce(payload: string | undefined): void {
+    if (!payload || Buffer.byteLength(payload) > PAYLOAD_BYTES_MAX) return;
+    let parsed: LedgerChange;
+    try {
+      const result = changeSchema.safeParse(JSON.parse(payload));
+      if (!result.success) return;
+      parsed = result.data;
+    } catch {
+      return;
+    }
+    const set = this.subscribers.get(parsed.userId);
+    if (!set) return;
+    for (const subscriber of [...set]) deliver(subscriber, { kind: "change", change: parsed });
+  }
+
+  private broadcast(event: FeedEvent): void {
+    for (const set of this.subscribers.values()) for (const subscriber of [...set]) deliver(subscriber, event);
+  }
+}
+
+/** Calls one subscriber; its failure is its own (logged), never the feed's. */
+function deliver(subscriber: Subscriber, event: FeedEvent): void {
+  try {
+    subscriber(event);
+  } catch (error) {
+    log().error({ err: error }, "live updates: a subscriber threw");
+  }
+}
+
+const globalKey = Symbol.for("wallet.live.ledgerChangeFeed");
+type GlobalWithFeed = typeof globalThis & { [globalKey]?: LedgerChangeFeed };
+
+/** The process's feed (created on first use; it connects when the first subscriber arrives). */
+export function ledgerChangeFeed(): LedgerChangeFeed {
+  const g = globalThis as GlobalWithFeed;
+  g[globalKey] ??= new LedgerChangeFeed();
+  return g[globalKey];
+}
