@@ -34,6 +34,7 @@ export async function reconcileNowAction(
 const filtersSchema = z.strictObject({
   status: adminTopupsQuerySchema.shape.status,
   stuck: z.boolean(),
+  userEmail: z.email().max(254).optional(),
   limit: z.int().min(1).max(100).optional(),
 });
 

@@ -14,6 +14,8 @@ export type AdminTopupRow = AdminTopupView & { stuck: boolean };
 export interface AdminTopupFilters {
   status?: EntryStatus;
   stuck: boolean;
+  /** One user's rows: their email, lowercased as stored. */
+  userEmail?: string;
   /** Rows per page, 1..100 (default 50). */
   limit?: number;
 }
@@ -23,7 +25,7 @@ export async function listAdminTopupRows(
   filters: AdminTopupFilters,
   cursor?: string,
 ): Promise<PageResult<AdminTopupRow>> {
-  const options = { status: filters.status, limit: filters.limit, cursor };
+  const options = { status: filters.status, userEmail: filters.userEmail, limit: filters.limit, cursor };
   const page = filters.stuck ? await listStuckTopups(options) : await listAdminTopups(options);
   if (!page.ok) return page;
   const nowMs = Date.now();

@@ -37,6 +37,8 @@ export type TimelineBankView =
 export interface TopupTimeline {
   topup: TopupView & {
     userId: string;
+    /** The owner's email (null if the account is gone). */
+    userEmail: string | null;
     chargeId: string | null;
     leaseOwner: string | null;
     leaseExpiresAt: string | null;
@@ -80,6 +82,8 @@ const TRANSITIONS_SQL = `
 SELECT at, from_status, to_status, actor, attempt, detail
   FROM ledger_transitions WHERE user_id = $1 AND entry_id = $2 ORDER BY id LIMIT $3`;
 
+const USER_EMAIL_SQL = `SELECT email FROM "user" WHERE id = $1`;
+
 const WEBHOOKS_SQL = `
 SELECT event_id, type, charge_id, amount_minor, currency, outcome, deliveries, first_seen_at, last_seen_at
   FROM bank_webhook_events WHERE merchant_ref = $1 ORDER BY first_seen_at, event_id LIMIT $2`;
@@ -101,18 +105,20 @@ export async function getTopupTimeline(userId: string, refId: string): Promise<T
   } catch {
     merchantRef = null;
   }
-  const [transitions, webhooks, bank, adjustment] = await Promise.all([
+  const [transitions, webhooks, bank, adjustment, owner] = await Promise.all([
     pool().query(TRANSITIONS_SQL, [userId, entry.id, TIMELINE_LINES_MAX]),
     merchantRef
       ? pool().query(WEBHOOKS_SQL, [merchantRef, TIMELINE_LINES_MAX])
       : Promise.resolve({ rows: [] as Record<string, unknown>[] }),
     bankView(merchantRef),
     findAdjustmentOf(entry),
+    pool().query<{ email: string }>(USER_EMAIL_SQL, [userId]),
   ]);
   return {
     topup: {
       ...topupView(entry),
       userId: entry.userId,
+      userEmail: owner.rows[0]?.email ?? null,
       chargeId: entry.bankChargeId,
       leaseOwner: entry.leaseOwner,
       leaseExpiresAt: entry.leaseExpiresAt?.toISOString() ?? null,

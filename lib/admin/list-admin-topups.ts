@@ -27,23 +27,24 @@ SELECT ${entryColumns("e")}, u.email AS user_email
    AND ($1::text IS NULL OR e.status = $1)
    AND (NOT $2::boolean OR (e.status IN ('initiated', 'processing') AND e.lease_expires_at < now()))
    AND ($3::timestamptz IS NULL OR (e.created_at, e.id) < ($3::timestamptz, $4::bigint))
+   AND ($6::text IS NULL OR u.email = $6)
  ORDER BY e.created_at DESC, e.id DESC
  LIMIT $5`;
 
 /**
- * One page of every user's top-ups for admins (contract section 4: `GET /api/v1/admin/topups?status=&stuck=1&limit=
- * &cursor=`), newest first by `(created_at, id)`. `stuck` keeps unfinished rows whose lease has expired (what the
- * reconciler will take over). At most `limit` rows (1..100, default 50) after the position of `cursor`
+ * One page of every user's top-ups for admins (contract section 4: `GET /api/v1/admin/topups?status=&stuck=1&user=
+ * &limit=&cursor=`), newest first by `(created_at, id)`. `stuck` keeps unfinished rows whose lease has expired (what
+ * the reconciler will take over); `userEmail` (lowercased, as stored) keeps one user's rows. At most `limit` rows (1..100, default 50) after the position of `cursor`
  * (lib/pagination/cursor.ts; a cursor is bound to the filters it was made with).
  *
  * Returns the page and its `nextCursor` (null on the last page), or `ok: false` with a 400 detail for a malformed
  * or foreign cursor. Throws database errors.
  */
 export async function listAdminTopups(
-  options: { status?: EntryStatus; stuck?: boolean; limit?: number; cursor?: string } = {},
+  options: { status?: EntryStatus; stuck?: boolean; userEmail?: string; limit?: number; cursor?: string } = {},
 ): Promise<PageResult<AdminTopupView>> {
   const limit = boundedLimit(options.limit);
-  const scope = `status:${options.status ?? "*"}|stuck:${options.stuck ? 1 : 0}`;
+  const scope = `status:${options.status ?? "*"}|stuck:${options.stuck ? 1 : 0}${userScope(options.userEmail)}`;
   const after = keysetAfter(options.cursor, "admin-topups", scope);
   if (!after.ok) return after;
   const result = await pool().query(LIST_ADMIN_TOPUPS_SQL, [
@@ -51,8 +52,17 @@ export async function listAdminTopups(
     options.stuck ?? false,
     ...after.params,
     limit + 1,
+    options.userEmail ?? null,
   ]);
   return { ok: true, ...adminTopupPage(result.rows, limit, "admin-topups", scope) };
+}
+
+/**
+ * The user filter's part of a cursor's scope: empty without one (cursors made before the filter existed stay valid),
+ * else the email, so a cursor of one user's list is refused for another's.
+ */
+export function userScope(userEmail: string | undefined): string {
+  return userEmail === undefined ? "" : `|user:${userEmail}`;
 }
 
 /**

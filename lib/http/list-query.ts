@@ -46,10 +46,18 @@ export const topupsQuerySchema = z.object({
 /** `GET /api/v1/entries`. */
 export const entriesQuerySchema = z.object({ limit: limitParam.optional(), cursor: cursorParam.optional() });
 
+const userParam = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .pipe(z.email().max(254))
+  .meta({ description: "Only this user's rows: their email address (case does not matter)." });
+
 /** `GET /api/v1/admin/topups` (and the admin page's filters). */
 export const adminTopupsQuerySchema = z.object({
   status: statusParam.optional(),
   stuck: stuckParam.optional(),
+  user: userParam.optional(),
   limit: limitParam.optional(),
   cursor: cursorParam.optional(),
 });

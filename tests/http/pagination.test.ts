@@ -177,3 +177,41 @@ describe("GET /api/v1/admin/topups by cursor", () => {
     expect([...seen.values()].every((count) => count === 1)).toBe(true);
   });
 });
+
+describe("GET /api/v1/admin/topups?user=<email>", () => {
+  it("keeps one user's rows (the email in any case), pages them, and refuses another filter's cursor", async () => {
+    const admin = await createApiUser("admin");
+    const [user, other] = [await createApiUser(), await createApiUser()];
+    const refIds = await topUps(user, 3, "adm-user");
+    await topUps(other, 2, "adm-other");
+    const email = encodeURIComponent(user.email.toUpperCase());
+    const first = await api(`/api/v1/admin/topups?user=${email}&limit=2`, { token: admin.token });
+    expect(first.status).toBe(200);
+    const second = await api(
+      `/api/v1/admin/topups?user=${email}&limit=2&cursor=${encodeURIComponent(first.json.nextCursor)}`,
+      { token: admin.token },
+    );
+    expect(second.status).toBe(200);
+    const rows = [...first.json.topups, ...second.json.topups] as Array<{
+      userId: string;
+      userEmail: string;
+      refId: string;
+    }>;
+    expect(rows.map((row) => row.refId)).toEqual([...refIds].reverse());
+    expect(new Set(rows.map((row) => row.userEmail))).toEqual(new Set([user.email]));
+    expect(second.json.nextCursor).toBeNull();
+    // Negative control: without the filter the other user's rows are there.
+    const all = await api("/api/v1/admin/topups?limit=100", { token: admin.token });
+    expect((all.json.topups as Array<{ userId: string }>).some((row) => row.userId === other.id)).toBe(true);
+
+    const foreign = await api(
+      `/api/v1/admin/topups?user=${encodeURIComponent(other.email)}&cursor=${encodeURIComponent(first.json.nextCursor)}`,
+      { token: admin.token },
+    );
+    expect(foreign.status).toBe(400);
+    expect((await api("/api/v1/admin/topups?user=not-an-email", { token: admin.token })).status).toBe(400);
+    const stuck = await api(`/api/v1/admin/topups?stuck=1&user=${email}`, { token: admin.token });
+    expect(stuck.status).toBe(200);
+    expect(stuck.json.topups).toEqual([]);
+  });
+});

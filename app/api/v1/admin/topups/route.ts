@@ -6,12 +6,13 @@ import { apiRoute } from "@/lib/http/api-route";
 
 export const dynamic = "force-dynamic";
 
-/** GET /api/v1/admin/topups?status=&stuck=1&limit=&cursor=: admins only, one page (contract section 4). */
+/** GET /api/v1/admin/topups?status=&stuck=1&user=&limit=&cursor=: admins only, one page (contract section 4). */
 const handleGet = withPrincipal(
   async (request) => {
     const query = parseQuery(adminTopupsQuerySchema, new URL(request.url).searchParams);
     if (!query.ok) return problemResponse("invalid_request", query.detail);
-    const page = await listAdminTopups(query.value);
+    const { user, ...filters } = query.value;
+    const page = await listAdminTopups({ ...filters, userEmail: user });
     if (!page.ok) return problemResponse("invalid_request", page.detail);
     return jsonResponse(200, { topups: page.items, nextCursor: page.nextCursor });
   },
