@@ -28,8 +28,9 @@ export default defineConfig({
   // sources changed) under a minute; the browser suite is small. This bounds a hung run well inside CI's
   // 90-minute limit, leaving time for the other suites.
   globalTimeout: 30 * 60_000,
-  // 30 s per test: a page load on this stack takes well under a second; a slow CI run gets room.
-  timeout: 30_000,
+  // 60 s per test: a page load on this stack takes well under a second, but a sign-up (argon2id) and a top-up
+  // answered by the bank's webhook took over 30 s together on a 2-core machine shared with other builds.
+  timeout: 60_000,
   expect: { timeout: 5_000 },
   // 2 cores run the app, the bank, PostgreSQL and the browser: one worker on CI keeps timings stable,
   // two locally for speed.

@@ -1,47 +1,55 @@
-import type { Metadata } from "next";
+import type { Metadata, Viewport } from "next";
 import Link from "next/link";
 import type { ReactNode } from "react";
 import { getSessionUser } from "@/lib/auth/session-user";
+import { MainNav } from "./components/main-nav";
 import { signOutAction } from "./sign-out/actions";
 import "./globals.css";
 
 export const metadata: Metadata = {
-  title: "Wallet",
+  title: { default: "Wallet", template: "%s · Wallet" },
   description: "A wallet that credits money exactly once.",
 };
+
+/** Phones lay the page out at their own width (no desktop-width zoomed-out page). */
+export const viewport: Viewport = { width: "device-width", initialScale: 1 };
 
 export default async function RootLayout({ children }: { children: ReactNode }) {
   const user = await getSessionUser();
   return (
     <html lang="en">
       <body>
+        <a className="skip-link" href="#content">
+          Skip to content
+        </a>
         <header className="top">
-          <Link href="/wallet" className="brand">
-            Wallet
-          </Link>
-          <nav>
+          <div className="top-inner">
+            <Link href={user ? "/wallet" : "/sign-in"} className="brand">
+              <span aria-hidden="true" className="brand-mark">
+                ◆
+              </span>{" "}
+              Wallet
+            </Link>
             {user ? (
               <>
-                <Link href="/wallet">Wallet</Link>
-                <Link href="/settings/tokens">API tokens</Link>
-                <Link href="/settings/security">Security</Link>
-                {user.role === "admin" && <Link href="/admin">Admin</Link>}
-                <span className="who">{user.email}</span>
-                <form action={signOutAction}>
-                  <button type="submit" className="link">
-                    Sign out
-                  </button>
-                </form>
+                <MainNav admin={user.role === "admin"} />
+                <div className="account">
+                  <span className="who" title={user.email}>
+                    {user.email}
+                  </span>
+                  <form action={signOutAction}>
+                    <button type="submit" className="link">
+                      Sign out
+                    </button>
+                  </form>
+                </div>
               </>
             ) : (
-              <>
-                <Link href="/sign-in">Sign in</Link>
-                <Link href="/sign-up">Sign up</Link>
-              </>
+              <MainNav signedOut />
             )}
-          </nav>
+          </div>
         </header>
-        {children}
+        <div id="content">{children}</div>
       </body>
     </html>
   );

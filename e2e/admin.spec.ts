@@ -120,7 +120,7 @@ test("a stuck top-up appears on the admin page, Reconcile now finishes it, and t
     "data-status",
     "succeeded",
   );
-  await expect(userPage.getByTestId("balance")).toHaveText("15.00");
+  await expect(userPage.getByTestId("balance")).toHaveText("$15.00");
   await userPage.screenshot({ path: testInfo.outputPath("wallet-after-reconcile.png"), fullPage: true });
 
   await userContext.close();

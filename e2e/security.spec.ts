@@ -127,6 +127,7 @@ test("changing the password with 'keep my API tokens' unticked revokes them; sig
   expect((await page.request.get("/api/v1/wallet")).status()).toBe(200);
 
   await page.getByRole("button", { name: "Sign out everywhere" }).click();
-  await expect(page).toHaveURL(/\/sign-in$/);
+  await expect(page).toHaveURL(/\/sign-in\?signed-out=1$/);
+  await expect(page.getByTestId("signed-out")).toHaveText("You are signed out.");
   expect((await page.request.get("/api/v1/wallet")).status()).toBe(401);
 });

@@ -11,12 +11,15 @@ test("sign up, top up 25.00, see the status reach succeeded and the balance show
   const form = page.getByTestId("topup-form");
   await form.getByLabel("25.00").check();
   await form.getByRole("button", { name: "Top up" }).click();
-  await expect(form.getByTestId("result")).toContainText("25.00 USD");
+  await expect(form.getByTestId("result")).toContainText("$25.00");
   // The list updates without a reload once the bank's webhook lands.
   await expect(page.getByTestId("topups").locator("tbody tr").first()).toHaveAttribute("data-status", "succeeded", {
     timeout: 15_000,
   });
-  await expect(page.getByTestId("balance")).toHaveText("25.00");
+  await expect(page.getByTestId("balance")).toHaveText("$25.00");
+  // The answer follows the top-up: it says it succeeded, without a reload.
+  await expect(form.getByTestId("result")).toHaveAttribute("data-status", "succeeded");
+  await expect(form.getByTestId("result")).toContainText("succeeded");
   await page.screenshot({ path: testInfo.outputPath("wallet-after-topup.png"), fullPage: true });
   const state = await walletState(page);
   expect(state.balance).toBe(2500);
@@ -48,7 +51,7 @@ test("C09: a double click within 30 ms gives one credit, and the button is disab
   await expect(button).toHaveText("Working…");
   await page.screenshot({ path: testInfo.outputPath("topup-pending.png") });
   releaseAction();
-  await expect(form.getByTestId("result")).toContainText("10.00 USD");
+  await expect(form.getByTestId("result")).toContainText("$10.00");
   await expect(button).toBeEnabled();
   await expect.poll(async () => (await walletState(page)).balance, { timeout: 15_000 }).toBe(1000);
   const state = await walletState(page);
@@ -86,8 +89,10 @@ test("the same top-up form submitted from two tabs at once gives one credit and 
   const results = await Promise.all(
     [first, second].map(async (page) => {
       const result = page.getByTestId("topup-form").getByTestId("result");
-      await expect(result).toContainText("25.00 USD");
-      return (await result.textContent())!.replace(" (already submitted)", "");
+      await expect(result).toContainText("$25.00");
+      // Each tab's answer follows the one top-up until the bank's answer lands.
+      await expect(result).toHaveAttribute("data-status", "succeeded", { timeout: 15_000 });
+      return (await result.textContent())!.replace(" (You had already sent this form; it was not done twice.)", "");
     }),
   );
   expect(results[0]).toBe(results[1]);
@@ -150,8 +155,8 @@ test("C20: an API top-up named like the old count scheme, then three form submit
     await form.getByLabel(preset).check();
     await form.getByRole("button", { name: "Top up" }).click();
     const result = form.getByTestId("result");
-    await expect(result).toContainText(`${preset} USD`);
-    await expect(result).not.toContainText("already submitted");
+    await expect(result).toContainText(`$${preset}`);
+    await expect(result).not.toContainText("already sent");
     // The page re-renders after the claim with the next reference.
     await expect(refField).not.toHaveValue(shown);
   }
@@ -174,7 +179,7 @@ test("C20: a form whose reference was not issued by the server is refused and ch
     }, forged);
     await form.getByLabel("10.00").check();
     await form.getByRole("button", { name: "Top up" }).click();
-    await expect(form.getByTestId("result")).toContainText("reload the page");
+    await expect(form.getByTestId("result")).toContainText("Reload the page");
     await expect(form.getByTestId("result")).toHaveAttribute("role", "alert");
   }
   expect((await walletState(page)).topups).toHaveLength(0);

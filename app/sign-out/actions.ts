@@ -13,5 +13,5 @@ import { auth } from "@/lib/auth/auth";
  */
 export async function signOutAction(): Promise<void> {
   await auth().api.signOut({ headers: await headers() });
-  redirect("/sign-in");
+  redirect("/sign-in?signed-out=1");
 }

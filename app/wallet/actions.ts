@@ -1,7 +1,9 @@
 "use server";
 /**
- * The wallet page's server actions. Thin: parse the form with zod, call the same lib functions as the API,
- * and return the API's outcome `{ status, body, replayed }` (contract section 3), which the page renders.
+ * The wallet page's money actions. Thin: read the form with zod, turn the amount people typed into minor units,
+ * validate exactly like the API, call the same lib functions, and return the API's outcome `{ status, body,
+ * replayed }` (contract section 3) with what was typed, so the form shows it again on every answer, with
+ * JavaScript or without.
  */
 import { revalidatePath } from "next/cache";
 import { z } from "zod";
@@ -9,28 +11,47 @@ import { env } from "@/lib/env";
 import { requireSessionUser } from "@/lib/auth/session-user";
 import { validatePaymentRequest, validateTopupRequest, formToRaw } from "@/lib/http/operation-requests";
 import { operationOutcome, type ActionOutcome } from "@/lib/http/respond";
+import { parseMoneyInput } from "@/lib/money";
 import { problem } from "@/lib/problems";
 import { createTopup } from "@/lib/topups/create-topup";
 import { createPayment } from "@/lib/payments/create-payment";
-import { parseMajorAmount } from "@/lib/web/form-refs";
 import { verifyFormRefId } from "@/lib/web/verify-form-ref-id";
 
-export type FormState = ActionOutcome | null;
-
-const formSchema = z.object({
-  refId: z.string(),
-  preset: z.string().optional(),
-  customAmount: z.string().optional(),
-});
-
-function invalid(detail: string): ActionOutcome {
-  return { status: 400, body: JSON.stringify(problem("invalid_request", detail)), replayed: false };
+/** What the person typed or chose, sent back with every answer. */
+export interface MoneyFormValues {
+  /** The chosen preset in minor units ("2500"), or "other" for the typed amount. */
+  readonly preset: string;
+  /** The typed amount, as typed. */
+  readonly customAmount: string;
 }
 
-/** Picks the amount: a custom amount when typed, otherwise the chosen preset; both in major units. */
-function amountFrom(fields: z.infer<typeof formSchema>): number | null {
-  const text = fields.customAmount?.trim() ? fields.customAmount : fields.preset;
-  return text ? parseMajorAmount(text) : null;
+/** A money form's answer: the API's outcome, the values to show again, and the amount asked for (minor units). */
+export type MoneyFormState = (ActionOutcome & { values: MoneyFormValues; amountMinor: number | null }) | null;
+
+// Bounds before anything else reads them: a ref id is at most 128 characters (contract section 1) and the
+// longest amount a person can type that the pattern accepts is well under 40.
+const formSchema = z.object({
+  refId: z.string().max(128),
+  preset: z.string().max(40).optional(),
+  customAmount: z.string().max(40).optional(),
+});
+
+/** A 400 for the form, in the API's shape; `field` names what the sentence must be about (the amount). */
+function invalid(detail: string, field?: "amount"): ActionOutcome {
+  const extensions = field ? { field } : {};
+  return { status: 400, body: JSON.stringify(problem("invalid_request", detail, extensions)), replayed: false };
+}
+
+/** The amount asked for in minor units: the typed amount when "other" is chosen or something is typed, else the preset. */
+function amountFrom(values: MoneyFormValues, currency: string, maxAmountMinor: number): number | null {
+  const typed = values.customAmount.trim();
+  const minor =
+    values.preset === "other" || typed !== ""
+      ? parseMoneyInput(typed, currency)
+      : /^[1-9][0-9]{0,15}$/.test(values.preset)
+        ? Number(values.preset)
+        : null;
+  return minor !== null && minor <= maxAmountMinor ? minor : null;
 }
 
 type MoneyForm = "topup" | "payment";
@@ -42,40 +63,50 @@ const UNISSUED_REFERENCE = "This form's reference was not issued to you; reload 
  * Both money forms: parse, validate like the API (but with a server-minted `web:` reference, case C20), check
  * that the server issued that reference to this user's form, run the same lib operation, return its outcome.
  */
-async function runMoneyForm(kind: MoneyForm, formData: FormData): Promise<FormState> {
+async function runMoneyForm(kind: MoneyForm, formData: FormData): Promise<MoneyFormState> {
   const user = await requireSessionUser();
   const fields = formSchema.safeParse(Object.fromEntries(formData));
-  if (!fields.success) return invalid("The form is incomplete.");
-  const amountMinor = amountFrom(fields.data);
-  if (amountMinor === null) return invalid("Enter an amount such as 25 or 25.50.");
+  const values: MoneyFormValues = {
+    preset: fields.success ? (fields.data.preset ?? "") : "",
+    customAmount: fields.success ? (fields.data.customAmount ?? "") : "",
+  };
+  if (!fields.success) return { ...invalid("The form is incomplete."), values, amountMinor: null };
   const settings = env();
+  const amountMinor = amountFrom(values, settings.WALLET_CURRENCY, settings.MAX_AMOUNT_MINOR);
+  if (amountMinor === null) {
+    return { ...invalid("The amount is not one this wallet accepts.", "amount"), values, amountMinor: null };
+  }
   const rules = { maxAmountMinor: settings.MAX_AMOUNT_MINOR, walletCurrency: settings.WALLET_CURRENCY };
   const amount = String(amountMinor);
   let result;
   if (kind === "topup") {
     const { value, raw } = formToRaw({ refId: fields.data.refId, amount });
     const input = validateTopupRequest(value, raw, rules, "form");
-    if (!input.ok) return invalid(input.detail);
-    if (!(await verifyFormRefId(user.userId, "topup", input.value.refId))) return invalid(UNISSUED_REFERENCE);
+    if (!input.ok) return { ...invalid(input.detail), values, amountMinor };
+    if (!(await verifyFormRefId(user.userId, "topup", input.value.refId))) {
+      return { ...invalid(UNISSUED_REFERENCE), values, amountMinor };
+    }
     result = await createTopup({ userId: user.userId, ...input.value });
   } else {
     const { value, raw } = formToRaw({ orderId: fields.data.refId, amount });
     const input = validatePaymentRequest(value, raw, rules, "form");
-    if (!input.ok) return invalid(input.detail);
-    if (!(await verifyFormRefId(user.userId, "payment", input.value.orderId))) return invalid(UNISSUED_REFERENCE);
+    if (!input.ok) return { ...invalid(input.detail), values, amountMinor };
+    if (!(await verifyFormRefId(user.userId, "payment", input.value.orderId))) {
+      return { ...invalid(UNISSUED_REFERENCE), values, amountMinor };
+    }
     result = await createPayment({ userId: user.userId, ...input.value });
   }
   const { headers: _headers, ...outcome } = operationOutcome(result);
   revalidatePath("/wallet");
-  return outcome;
+  return { ...outcome, values, amountMinor };
 }
 
 /** Top-up form: same validation and ledger path as `POST /api/v1/topups`. */
-export async function topupAction(_previous: FormState, formData: FormData): Promise<FormState> {
+export async function topupAction(_previous: MoneyFormState, formData: FormData): Promise<MoneyFormState> {
   return runMoneyForm("topup", formData);
 }
 
 /** Pay form: same validation and ledger path as `POST /api/v1/payments`. */
-export async function paymentAction(_previous: FormState, formData: FormData): Promise<FormState> {
+export async function paymentAction(_previous: MoneyFormState, formData: FormData): Promise<MoneyFormState> {
   return runMoneyForm("payment", formData);
 }

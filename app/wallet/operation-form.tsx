@@ -1,20 +1,35 @@
 "use client";
 /**
- * A money form (top-up or payment) driven by a server action. Works before JavaScript loads (a plain POST
- * of the form), and with JavaScript the submit button is disabled and says so while the action runs.
- * A resubmit carries the same server-minted ref id, so the ledger treats it as the same operation.
+ * A money form (top-up or payment) driven by a server action. Works before JavaScript loads (a plain POST of the
+ * form; the answer renders what was typed again), and with JavaScript the inputs are controlled, so nothing typed is
+ * lost on any answer, and the submit button is disabled and says so while the action runs. A resubmit carries the
+ * same server-minted ref id, so the ledger treats it as the same operation.
+ *
+ * The answer is a sentence for people (lib/web/outcome-sentences.ts). A top-up's sentence follows the top-up: the
+ * page hands in the latest state of its recent top-ups (`liveTopups`, refreshed by the live updates), so "processing"
+ * turns into "succeeded" or "failed" without a reload.
  */
-import { useActionState } from "react";
+import { useActionState, useId, useRef, useState } from "react";
 import { useFormStatus } from "react-dom";
-import type { FormState } from "./actions";
+import { formatMoney, moneyInputPattern } from "@/lib/money";
+import { amountHint, describeOutcome, type LiveState, type OperationKind } from "@/lib/web/outcome-sentences";
+import { useKeptFormValues } from "../components/use-kept-form-values";
+import type { MoneyFormState } from "./actions";
 
 interface Props {
+  readonly kind: Extract<OperationKind, "topup" | "payment">;
   readonly title: string;
   readonly refId: string;
-  readonly presets: readonly string[];
+  /** The offered amounts in minor units, the first one chosen by default. */
+  readonly presetsMinor: readonly number[];
+  readonly currency: string;
+  /** MAX_AMOUNT_MINOR: the hint's upper bound. */
+  readonly maxAmountMinor: number;
   readonly submitLabel: string;
-  readonly action: (previous: FormState, formData: FormData) => Promise<FormState>;
+  readonly action: (previous: MoneyFormState, formData: FormData) => Promise<MoneyFormState>;
   readonly testId: string;
+  /** The latest state of the user's recent rows of this kind, by ref id (top-ups: followed live). */
+  readonly liveStates?: Readonly<Record<string, LiveState>>;
 }
 
 function SubmitButton({ label }: { label: string }) {
@@ -26,52 +41,106 @@ function SubmitButton({ label }: { label: string }) {
   );
 }
 
-function describe(state: FormState): { ok: boolean; text: string } | null {
-  if (!state) return null;
-  let body: Record<string, unknown> = {};
+type Row = { refId?: string; orderId?: string; status?: string };
+
+/** The row the answer is about (a 201's body names it and its state then), to follow its state. */
+function rowOf(state: MoneyFormState): { refId: string; status: string | undefined } | null {
+  if (!state || state.status >= 400) return null;
   try {
-    body = JSON.parse(state.body) as Record<string, unknown>;
+    const body = JSON.parse(state.body) as { topup?: Row; payment?: Row };
+    const row = body.topup ?? body.payment;
+    const refId = row?.refId ?? row?.orderId;
+    return refId ? { refId, status: row?.status } : null;
   } catch {
-    return { ok: false, text: "Unexpected answer from the server." };
+    return null;
   }
-  if (state.status >= 400) return { ok: false, text: String(body.detail ?? body.title ?? "Failed.") };
-  const item = (body.topup ?? body.payment) as { status?: string; amount?: number; currency?: string } | undefined;
-  const amount = item?.amount !== undefined ? `${(item.amount / 100).toFixed(2)} ${item.currency ?? ""}` : "";
-  const what = body.topup ? "Top-up" : "Payment";
-  // A top-up's answer is the status when it was accepted (the stored first response); the list below follows
-  // the bank's later answer live.
-  const outcome =
-    item?.status === "succeeded"
-      ? "succeeded"
-      : item?.status === "failed"
-        ? "failed"
-        : "sent to the bank, status below";
-  return { ok: true, text: `${what} of ${amount}: ${outcome}${state.replayed ? " (already submitted)" : ""}` };
 }
 
-export function OperationForm({ title, refId, presets, submitLabel, action, testId }: Props) {
+export function OperationForm({
+  kind,
+  title,
+  refId,
+  presetsMinor,
+  currency,
+  maxAmountMinor,
+  submitLabel,
+  action,
+  testId,
+  liveStates,
+}: Props) {
   const [state, formAction] = useActionState(action, null);
-  const message = describe(state);
+  const id = useId();
+  const [preset, setPreset] = useState(state?.values.preset || String(presetsMinor[0] ?? "other"));
+  const [customAmount, setCustomAmount] = useState(state?.values.customAmount ?? "");
+  const formRef = useRef<HTMLFormElement>(null);
+  useKeptFormValues(formRef, { preset, customAmount });
+  const answered = rowOf(state);
+  const live = answered ? liveStates?.[answered.refId] : undefined;
+  const sentence = state
+    ? describeOutcome(state, { kind, currency, maxAmountMinor, amountMinor: state.amountMinor }, live)
+    : null;
+  const hintId = `${id}-hint`;
   return (
-    <form action={formAction} className="card" data-testid={testId}>
+    <form ref={formRef} action={formAction} className="card money-form" data-testid={testId}>
       <h2>{title}</h2>
       <input type="hidden" name="refId" value={refId} />
       <fieldset className="presets">
         <legend>Amount</legend>
-        {presets.map((preset, index) => (
-          <label key={preset}>
-            <input type="radio" name="preset" value={preset} defaultChecked={index === 0} /> {preset}
+        {presetsMinor.map((amountMinor) => (
+          <label key={amountMinor} className="choice">
+            <input
+              type="radio"
+              name="preset"
+              value={String(amountMinor)}
+              checked={preset === String(amountMinor)}
+              onChange={() => {
+                setPreset(String(amountMinor));
+                setCustomAmount("");
+              }}
+            />{" "}
+            {formatMoney(amountMinor, currency)}
           </label>
         ))}
+        <label className="choice">
+          <input
+            type="radio"
+            name="preset"
+            value="other"
+            checked={preset === "other"}
+            onChange={() => setPreset("other")}
+          />{" "}
+          Other
+        </label>
       </fieldset>
-      <label>
-        Other amount <input name="customAmount" inputMode="decimal" placeholder="e.g. 12.50" autoComplete="off" />
+      <label className="field">
+        <span>Other amount</span>
+        <input
+          name="customAmount"
+          inputMode="decimal"
+          autoComplete="off"
+          placeholder="12.50"
+          pattern={moneyInputPattern(currency)}
+          aria-describedby={hintId}
+          value={customAmount}
+          onChange={(event) => {
+            setCustomAmount(event.target.value);
+            setPreset("other");
+          }}
+        />
       </label>
+      <p id={hintId} className="hint">
+        {amountHint({ currency, maxAmountMinor })}
+      </p>
       <SubmitButton label={submitLabel} />
       <p className="ref">Reference {refId}</p>
-      {message && (
-        <p role={message.ok ? "status" : "alert"} className={message.ok ? "ok" : "error"} data-testid="result">
-          {message.text}
+      {sentence && (
+        <p
+          role={sentence.tone === "error" ? "alert" : "status"}
+          className={`result ${sentence.tone}`}
+          data-testid="result"
+          data-status={live?.status ?? answered?.status}
+        >
+          {sentence.text}
         </p>
       )}
     </form>

@@ -14,7 +14,8 @@ import { claimReward } from "@/lib/rewards/claim-reward";
 
 export type RewardFormState = ActionOutcome | null;
 
-const formSchema = z.object({ adId: z.string() });
+// 117 characters at most (contract section 1): bounded before anything reads it.
+const formSchema = z.object({ adId: z.string().max(117) });
 
 function invalid(detail: string): ActionOutcome {
   return { status: 400, body: JSON.stringify(problem("invalid_request", detail)), replayed: false };

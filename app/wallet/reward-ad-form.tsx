@@ -1,68 +1,75 @@
 "use client";
 /**
- * One "Watch ad" button of the rewards section, driven by `rewardAction`. Works before JavaScript loads (a
- * plain POST of the form); with JavaScript the button is disabled and says so while the action runs. The
- * ad id is minted by the server, so a double click or a resubmit is the same reward operation and replays.
+ * One "Watch ad" button of the rewards section, driven by `rewardAction`. Works before JavaScript loads (a plain
+ * POST of the form); with JavaScript the button is disabled and says so while the action runs. The ad's id is the
+ * same every day (lib/rewards/offered-ads.ts), so a second click on the same day replays the first credit and says
+ * "already credited today" (contract section 6, case C21).
  */
 import { useActionState } from "react";
 import { useFormStatus } from "react-dom";
-import { rewardAction, type RewardFormState } from "./reward-actions";
+import { describeOutcome } from "@/lib/web/outcome-sentences";
+import { rewardAction } from "./reward-actions";
 
 interface Props {
   /** The ad this button credits (hidden field `adId`). */
   readonly adId: string;
-  /** Button text, e.g. "Watch ad A". */
-  readonly label: string;
+  /** The ad's name for people ("ad A"). */
+  readonly name: string;
+  /** True when this ad was credited today already (a click then replays). */
+  readonly creditedToday: boolean;
   /** True when no reward fits under today's cap. */
-  readonly disabled: boolean;
+  readonly capReached: boolean;
+  readonly currency: string;
+  readonly maxAmountMinor: number;
+  readonly rewardCapMinor: number;
 }
 
-function WatchButton({ label, disabled }: { label: string; disabled: boolean }) {
+function WatchButton({ name, disabled }: { name: string; disabled: boolean }) {
   const { pending } = useFormStatus();
   return (
     <button type="submit" disabled={disabled || pending} aria-busy={pending} data-testid="watch-ad">
-      {pending ? "Watching…" : label}
+      {pending ? "Watching…" : `Watch ${name}`}
     </button>
   );
 }
 
-/** Minor units as major units with two decimals, integer arithmetic only ("5" → "0.05"). */
-function formatAmount(amountMinor: number): string {
-  return `${Math.floor(amountMinor / 100)}.${String(amountMinor % 100).padStart(2, "0")}`;
-}
-
-function describe(state: RewardFormState): { ok: boolean; text: string } | null {
-  if (!state) return null;
-  let body: Record<string, unknown>;
-  try {
-    body = JSON.parse(state.body) as Record<string, unknown>;
-  } catch {
-    return { ok: false, text: "Unexpected answer from the server." };
-  }
-  if (state.status === 429) return { ok: false, text: "Daily cap reached: no more rewards today." };
-  if (state.status === 503)
-    return { ok: false, text: "Rewards are unavailable right now; nothing was credited. Try again shortly." };
-  if (state.status >= 400) return { ok: false, text: String(body.detail ?? body.title ?? "Failed.") };
-  const reward = body.reward as { amount?: number; currency?: string } | undefined;
-  const amount =
-    typeof reward?.amount === "number" ? `${formatAmount(reward.amount)} ${reward.currency ?? ""}` : "Reward";
-  return { ok: true, text: state.replayed ? `${amount} already credited for this ad today.` : `+${amount} credited.` };
-}
-
 /**
- * One ad's form: submits `adId` to `rewardAction` and shows the outcome under the button (`role="status"`
- * for a credit or replay, `role="alert"` for 429 "Daily cap reached", 503 and other refusals).
+ * One ad's form: submits `adId` to `rewardAction` and shows the outcome under the button (`role="status"` for a
+ * credit or a replay, `role="alert"` for the daily cap, an unavailable cap store and other refusals). An ad credited
+ * today says so before any click. The button stays enabled for an ad credited today (a click replays and says so)
+ * and is disabled for the others once the cap is reached (the server still decides: a stale page gets the 429).
  */
-export function RewardAdForm({ adId, label, disabled }: Props) {
+export function RewardAdForm({
+  adId,
+  name,
+  creditedToday,
+  capReached,
+  currency,
+  maxAmountMinor,
+  rewardCapMinor,
+}: Props) {
   const [state, formAction] = useActionState(rewardAction, null);
-  const message = describe(state);
+  const sentence = state
+    ? describeOutcome(state, { kind: "reward", currency, maxAmountMinor, adName: name, rewardCapMinor })
+    : null;
   return (
-    <form action={formAction} className="reward-ad" data-testid="reward-ad-form" data-ad-id={adId}>
+    <form
+      action={formAction}
+      className={`reward-ad${creditedToday ? " credited" : ""}`}
+      data-testid="reward-ad-form"
+      data-ad-id={adId}
+      data-credited={creditedToday}
+    >
       <input type="hidden" name="adId" value={adId} />
-      <WatchButton label={label} disabled={disabled} />
-      {message && (
-        <p role={message.ok ? "status" : "alert"} className={message.ok ? "ok" : "error"} data-testid="reward-result">
-          {message.text}
+      <WatchButton name={name} disabled={capReached && !creditedToday} />
+      {creditedToday && !sentence && <p className="hint">Credited today</p>}
+      {sentence && (
+        <p
+          role={sentence.tone === "error" ? "alert" : "status"}
+          className={`result ${sentence.tone}`}
+          data-testid="reward-result"
+        >
+          {sentence.text}
         </p>
       )}
     </form>

@@ -71,13 +71,25 @@ export function postJsonFrom(
   });
 }
 
+/** The text of an HTML attribute value (the entities React writes). */
+function unescapeHtml(value: string): string {
+  return value
+    .replaceAll("&quot;", '"')
+    .replaceAll("&#x27;", "'")
+    .replaceAll("&lt;", "<")
+    .replaceAll("&gt;", ">")
+    .replaceAll("&amp;", "&");
+}
+
 /**
  * Submits a page's server-action form the way a browser without JavaScript does (multipart/form-data with the
- * hidden `$ACTION_ID_...` field React renders), from `localAddress`, with the page's own Origin.
+ * hidden `$ACTION_...` fields React renders: `$ACTION_ID_<id>` for a plain action, `$ACTION_REF_n`, `$ACTION_n:k`
+ * and `$ACTION_KEY` for a form of `useActionState`), from `localAddress`, with the page's own Origin.
  *
  * @param pageUrl the page that holds the form (its first action form is used).
  * @param fields the form's fields.
- * @returns the response; a redirect's target is in `headers.location`.
+ * @returns the response; a redirect's target is in `headers.location`; a `useActionState` form that answers
+ *   without redirecting gives 200 and the page rendered with the answer.
  */
 export async function submitPageFormFrom(
   localAddress: string,
@@ -86,10 +98,16 @@ export async function submitPageFormFrom(
   headers: Record<string, string> = {},
 ): Promise<RawResponse> {
   const page = await requestFrom(localAddress, pageUrl);
-  const actionField = /name="(\$ACTION_ID_[0-9a-f]+)"/.exec(page.text)?.[1];
-  if (!actionField) throw new Error(`no server-action form on ${pageUrl}`);
+  const form = /<form[^>]*>([\s\S]*?)<\/form>/.exec(
+    page.text.slice(page.text.search(/<form[^>]*>(?:(?!<\/form>)[\s\S])*name="\$ACTION_/)),
+  )?.[1];
+  const actionFields: Record<string, string> = {};
+  for (const match of (form ?? "").matchAll(/<input type="hidden" name="(\$ACTION_[^"]+)"(?: value="([^"]*)")?\/?>/g)) {
+    actionFields[unescapeHtml(match[1]!)] = unescapeHtml(match[2] ?? "");
+  }
+  if (Object.keys(actionFields).length === 0) throw new Error(`no server-action form on ${pageUrl}`);
   const boundary = `----wallet-test-${Date.now().toString(16)}`;
-  const parts = Object.entries({ [actionField]: "", ...fields }).map(
+  const parts = Object.entries({ ...actionFields, ...fields }).map(
     ([name, value]) => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`,
   );
   return requestFrom(localAddress, pageUrl, {

@@ -12,6 +12,7 @@ import {
 } from "@/lib/api-tokens/create-api-token";
 import { type ApiTokenSummary, listApiTokens } from "@/lib/api-tokens/list-api-tokens";
 import { revokeApiToken } from "@/lib/api-tokens/revoke-api-token";
+import { LocalTime } from "../../components/local-time";
 import { CreateTokenForm, type CreateTokenState } from "./create-token-form";
 
 export const metadata: Metadata = { title: "API tokens" };
@@ -61,50 +62,84 @@ async function revokeTokenAction(formData: FormData): Promise<void> {
   redirect("/settings/tokens");
 }
 
-function DateTime({ value }: { value: Date }) {
-  const iso = value.toISOString();
-  return <time dateTime={iso}>{`${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`}</time>;
+/** A token's state in the status column: active (and until when), revoked (when), or expired (when). */
+function TokenStatus({ token, nowMs }: { token: ApiTokenSummary; nowMs: number }) {
+  if (token.revokedAt) {
+    return (
+      <span className="status-cell">
+        <span className="badge failed">Revoked</span>
+        <span className="reason">
+          <LocalTime iso={token.revokedAt.toISOString()} />
+        </span>
+      </span>
+    );
+  }
+  if (token.expiresAt && token.expiresAt.getTime() <= nowMs) {
+    return (
+      <span className="status-cell">
+        <span className="badge processing">Expired</span>
+        <span className="reason">
+          <LocalTime iso={token.expiresAt.toISOString()} />
+        </span>
+      </span>
+    );
+  }
+  return (
+    <span className="status-cell">
+      <span className="badge succeeded">Active</span>
+      <span className="reason">
+        {token.expiresAt ? (
+          <>
+            expires <LocalTime iso={token.expiresAt.toISOString()} />
+          </>
+        ) : (
+          "never expires"
+        )}
+      </span>
+    </span>
+  );
 }
 
 function TokenTable({ tokens, label, active }: { tokens: ApiTokenSummary[]; label: string; active: boolean }) {
+  const nowMs = Date.now();
   return (
-    <table aria-label={label}>
+    <table aria-label={label} className="cards tokens">
       <thead>
         <tr>
           <th scope="col">Name</th>
           <th scope="col">Token</th>
           <th scope="col">Created</th>
-          <th scope="col">Expires</th>
           <th scope="col">Status</th>
+          {active && (
+            <th scope="col">
+              <span className="sr-only">Action</span>
+            </th>
+          )}
         </tr>
       </thead>
       <tbody>
         {tokens.map((token) => (
           <tr key={token.id}>
-            <td>{token.name}</td>
-            <td>
+            <td data-label="Name">{token.name}</td>
+            <td data-label="Token">
               <code>{token.prefix}…</code>
             </td>
-            <td>
-              <DateTime value={token.createdAt} />
+            <td data-label="Created" className="nowrap">
+              <LocalTime iso={token.createdAt.toISOString()} />
             </td>
-            <td>{token.expiresAt ? <DateTime value={token.expiresAt} /> : "never"}</td>
-            <td>
-              {active ? (
+            <td data-label="Status">
+              <TokenStatus token={token} nowMs={nowMs} />
+            </td>
+            {active && (
+              <td className="actions">
                 <form action={revokeTokenAction} className="token-revoke">
                   <input type="hidden" name="tokenId" value={token.id} />
                   <button type="submit" aria-label={`Revoke token ${token.name}`}>
                     Revoke
                   </button>
                 </form>
-              ) : token.revokedAt ? (
-                <>
-                  Revoked <DateTime value={token.revokedAt} />
-                </>
-              ) : (
-                "Expired"
-              )}
-            </td>
+              </td>
+            )}
           </tr>
         ))}
       </tbody>
@@ -124,13 +159,17 @@ export default async function ApiTokensPage({
   return (
     <main className="settings-page">
       <h1>API tokens</h1>
-      <p>
+      <p className="card">
         A token lets a script use the wallet API as you: send it as <code>Authorization: Bearer &lt;token&gt;</code>.
         Revoke a token you no longer use. A password change or{" "}
         <Link href="/settings/security">signing out everywhere</Link> revokes them all unless you choose to keep them.
       </p>
-      <CreateTokenForm action={createTokenAction} expiryDays={[...API_TOKEN_EXPIRY_DAYS]} />
-      <section className="token-list" aria-labelledby="token-list-heading">
+      <CreateTokenForm
+        action={createTokenAction}
+        expiryDays={[...API_TOKEN_EXPIRY_DAYS]}
+        nameMaxLength={API_TOKEN_NAME_MAX_LENGTH}
+      />
+      <section className="card token-list" aria-labelledby="token-list-heading">
         <h2 id="token-list-heading">Active tokens ({active.length})</h2>
         {active.length === 0 ? (
           <p>You have no active tokens.</p>
@@ -139,7 +178,7 @@ export default async function ApiTokensPage({
         )}
       </section>
       {(inactive.length > 0 || after) && (
-        <section className="token-list" aria-labelledby="token-inactive-heading">
+        <section className="card token-list" aria-labelledby="token-inactive-heading">
           <h2 id="token-inactive-heading">Revoked and expired tokens</h2>
           {inactive.length === 0 ? (
             <p>No older tokens.</p>

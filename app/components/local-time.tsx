@@ -1,0 +1,44 @@
+"use client";
+/**
+ * A time for people: rendered on the server in UTC (the server does not know the reader's zone), then, once the
+ * page runs in the browser, in the reader's own zone. The first render in the browser prints the server's text,
+ * so hydration matches; the switch happens in an effect right after.
+ */
+import { useEffect, useState } from "react";
+import { PAGE_LOCALE } from "@/lib/money";
+
+/** How much of the time to show: `short` (wallet: minutes) or `seconds` (admin). */
+export type TimeDetail = "short" | "seconds";
+
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
+function formatter(detail: TimeDetail, timeZone: string | undefined): Intl.DateTimeFormat {
+  const key = `${detail}:${timeZone ?? "local"}`;
+  let found = formatters.get(key);
+  if (!found) {
+    found = new Intl.DateTimeFormat(PAGE_LOCALE, {
+      dateStyle: "medium",
+      timeStyle: detail === "seconds" ? "medium" : "short",
+      timeZone,
+    });
+    formatters.set(key, found);
+  }
+  return found;
+}
+
+/** `iso` formatted in UTC, with the zone named: what the server renders. */
+export function utcText(iso: string, detail: TimeDetail = "short"): string {
+  return `${formatter(detail, "UTC").format(new Date(iso))} UTC`;
+}
+
+export function LocalTime({ iso, detail = "short" }: { iso: string; detail?: TimeDetail }) {
+  const [text, setText] = useState(() => utcText(iso, detail));
+  useEffect(() => {
+    setText(formatter(detail, undefined).format(new Date(iso)));
+  }, [iso, detail]);
+  return (
+    <time dateTime={iso} title={utcText(iso, "seconds")}>
+      {text}
+    </time>
+  );
+}
