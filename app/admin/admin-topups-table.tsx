@@ -1,13 +1,20 @@
 "use client";
-/** The admin page's top-up table: the first page from the server, "Show more" for the next ones. */
+/**
+ * The admin page's top-up table: the first page from the server, "Show more" for the next ones (cursor pages). At
+ * 1280 px every column stays on one line (long references and emails are cut with "…" and shown whole on hover and
+ * in the row's timeline); on a phone each row is a card. Charge ids are never broken and have a copy button.
+ */
 import Link from "next/link";
-import { formatMinor } from "@/lib/money";
-import { describeFailure } from "@/lib/web/failure-reasons";
+import { formatMoney } from "@/lib/money";
+import { isUnfinished } from "@/lib/web/status-words";
+import { CopyButton } from "../components/copy-button";
+import { LocalTime } from "../components/local-time";
 import { ShowMoreButton } from "../components/show-more-button";
+import { StatusBadge } from "../components/status-badge";
 import { useShowMore } from "../components/use-show-more";
 import { moreAdminTopupsAction } from "./actions";
 import type { AdminTopupFilters, AdminTopupRow } from "./admin-topup-rows";
-import { shortTime } from "./short-time";
+import { timelineHref } from "./timeline-href";
 
 export function AdminTopupsTable({
   first,
@@ -24,59 +31,67 @@ export function AdminTopupsTable({
       {items.length === 0 ? (
         <p>No top-ups match.</p>
       ) : (
-        <table data-testid="admin-topups">
+        <table data-testid="admin-topups" className="cards admin-table">
+          <caption className="sr-only">Top-ups, newest first</caption>
           <thead>
             <tr>
-              <th>Reference</th>
-              <th>User</th>
-              <th>Amount</th>
-              <th>Status</th>
-              <th>Bank charge</th>
-              <th>Lease</th>
-              <th>Created</th>
+              <th scope="col">Top-up</th>
+              <th scope="col">User</th>
+              <th scope="col" className="num">
+                Amount
+              </th>
+              <th scope="col">Status</th>
+              <th scope="col">Bank charge</th>
+              <th scope="col">Created</th>
             </tr>
           </thead>
           <tbody>
-            {items.map((t) => {
-              const { stuck } = t;
-              return (
-                <tr
-                  key={`${t.userId}:${t.refId}`}
-                  className={stuck ? "stuck" : undefined}
-                  data-ref={t.refId}
-                  data-status={t.status}
-                  data-stuck={stuck}
-                >
-                  <td>
-                    <Link href={`/admin/topups/${encodeURIComponent(t.userId)}/${encodeURIComponent(t.refId)}`}>
-                      {t.refId}
-                    </Link>
-                  </td>
-                  <td title={t.userId}>{t.userEmail}</td>
-                  <td>
-                    {formatMinor(t.amount)} {t.currency}
-                  </td>
-                  <td className={`status ${t.status}`}>
-                    {t.status}
-                    {stuck ? " (stuck)" : ""}
-                    {t.failureReason ? ` — ${describeFailure(t.failureReason)}` : ""}
-                  </td>
-                  <td className="mono">{t.chargeId ?? "—"}</td>
-                  <td>
-                    {t.leaseOwner ? (
-                      <>
-                        {t.leaseOwner} (attempt {t.attempt}) until {shortTime(t.leaseExpiresAt)}
-                      </>
-                    ) : (
-                      "—"
-                    )}
-                  </td>
-                  <td>
-                    <time dateTime={t.createdAt}>{shortTime(t.createdAt)}</time>
-                  </td>
-                </tr>
-              );
-            })}
+            {items.map((t) => (
+              <tr
+                key={`${t.userId}:${t.refId}`}
+                className={t.stuck ? "stuck" : undefined}
+                data-ref={t.refId}
+                data-status={t.status}
+                data-stuck={t.stuck}
+              >
+                <td data-label="Top-up" className="clip">
+                  <Link href={timelineHref(t)} className="mono" title={t.refId}>
+                    {t.refId}
+                  </Link>
+                </td>
+                <td data-label="User" className="clip">
+                  <span title={`${t.userEmail} (${t.userId})`}>{t.userEmail}</span>
+                </td>
+                <td data-label="Amount" className="num nowrap">
+                  {formatMoney(t.amount, t.currency)}
+                </td>
+                <td data-label="Status">
+                  <StatusBadge
+                    status={t.status}
+                    failureReason={t.failureReason}
+                    extra={t.stuck ? "stuck" : undefined}
+                  />
+                  {isUnfinished(t.status) && t.leaseExpiresAt && (
+                    <span className="reason" title={t.leaseOwner ?? undefined}>
+                      lease until <LocalTime iso={t.leaseExpiresAt} detail="seconds" /> (attempt {t.attempt})
+                    </span>
+                  )}
+                </td>
+                <td data-label="Bank charge" className="nowrap">
+                  {t.chargeId ? (
+                    <span className="charge">
+                      <code className="charge-id">{t.chargeId}</code>
+                      <CopyButton value={t.chargeId} label={`Copy charge id ${t.chargeId}`} compact />
+                    </span>
+                  ) : (
+                    <span className="muted">none yet</span>
+                  )}
+                </td>
+                <td data-label="Created" className="nowrap">
+                  <LocalTime iso={t.createdAt} detail="seconds" />
+                </td>
+              </tr>
+            ))}
           </tbody>
         </table>
       )}

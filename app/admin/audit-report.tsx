@@ -1,6 +1,16 @@
 import { runAudit } from "@/lib/audit/run-audit";
 import { log } from "@/lib/log";
 
+/** What each invariant of contract section 7 promises, in words (the check's own name follows in small print). */
+const CHECK_TITLES: Record<string, string> = {
+  balance_matches_ledger: "Every balance equals the sum of its ledger",
+  no_duplicate_keys: "No operation is recorded twice",
+  topups_match_bank_charges: "Every succeeded top-up has its bank charge, and every charge its credit",
+  reward_cap: "Rewards stay within the daily cap",
+  stored_responses_replayable: "Every stored answer replays the same",
+  no_expired_unfinished_rows: "No unfinished top-up is left with an expired lease",
+};
+
 /**
  * The invariant report (contract section 7), rendered on the server. It reads the whole ledger and the bank's
  * charge list, so the page streams it inside a Suspense boundary instead of waiting for it.
@@ -28,7 +38,11 @@ export async function AuditReport() {
           const notes = (check as { notes?: string[] }).notes ?? [];
           return (
             <li key={check.name} data-check={check.name} data-ok={check.ok}>
-              <span className={check.ok ? "ok" : "error"}>{check.ok ? "✓" : "✗"}</span> <code>{check.name}</code>
+              <span className={check.ok ? "ok" : "error"} aria-hidden="true">
+                {check.ok ? "✓" : "✗"}
+              </span>{" "}
+              <span className="sr-only">{check.ok ? "Holds:" : "Violated:"}</span>{" "}
+              {CHECK_TITLES[check.name] ?? check.name} <code className="muted">{check.name}</code>
               {check.violations.length > 0 && (
                 <ul>
                   {check.violations.map((violation, index) => (

@@ -1,23 +1,34 @@
+import type { Metadata } from "next";
 import { forbidden } from "next/navigation";
 import Link from "next/link";
 import { Suspense } from "react";
 import { countTopupsByStatus } from "@/lib/admin/count-topups-by-status";
+import { getTopupHourlyStats } from "@/lib/admin/get-topup-hourly-stats";
+import { listStuckTopups } from "@/lib/admin/list-stuck-topups";
 import { listWebhookAnomalies } from "@/lib/admin/list-webhook-anomalies";
 import { STUCK_AGE_MS } from "@/lib/admin/stuck";
 import { adminTopupsQuerySchema, parseQuery } from "@/lib/http/list-query";
-import { formatMinor } from "@/lib/money";
+import { formatMoney } from "@/lib/money";
 import { firstPageOrThrow } from "@/lib/pagination/cursor";
+import { STATUS_WORDS } from "@/lib/web/status-words";
+import { CopyButton } from "../components/copy-button";
+import { LocalTime } from "../components/local-time";
 import { listAdminTopupRows } from "./admin-topup-rows";
 import { AdminTopupsTable } from "./admin-topups-table";
 import { AuditReport } from "./audit-report";
-import { shortTime } from "./short-time";
+import { NeedsAttention } from "./needs-attention";
 import { ReconcileNow } from "./reconcile-now";
 import { currentAdmin } from "./require-admin";
+import { TopupCharts } from "./topup-charts";
 import "./admin.css";
 
+export const metadata: Metadata = { title: "Admin" };
 export const dynamic = "force-dynamic";
 
 const STATUSES = ["initiated", "processing", "succeeded", "failed"] as const;
+
+/** Rows in "Needs attention": the oldest problems first would hide new ones, so the newest 10, with a link to all. */
+const ATTENTION_ROWS_MAX = 10;
 
 type SearchParams = Record<string, string | string[] | undefined>;
 
@@ -32,9 +43,10 @@ function toSearchParams(params: SearchParams): URLSearchParams {
 }
 
 /**
- * The admin page: top-up counts by status, the top-up list with filters (`?status=`, `?stuck=1`) and stuck rows
- * highlighted, webhook anomalies, "Reconcile now", and the invariant report. Admins only (others see a 403
- * message; visitors are sent to sign in). Every read goes through lib/admin, lib/audit and lib/reconciler.
+ * The admin page: what needs attention first (stuck top-ups; flagged rows join them), top-up counts by state, the
+ * two charts of the last 24 hours, the top-up list with filters (`?status=`, `?user=<email>`, `?stuck=1`), "Reconcile
+ * now", webhook anomalies and the invariant report. Admins only (others see a 403 message; visitors are sent to sign
+ * in). Every read goes through lib/admin, lib/audit and lib/reconciler.
  */
 export default async function AdminPage({ searchParams }: { searchParams: Promise<SearchParams> }) {
   const admin = await currentAdmin();
@@ -42,100 +54,150 @@ export default async function AdminPage({ searchParams }: { searchParams: Promis
 
   // The filters only: a cursor in the address is ignored (the page starts at the newest row; "Show more" pages).
   const query = parseQuery(adminTopupsQuerySchema.omit({ cursor: true }), toSearchParams(await searchParams));
-  const filters = query.ok ? { ...query.value, stuck: query.value.stuck ?? false } : { stuck: false };
-  const [counts, topups, anomalies] = await Promise.all([
+  const filters = query.ok
+    ? {
+        status: query.value.status,
+        stuck: query.value.stuck ?? false,
+        userEmail: query.value.user,
+        limit: query.value.limit,
+      }
+    : { stuck: false };
+  const [counts, stats, attention, topups, anomalies] = await Promise.all([
     countTopupsByStatus(),
-    listAdminTopupRows({ status: filters.status, stuck: filters.stuck, limit: filters.limit }).then(firstPageOrThrow),
+    getTopupHourlyStats(),
+    listStuckTopups({ limit: ATTENTION_ROWS_MAX }).then(firstPageOrThrow),
+    listAdminTopupRows(filters).then(firstPageOrThrow),
     listWebhookAnomalies(),
   ]);
 
   return (
     <main className="admin">
-      <section className="card">
+      <section className="card admin-head">
         <h1>Admin</h1>
         <dl className="counters" data-testid="status-counts">
           {STATUSES.map((status) => (
             <div key={status}>
               <dt>
-                <Link href={`/admin?status=${status}`}>{status}</Link>
+                <Link href={`/admin?status=${status}`}>{STATUS_WORDS[status].label}</Link>
               </dt>
               <dd data-count={status}>{counts.byStatus[status]}</dd>
             </div>
           ))}
           <div className={counts.leaseExpired > 0 ? "stuck" : undefined}>
             <dt>
-              <Link href="/admin?stuck=1">lease expired</Link>
+              <Link href="/admin?stuck=1">Lease expired</Link>
             </dt>
             <dd data-count="lease-expired">{counts.leaseExpired}</dd>
           </div>
         </dl>
       </section>
 
-      <ReconcileNow />
+      <NeedsAttention rows={attention.items} more={attention.nextCursor !== null} />
+
+      <TopupCharts stats={stats} />
 
       <section className="card" aria-labelledby="topups-heading">
         <h2 id="topups-heading">Top-ups</h2>
         <form method="get" className="filters" aria-label="Filter top-ups">
-          <label>
-            Status
-            <select name="status" defaultValue={filters.status ?? ""}>
-              <option value="">any</option>
+          <div className="field">
+            <label htmlFor="filter-status">Status</label>
+            <select id="filter-status" name="status" defaultValue={filters.status ?? ""}>
+              <option value="">Any</option>
               {STATUSES.map((status) => (
                 <option key={status} value={status}>
-                  {status}
+                  {STATUS_WORDS[status].label}
                 </option>
               ))}
             </select>
+          </div>
+          <div className="field">
+            <label htmlFor="filter-user">User email</label>
+            <input
+              id="filter-user"
+              name="user"
+              type="email"
+              autoComplete="off"
+              maxLength={254}
+              defaultValue={query.ok ? (query.value.user ?? "") : ""}
+              placeholder="someone@example.com"
+            />
+          </div>
+          <label className="checkbox">
+            <input type="checkbox" name="stuck" value="1" defaultChecked={filters.stuck} /> Stuck only
           </label>
-          <label className="inline">
-            <input type="checkbox" name="stuck" value="1" defaultChecked={filters.stuck} /> stuck only
-          </label>
-          <button type="submit">Filter</button>
-          <Link href="/admin">Clear</Link>
+          <div className="filter-buttons">
+            <button type="submit">Filter</button>
+            <Link href="/admin">Clear</Link>
+          </div>
         </form>
-        {!query.ok && <p role="alert">Ignored an invalid filter: {query.detail}</p>}
+        {!query.ok && (
+          <p role="alert" className="form-error">
+            Some filters were not understood and were left out: use a state from the list and a full email address.
+          </p>
+        )}
         <p className="muted">
           Stuck: unfinished with an expired lease, or unfinished for more than {STUCK_AGE_MS / 60_000} minutes.
         </p>
         <AdminTopupsTable
           first={topups}
-          filters={{ status: filters.status, stuck: filters.stuck, limit: filters.limit }}
+          filters={{ status: filters.status, stuck: filters.stuck, userEmail: filters.userEmail, limit: filters.limit }}
         />
       </section>
+
+      <ReconcileNow />
 
       <section className="card" aria-labelledby="anomalies-heading">
         <h2 id="anomalies-heading">Webhook anomalies</h2>
         {anomalies.length === 0 ? (
           <p>No webhook anomalies.</p>
         ) : (
-          <table data-testid="webhook-anomalies">
+          <table data-testid="webhook-anomalies" className="cards admin-table">
             <thead>
               <tr>
-                <th>Outcome</th>
-                <th>Event</th>
-                <th>Merchant reference</th>
-                <th>Charge</th>
-                <th>Amount</th>
-                <th>Deliveries</th>
-                <th>Last seen</th>
+                <th scope="col">Outcome</th>
+                <th scope="col">Event</th>
+                <th scope="col">Merchant reference</th>
+                <th scope="col">Charge</th>
+                <th scope="col" className="num">
+                  Amount
+                </th>
+                <th scope="col" className="num">
+                  Deliveries
+                </th>
+                <th scope="col">Last seen</th>
               </tr>
             </thead>
             <tbody>
               {anomalies.map((a) => (
                 <tr key={a.eventId}>
-                  <td>
-                    {a.outcome}
-                    {a.detail ? <span className="muted"> — {a.detail}</span> : null}
+                  <td data-label="Outcome">
+                    {a.outcome.replaceAll("_", " ")}
+                    {a.detail ? <span className="reason">{a.detail}</span> : null}
                   </td>
-                  <td className="mono">
-                    {a.eventId} ({a.type})
+                  <td data-label="Event" className="clip">
+                    <code title={`${a.eventId} (${a.type})`}>{a.eventId}</code>
                   </td>
-                  <td className="mono">{a.merchantRef ?? "—"}</td>
-                  <td className="mono">{a.chargeId ?? "—"}</td>
-                  <td>{a.amount === null ? "—" : `${formatMinor(a.amount)} ${a.currency ?? ""}`}</td>
-                  <td>{a.deliveries}</td>
-                  <td>
-                    <time dateTime={a.lastSeenAt}>{shortTime(a.lastSeenAt)}</time>
+                  <td data-label="Merchant reference" className="clip">
+                    <code title={a.merchantRef ?? undefined}>{a.merchantRef ?? "—"}</code>
+                  </td>
+                  <td data-label="Charge" className="nowrap">
+                    {a.chargeId ? (
+                      <span className="charge">
+                        <code className="charge-id">{a.chargeId}</code>
+                        <CopyButton value={a.chargeId} label={`Copy charge id ${a.chargeId}`} compact />
+                      </span>
+                    ) : (
+                      "—"
+                    )}
+                  </td>
+                  <td data-label="Amount" className="num nowrap">
+                    {a.amount === null || a.currency === null ? "—" : formatMoney(a.amount, a.currency)}
+                  </td>
+                  <td data-label="Deliveries" className="num">
+                    {a.deliveries}
+                  </td>
+                  <td data-label="Last seen" className="nowrap">
+                    <LocalTime iso={a.lastSeenAt} detail="seconds" />
                   </td>
                 </tr>
               ))}

@@ -1,12 +1,18 @@
+import type { Metadata } from "next";
 import { forbidden } from "next/navigation";
 import Link from "next/link";
 import { getTopupTimeline } from "@/lib/admin/get-topup-timeline";
 import { isStuckTopup } from "@/lib/admin/stuck";
-import { formatMinor } from "@/lib/money";
+import { formatMoney } from "@/lib/money";
 import { describeFailure } from "@/lib/web/failure-reasons";
+import { STATUS_WORDS } from "@/lib/web/status-words";
+import { CopyButton } from "../../../../components/copy-button";
+import { LocalTime } from "../../../../components/local-time";
+import { StatusBadge } from "../../../../components/status-badge";
 import { currentAdmin } from "../../../require-admin";
 import "../../../admin.css";
 
+export const metadata: Metadata = { title: "Top-up timeline" };
 export const dynamic = "force-dynamic";
 
 /** Decodes a path segment once; a malformed escape is kept as it is (it then matches no row: "not found"). */
@@ -18,8 +24,15 @@ function decodeSegment(segment: string): string {
   }
 }
 
-function shortTime(iso: string | null): string {
-  return iso ? `${iso.replace("T", " ").slice(0, 23)} UTC` : "—";
+/** A time on this page, with seconds; "—" for none. */
+function At({ iso }: { iso: string | null }) {
+  return iso ? <LocalTime iso={iso} detail="seconds" /> : <>—</>;
+}
+
+/** A state name of the audit trail, as the pages write it ("∅" before the claim). */
+function stateName(status: string | null): string {
+  if (status === null) return "∅";
+  return STATUS_WORDS[status as keyof typeof STATUS_WORDS]?.label ?? status;
 }
 
 /**
@@ -55,55 +68,82 @@ export default async function TopupTimelinePage({ params }: { params: Promise<{ 
         <Link href="/admin">← Admin</Link>
       </p>
       <section className={`card${stuck ? " stuck" : ""}`} data-testid="timeline-topup" data-status={topup.status}>
-        <h1>Top-up {topup.refId}</h1>
+        <h1>
+          Top-up <span className="mono">{topup.refId}</span>
+        </h1>
         <dl className="counters">
           <div>
-            <dt>status</dt>
-            <dd className={`status ${topup.status}`}>
-              {topup.status}
-              {stuck ? " (stuck)" : ""}
-            </dd>
-          </div>
-          <div>
-            <dt>amount</dt>
+            <dt>Status</dt>
             <dd>
-              {formatMinor(topup.amount)} {topup.currency}
+              <StatusBadge
+                status={topup.status}
+                failureReason={topup.failureReason}
+                extra={stuck ? "stuck" : undefined}
+              />
             </dd>
           </div>
           <div>
-            <dt>attempt</dt>
+            <dt>Amount</dt>
+            <dd>{formatMoney(topup.amount, topup.currency)}</dd>
+          </div>
+          <div>
+            <dt>Attempt</dt>
             <dd>{topup.attempt}</dd>
           </div>
         </dl>
-        <ul>
-          <li>
-            User <code>{topup.userId}</code>
-          </li>
-          <li>
-            Merchant reference <code>{merchantRef ?? "—"}</code>
-          </li>
-          <li>
-            Bank charge id <code data-testid="charge-id">{topup.chargeId ?? "—"}</code>
-          </li>
-          <li>
-            Lease{" "}
+        <dl className="facts">
+          <dt>User</dt>
+          <dd data-testid="timeline-user">
+            {topup.userEmail ?? "(account deleted)"}{" "}
+            <Link href={`/admin?user=${encodeURIComponent(topup.userEmail ?? "")}`}>their top-ups</Link>
+          </dd>
+          <dt>Merchant reference</dt>
+          <dd className="mono clip" title={merchantRef ?? undefined}>
+            {merchantRef ?? "—"}
+          </dd>
+          <dt>Bank charge</dt>
+          <dd>
+            {topup.chargeId ? (
+              <span className="charge">
+                <code className="charge-id" data-testid="charge-id">
+                  {topup.chargeId}
+                </code>
+                <CopyButton value={topup.chargeId} label={`Copy charge id ${topup.chargeId}`} compact />
+              </span>
+            ) : (
+              <span data-testid="charge-id">none yet</span>
+            )}
+          </dd>
+          <dt>Lease</dt>
+          <dd>
             {topup.leaseOwner ? (
               <>
-                {topup.leaseOwner} until {shortTime(topup.leaseExpiresAt)}
+                <span className="mono clip-inline" title={topup.leaseOwner}>
+                  {topup.leaseOwner}
+                </span>{" "}
+                until <At iso={topup.leaseExpiresAt} />
               </>
             ) : (
               "none (finished)"
             )}
-          </li>
+          </dd>
           {topup.failureReason && (
-            <li>
-              Failure: {describeFailure(topup.failureReason)} (<code>{topup.failureReason}</code>)
-            </li>
+            <>
+              <dt>Failure</dt>
+              <dd>
+                {describeFailure(topup.failureReason)} (<code>{topup.failureReason}</code>)
+              </dd>
+            </>
           )}
-          <li>
-            Created {shortTime(topup.createdAt)}, updated {shortTime(topup.updatedAt)}
-          </li>
-        </ul>
+          <dt>Created</dt>
+          <dd>
+            <At iso={topup.createdAt} />
+          </dd>
+          <dt>Updated</dt>
+          <dd>
+            <At iso={topup.updatedAt} />
+          </dd>
+        </dl>
       </section>
 
       <section className="card" aria-labelledby="transitions-heading">
@@ -112,12 +152,12 @@ export default async function TopupTimelinePage({ params }: { params: Promise<{ 
           {transitions.map((t, index) => (
             // biome-ignore lint/suspicious/noArrayIndexKey: a list rendered once from one response, never reordered
             <li key={index} data-actor={t.actor} data-to={t.to}>
-              <time dateTime={t.at}>{shortTime(t.at)}</time> —{" "}
+              <At iso={t.at} /> —{" "}
               {t.from === t.to ? (
-                <>lease taken over ({t.to})</>
+                <>lease taken over ({stateName(t.to)})</>
               ) : (
                 <>
-                  {t.from ?? "∅"} → {t.to}
+                  {stateName(t.from)} → {stateName(t.to)}
                 </>
               )}{" "}
               by <strong>{t.actor}</strong> (attempt {t.attempt}){t.detail ? `: ${t.detail}` : ""}
@@ -131,7 +171,7 @@ export default async function TopupTimelinePage({ params }: { params: Promise<{ 
         {bank.kind === "charge" && (
           <p data-testid="bank-charge">
             Charge <code>{bank.charge.id}</code> is <strong>{bank.charge.status}</strong> for{" "}
-            {formatMinor(bank.charge.amount)} {bank.charge.currency}, created {shortTime(bank.charge.createdAt)}.
+            {formatMoney(bank.charge.amount, bank.charge.currency)}, created <At iso={bank.charge.createdAt} />.
           </p>
         )}
         {bank.kind === "no_charge" && (
@@ -152,29 +192,41 @@ export default async function TopupTimelinePage({ params }: { params: Promise<{ 
         {webhooks.length === 0 ? (
           <p>No webhook received for this merchant reference.</p>
         ) : (
-          <table data-testid="webhooks">
+          <table data-testid="webhooks" className="cards admin-table">
             <thead>
               <tr>
-                <th>Event</th>
-                <th>Type</th>
-                <th>Charge</th>
-                <th>Amount</th>
-                <th>Outcome</th>
-                <th>Deliveries</th>
-                <th>First / last seen</th>
+                <th scope="col">Event</th>
+                <th scope="col">Type</th>
+                <th scope="col">Charge</th>
+                <th scope="col" className="num">
+                  Amount
+                </th>
+                <th scope="col">Outcome</th>
+                <th scope="col" className="num">
+                  Deliveries
+                </th>
+                <th scope="col">First / last seen</th>
               </tr>
             </thead>
             <tbody>
               {webhooks.map((w) => (
                 <tr key={w.eventId}>
-                  <td className="mono">{w.eventId}</td>
-                  <td>{w.type}</td>
-                  <td className="mono">{w.chargeId ?? "—"}</td>
-                  <td>{w.amount === null ? "—" : `${formatMinor(w.amount)} ${w.currency ?? ""}`}</td>
-                  <td>{w.outcome}</td>
-                  <td>{w.deliveries}</td>
-                  <td>
-                    {shortTime(w.firstSeenAt)} / {shortTime(w.lastSeenAt)}
+                  <td data-label="Event" className="clip">
+                    <code title={w.eventId}>{w.eventId}</code>
+                  </td>
+                  <td data-label="Type">{w.type}</td>
+                  <td data-label="Charge" className="nowrap">
+                    <code className="charge-id">{w.chargeId ?? "—"}</code>
+                  </td>
+                  <td data-label="Amount" className="num nowrap">
+                    {w.amount === null || w.currency === null ? "—" : formatMoney(w.amount, w.currency)}
+                  </td>
+                  <td data-label="Outcome">{w.outcome.replaceAll("_", " ")}</td>
+                  <td data-label="Deliveries" className="num">
+                    {w.deliveries}
+                  </td>
+                  <td data-label="First / last seen" className="nowrap">
+                    <At iso={w.firstSeenAt} /> / <At iso={w.lastSeenAt} />
                   </td>
                 </tr>
               ))}
@@ -186,10 +238,12 @@ export default async function TopupTimelinePage({ params }: { params: Promise<{ 
       <section className="card" aria-labelledby="response-heading">
         <h2 id="response-heading">Stored first response</h2>
         {response ? (
-          <>
-            <p>HTTP {response.status}</p>
+          <details>
+            <summary>
+              The first answer, HTTP {response.status}, exactly as stored and replayed (open to read it)
+            </summary>
             <pre className="response">{response.body}</pre>
-          </>
+          </details>
         ) : (
           <p>None stored yet (the request has not answered, or died before answering).</p>
         )}

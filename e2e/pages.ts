@@ -1,0 +1,122 @@
+/**
+ * The pages people see, with data on them, for the layout and accessibility checks: a user with top-ups (one
+ * succeeded, one declined, one processing), a refused and a succeeded payment, a reward, an active and a revoked
+ * token; the same user as an admin for the admin pages. `visitPages` signs in once and visits each page.
+ */
+import { expect, type Browser, type BrowserContext, type Page } from "@playwright/test";
+import { randomUUID } from "node:crypto";
+import { apiTopup, makeAdmin, signUp, userIdOf } from "./helpers";
+
+export interface PageVisit {
+  /** A short name for artefacts ("wallet", "admin-timeline"). */
+  readonly name: string;
+  /** Signed in, signed in as admin, or signed out. */
+  readonly as: "user" | "admin" | "visitor";
+  /** Opens the page (and waits until it is drawn). */
+  readonly open: (page: Page) => Promise<void>;
+}
+
+/** Data shared by the visits of one test run. */
+export interface SeededUser {
+  readonly email: string;
+  readonly userId: string;
+  /** A top-up of this user, for the admin timeline page. */
+  readonly refId: string;
+  /** Another account, an admin. */
+  readonly adminEmail: string;
+}
+
+/** Signs up a user and gives them something of everything the pages show; signs up an admin too. */
+export async function seedUser(page: Page): Promise<SeededUser> {
+  const adminEmail = await signUp(page);
+  await makeAdmin(adminEmail);
+  await page.context().clearCookies();
+  const email = await signUp(page);
+  const userId = await userIdOf(email);
+  const topups = page.getByTestId("topup-form");
+  await topups.getByLabel("$25.00").check();
+  await topups.getByRole("button", { name: "Top up" }).click();
+  await expect(topups.getByTestId("result")).toBeVisible();
+  expect(await apiTopup(page, `sbx-decline-${randomUUID().slice(0, 8)}`, 1234)).toBe(201);
+  const refId = `sbx-nohook-${randomUUID().slice(0, 8)}`;
+  expect(await apiTopup(page, refId, 5000)).toBe(201);
+  await page.goto("/wallet");
+  const pay = page.getByTestId("pay-form");
+  await pay.getByLabel("Other amount").fill("99.99");
+  await pay.getByRole("button", { name: "Pay" }).click();
+  await expect(pay.getByTestId("result")).toBeVisible();
+  await page.locator('[data-ad-id="ad-a"]').getByRole("button").click();
+  await expect(page.getByTestId("reward-result")).toBeVisible();
+  await page.goto("/settings/tokens");
+  for (const name of ["laptop script", "old script"]) {
+    await page.getByLabel("Name").fill(name);
+    await page.getByRole("button", { name: "Create token" }).click();
+    await expect(page.locator(".token-value")).toBeVisible();
+  }
+  await page.getByRole("button", { name: "Revoke token old script" }).click();
+  await expect(page.getByRole("table", { name: "Revoked and expired tokens" })).toBeVisible();
+  return { email, userId, refId, adminEmail };
+}
+
+/** Every page of the app people use, in the order a visitor meets them. */
+export function pageVisits(user: SeededUser): PageVisit[] {
+  const heading = (page: Page) => expect(page.getByRole("heading", { level: 1 })).toBeVisible();
+  const go = (path: string) => async (page: Page) => {
+    await page.goto(path);
+    await heading(page);
+  };
+  return [
+    { name: "sign-in", as: "visitor", open: go("/sign-in") },
+    { name: "sign-up", as: "visitor", open: go("/sign-up") },
+    {
+      name: "wallet",
+      as: "user",
+      open: async (page) => {
+        await go("/wallet")(page);
+        await expect(page.getByTestId("statement")).toBeVisible();
+        await expect(page.getByTestId("live")).toHaveAttribute("data-live", /push|polling/);
+      },
+    },
+    { name: "tokens", as: "user", open: go("/settings/tokens") },
+    { name: "security", as: "user", open: go("/settings/security") },
+    { name: "forbidden", as: "user", open: go("/admin") },
+    {
+      name: "admin",
+      as: "admin",
+      open: async (page) => {
+        await go("/admin")(page);
+        await expect(page.getByTestId("chart-status").locator("canvas")).toBeVisible();
+        await expect(page.getByTestId("audit")).toBeVisible({ timeout: 20_000 });
+      },
+    },
+    {
+      name: "admin-user-filter",
+      as: "admin",
+      open: go(`/admin?user=${encodeURIComponent(user.email)}`),
+    },
+    {
+      name: "admin-timeline",
+      as: "admin",
+      open: go(`/admin/topups/${encodeURIComponent(user.userId)}/${encodeURIComponent(user.refId)}`),
+    },
+  ];
+}
+
+/** A context signed in as the seeded user or the admin (by the sign-in page), or signed out. */
+export async function contextFor(
+  browser: Browser,
+  as: PageVisit["as"],
+  user: SeededUser,
+  viewport: { width: number; height: number },
+): Promise<BrowserContext> {
+  const context = await browser.newContext({ viewport });
+  if (as === "visitor") return context;
+  const page = await context.newPage();
+  await page.goto("/sign-in");
+  await page.getByLabel("Email").fill(as === "admin" ? user.adminEmail : user.email);
+  await page.getByLabel("Password").fill("correct-horse-battery");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await expect(page).toHaveURL(/\/wallet$/);
+  await page.close();
+  return context;
+}
