@@ -8,8 +8,18 @@
 import pino from "pino";
 import { BankConfigError, parseBankConfig } from "./config";
 import { startBankService } from "./service";
+import { exitWithHelpIfAsked } from "../scripts/lib/cli-help";
+
+const HELP = `usage: npm run bank
+
+The sandbox bank (docs/bank-sandbox.md): an HTTP service that behaves like a payment provider, with its charges,
+signed webhooks and test switches in the merchant reference. Settings come from the environment: BANK_PORT,
+BANK_HOST, APP_URL (where webhooks go), BANK_WEBHOOK_SECRETS (required, at least 32 bytes), BANK_STATE_FILE and
+the BANK_FAULT_* rates (docs/bank-sandbox.md). Logs JSON lines on stdout; "bank listening" says it is ready.
+Exit codes: 0 after SIGTERM/SIGINT; 1 a start-up or runtime failure; 2 invalid settings.`;
 
 async function main(): Promise<void> {
+  exitWithHelpIfAsked(HELP);
   let config;
   try {
     config = parseBankConfig();

@@ -22,6 +22,7 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
+import { exitWithHelpIfAsked } from "../scripts/lib/cli-help";
 import pg from "pg";
 import { migrate } from "../lib/migrate";
 import { runCleanups } from "../scripts/lib/processes";
@@ -466,7 +467,18 @@ async function benchScale(scaleUrl: string, large: boolean): Promise<ScalePoint[
 
 // ---------------------------------------------------------------------------------------------------------------
 
+const HELP = `usage: npm run bench [-- --large] [-- --seconds N] [-- --only ledger,http,scale]
+
+Measures, in one run on this machine, and prints a table (also bench/results/<UTC time>.json): claim + credit
+in-process versus pgbench; HTTP routes against the framework's empty route; the duplicate storm; the claim with
+10k versus 1M ledger rows; the app's peak memory. Everything runs on 127.0.0.1 and is stopped at the end.
+  --large            adds the 10M-row point (about 10 more minutes)
+  --seconds N        length of each measurement, 3 to 60 (shorter: less stable figures)
+  --only LIST        some parts only: ledger, http, scale
+Exit codes: 0 a complete run (targets missed are reported, not failed); 2 cannot run.`;
+
 async function main(): Promise<number> {
+  exitWithHelpIfAsked(HELP);
   let large: boolean;
   let seconds: number;
   let sections: Set<Section>;

@@ -10,6 +10,7 @@
  * failed check, so also 1); 2 the audit cannot run (no running demo, bad arguments, database unreachable).
  */
 import { parseArgs } from "node:util";
+import { exitWithHelpIfAsked } from "./lib/cli-help";
 import { resolveCliEnvironment } from "./lib/runtime-file";
 import { closeDb } from "../lib/db";
 import { closeRedis } from "../lib/redis";
@@ -21,11 +22,22 @@ const EXIT_CANNOT_RUN = 2;
 
 const USAGE = "usage: npm run audit [-- --user <id> ...]";
 
+const HELP = `${USAGE}
+
+Checks every invariant of the wallet (balances equal their ledgers, no operation twice, top-ups match the bank's
+charges, rewards within the daily cap, stored answers replay, no unfinished row with an expired lease). Prints
+the report as JSON on stdout and one line per check on stderr.
+  --user <id>        only these users and their charges (repeatable)
+
+Finds the database and the bank through DATABASE_URL/BANK_URL or a running demo (.data/runtime.json).
+Exit codes: 0 every invariant holds; 1 at least one violation (an unreachable bank included); 2 cannot run.`;
+
 function say(message: string): void {
   process.stderr.write(`${message}\n`);
 }
 
 async function main(): Promise<number> {
+  exitWithHelpIfAsked(HELP);
   let userIds: string[] | undefined;
   try {
     const parsed = parseArgs({

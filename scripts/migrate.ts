@@ -8,6 +8,7 @@
 import { env } from "../lib/env";
 import { migrate } from "../lib/migrate";
 import { resolveCliEnvironment } from "./lib/runtime-file";
+import { exitWithHelpIfAsked } from "./lib/cli-help";
 
 /** pg / Node error codes that mean "there is no database to talk to" rather than "the migration is wrong". */
 const NO_DATABASE_CODES = new Set([
@@ -22,7 +23,15 @@ const NO_DATABASE_CODES = new Set([
   "57P03", // cannot_connect_now: the server is starting or shutting down
 ]);
 
+const HELP = `usage: npm run db:migrate
+
+Applies the pending SQL migrations (prisma/migrations) to the database in DATABASE_URL, else to the running
+demo's (.data/runtime.json). Prints one line per applied migration and a summary.
+Exit codes: 0 applied or nothing to do; 1 a migration failed or the files disagree with the database;
+2 no database (none configured, or it cannot be reached).`;
+
 async function main(): Promise<number> {
+  exitWithHelpIfAsked(HELP);
   resolveCliEnvironment();
   const databaseUrl = env().DATABASE_URL;
   if (!databaseUrl) {

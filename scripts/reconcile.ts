@@ -14,6 +14,7 @@
 import { parseArgs } from "node:util";
 import pino from "pino";
 import { resolveCliEnvironment } from "./lib/runtime-file";
+import { exitWithHelpIfAsked } from "./lib/cli-help";
 import { closeDb } from "../lib/db";
 import { env } from "../lib/env";
 import { USER_ID_PATTERN } from "../lib/bank/merchant-ref";
@@ -25,6 +26,17 @@ const EXIT_NEEDS_ATTENTION = 1;
 const EXIT_CANNOT_RUN = 2;
 
 const USAGE = "usage: npm run reconcile [-- --watch] [-- --user <id> ...]";
+
+const HELP = `${USAGE}
+
+One reconciler pass: takes over top-ups whose lease expired and settles them from the bank, and makes sure every
+succeeded bank charge has its credited top-up. Prints the pass as one JSON line on stdout; logs go to stderr.
+  --watch            a pass every RECONCILE_INTERVAL_MS until Ctrl-C
+  --user <id>        only these users' rows and charges (repeatable)
+
+Finds the database and the bank through DATABASE_URL/BANK_URL or a running demo (.data/runtime.json).
+Exit codes: 0 nothing needs attention; 1 anomalies or an unreachable bank (rows are left, never dropped);
+2 cannot run (no running demo, bad arguments, database error).`;
 
 function say(message: string): void {
   process.stderr.write(`${message}\n`);
@@ -39,6 +51,7 @@ function needsAttention(result: ReconcileResult): boolean {
 }
 
 async function main(): Promise<number> {
+  exitWithHelpIfAsked(HELP);
   let watch: boolean;
   let userIds: string[] | undefined;
   try {

@@ -23,6 +23,7 @@ import pg from "pg";
 import { sleep, waitForHttp } from "./lib/ports";
 import { registerCleanup } from "./lib/processes";
 import { ensureBuilt } from "./lib/stack";
+import { exitWithHelpIfAsked } from "./lib/cli-help";
 import { runClientChecks, type CheckResult } from "./storm/client-checks";
 import {
   drainWebhooks,
@@ -554,6 +555,7 @@ async function closeLibClients(): Promise<void> {
 }
 
 async function main(): Promise<number> {
+  exitWithHelpIfAsked(USAGE);
   let options: StormOptions;
   try {
     options = parseStormOptions(process.argv.slice(2), () => randomInt(0, 2 ** 32 - 1));

@@ -19,6 +19,7 @@ import { parseArgs } from "node:util";
 import { read } from "read";
 import { z } from "zod";
 import { resolveCliEnvironment } from "./lib/runtime-file";
+import { exitWithHelpIfAsked } from "./lib/cli-help";
 import { emailField, newPasswordField } from "../lib/auth/credential-fields";
 import { createUser } from "../lib/users/create-user";
 import { createApiTokenOrThrow } from "../lib/api-tokens/create-api-token";
@@ -104,7 +105,19 @@ async function promptPassword(): Promise<string | null> {
   return first;
 }
 
+const HELP = `${USAGE}
+
+Creates an account with the sign-up page's rules (an email, a password of 10 to 128 characters).
+  --admin            make the account an admin
+  --token            also create a personal API token and print it alone as the last line of stdout
+  --name N           the account's display name (default: the email's local part)
+
+Finds the database through DATABASE_URL or a running demo (.data/runtime.json).
+Exit codes: 0 created; 1 the email already has an account (nothing changed); 2 cannot run (no running demo,
+bad arguments, invalid email or password, database error).`;
+
 async function main(): Promise<number> {
+  exitWithHelpIfAsked(HELP);
   const parsed = readCommandLine(process.argv.slice(2));
   if (!parsed) return EXIT_CANNOT_RUN;
   if (parsed.positionals.length !== 1 || parsed.positionals[0] !== "create") {
