@@ -3,9 +3,9 @@
  * any page, at a phone's width and a desktop's; and a top-up and a payment can be made with the keyboard alone.
  */
 import AxeBuilder from "@axe-core/playwright";
-import { expect, test, type BrowserContext, type Page } from "@playwright/test";
+import { expect, test, type Page } from "@playwright/test";
 import { signUp, walletState } from "./helpers";
-import { contextFor, pageVisits, type PageVisit, type SeededUser, seedUser } from "./pages";
+import { forEveryPage, type SeededUser, seedUserIn } from "./pages";
 
 const VIEWPORTS = [
   { width: 390, height: 844 },
@@ -17,9 +17,7 @@ let user: SeededUser;
 test.beforeAll(async ({ browser }) => {
   // Two sign-ups, three top-ups, two payments, a reward and two tokens: 60 s and more on a loaded machine.
   test.setTimeout(180_000);
-  const page = await browser.newPage();
-  user = await seedUser(page);
-  await page.close();
+  user = await seedUserIn(browser);
 });
 
 for (const viewport of VIEWPORTS) {
@@ -27,15 +25,7 @@ for (const viewport of VIEWPORTS) {
     // Nine pages, each analysed by axe (several seconds each on a loaded machine): 300 s.
     test.setTimeout(300_000);
     const found: string[] = [];
-    const contexts = new Map<PageVisit["as"], BrowserContext>();
-    for (const visit of pageVisits(user)) {
-      let context = contexts.get(visit.as);
-      if (!context) {
-        context = await contextFor(browser, visit.as, user, viewport);
-        contexts.set(visit.as, context);
-      }
-      const tab = await context.newPage();
-      await visit.open(tab);
+    await forEveryPage(browser, user, viewport, async (visit, tab) => {
       // Open every "Show the numbers" too: what they hold must pass as well.
       for (const details of await tab.locator("details").all())
         await details.evaluate((d) => d.setAttribute("open", ""));
@@ -47,9 +37,7 @@ for (const viewport of VIEWPORTS) {
         const targets = violation.nodes.map((node) => node.target.join(" ")).slice(0, 5);
         found.push(`${visit.name}: ${violation.id} (${violation.impact}): ${targets.join(", ")}`);
       }
-      await tab.close();
-    }
-    for (const context of contexts.values()) await context.close();
+    });
     expect(found).toEqual([]);
   });
 }

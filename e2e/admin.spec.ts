@@ -4,32 +4,8 @@
  * bank never sends its webhook: only the reconciler can learn that the charge succeeded.
  */
 import { expect, test, type Page } from "@playwright/test";
-import pg from "pg";
 import { randomUUID } from "node:crypto";
-import { signUp } from "./helpers";
-
-function stackInfo(): { databaseUrl: string; bankUrl: string } {
-  const info = JSON.parse(process.env.TEST_STACK ?? "{}") as { databaseUrl?: string; bankUrl?: string };
-  if (!info.databaseUrl || !info.bankUrl)
-    throw new Error("TEST_STACK has no databaseUrl/bankUrl (run through playwright's global setup)");
-  return { databaseUrl: info.databaseUrl, bankUrl: info.bankUrl };
-}
-
-async function withDb<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: stackInfo().databaseUrl, application_name: "e2e-admin" });
-  await client.connect();
-  try {
-    return await work(client);
-  } finally {
-    await client.end();
-  }
-}
-
-async function userIdOf(email: string): Promise<string> {
-  return withDb(
-    async (db) => (await db.query<{ id: string }>('SELECT id FROM "user" WHERE email = $1', [email])).rows[0]!.id,
-  );
-}
+import { makeAdmin, signUp, stackInfo, userIdOf, withDb } from "./helpers";
 
 /** Polls the sandbox bank (every 100 ms, at most 10 s) until the charge of `merchantRef` has succeeded. */
 async function waitForBankSuccess(page: Page, merchantRef: string): Promise<void> {
@@ -91,7 +67,7 @@ test("a stuck top-up appears on the admin page, Reconcile now finishes it, and t
   const adminContext = await browser.newContext();
   const adminPage = await adminContext.newPage();
   const adminEmail = await signUp(adminPage);
-  await withDb((db) => db.query(`UPDATE "user" SET role = 'admin' WHERE email = $1`, [adminEmail]));
+  await makeAdmin(adminEmail);
 
   await adminPage.goto("/admin?stuck=1");
   const row = adminPage.getByTestId("admin-topups").locator(`tr[data-ref="${refId}"]`);

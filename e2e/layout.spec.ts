@@ -6,8 +6,8 @@
  * README (`DOCS_SCREENSHOTS=1 npm run test:e2e -- e2e/layout.spec.ts`).
  */
 import { join } from "node:path";
-import { expect, test, type BrowserContext, type Page } from "@playwright/test";
-import { contextFor, pageVisits, type PageVisit, type SeededUser, seedUser } from "./pages";
+import { expect, test, type Page } from "@playwright/test";
+import { forEveryPage, type SeededUser, seedUserIn } from "./pages";
 
 const VIEWPORTS = [
   { label: "phone", width: 390, height: 844 },
@@ -61,9 +61,7 @@ let user: SeededUser;
 test.beforeAll(async ({ browser }) => {
   // Two sign-ups, three top-ups, two payments, a reward and two tokens: 60 s and more on a loaded machine.
   test.setTimeout(180_000);
-  const page = await browser.newPage();
-  user = await seedUser(page);
-  await page.close();
+  user = await seedUserIn(browser);
 });
 
 for (const viewport of VIEWPORTS) {
@@ -73,24 +71,14 @@ for (const viewport of VIEWPORTS) {
     // Nine pages, two sign-ins and nine full-page screenshots: about 20 s on a quiet machine, minutes on a loaded one.
     test.setTimeout(240_000);
     const found: string[] = [];
-    const contexts = new Map<PageVisit["as"], BrowserContext>();
-    for (const visit of pageVisits(user)) {
-      let context = contexts.get(visit.as);
-      if (!context) {
-        context = await contextFor(browser, visit.as, user, viewport);
-        contexts.set(visit.as, context);
-      }
-      const tab = await context.newPage();
-      await visit.open(tab);
+    await forEveryPage(browser, user, viewport, async (visit, tab) => {
       for (const problem of await overflowOf(tab)) found.push(`${visit.name} at ${viewport.width} px: ${problem}`);
       const shot = `${visit.name}-${viewport.label}`;
       await tab.screenshot({ path: testInfo.outputPath(`${shot}.png`), fullPage: true });
       if (process.env.DOCS_SCREENSHOTS === "1" && DOCS_SCREENSHOTS[shot]) {
         await tab.screenshot({ path: join(__dirname, "..", "docs", DOCS_SCREENSHOTS[shot]!), fullPage: true });
       }
-      await tab.close();
-    }
-    for (const context of contexts.values()) await context.close();
+    });
     expect(found).toEqual([]);
   });
 }

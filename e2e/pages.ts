@@ -120,3 +120,41 @@ export async function contextFor(
   await page.close();
   return context;
 }
+
+/**
+ * Opens every page of {@link pageVisits} at `viewport`, each in a new tab of a context signed in as the visit needs
+ * (one context per role, signed in once), calls `check` on it and closes it; closes the contexts at the end.
+ */
+export async function forEveryPage(
+  browser: Browser,
+  user: SeededUser,
+  viewport: { width: number; height: number },
+  check: (visit: PageVisit, tab: Page) => Promise<void>,
+): Promise<void> {
+  const contexts = new Map<PageVisit["as"], BrowserContext>();
+  try {
+    for (const visit of pageVisits(user)) {
+      let context = contexts.get(visit.as);
+      if (!context) {
+        context = await contextFor(browser, visit.as, user, viewport);
+        contexts.set(visit.as, context);
+      }
+      const tab = await context.newPage();
+      await visit.open(tab);
+      await check(visit, tab);
+      await tab.close();
+    }
+  } finally {
+    for (const context of contexts.values()) await context.close();
+  }
+}
+
+/** {@link seedUser} in a page of its own (for a `beforeAll`, which has no page fixture). */
+export async function seedUserIn(browser: Browser): Promise<SeededUser> {
+  const page = await browser.newPage();
+  try {
+    return await seedUser(page);
+  } finally {
+    await page.close();
+  }
+}

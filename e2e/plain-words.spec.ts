@@ -66,7 +66,8 @@ test("wallet: an amount out of range, a payment the balance cannot cover and a r
   context,
   browser,
 }, testInfo) => {
-  test.setTimeout(60_000);
+  // A sign-up, three refusals, a second tab and a reload: 40 s here on a quiet machine, over 60 s under load.
+  test.setTimeout(120_000);
   await signUp(page);
   const topup = page.getByTestId("topup-form");
   const pay = page.getByTestId("pay-form");

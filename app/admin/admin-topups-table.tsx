@@ -7,13 +7,13 @@
 import Link from "next/link";
 import { formatMoney } from "@/lib/money";
 import { isUnfinished } from "@/lib/web/status-words";
-import { CopyButton } from "../components/copy-button";
 import { LocalTime } from "../components/local-time";
 import { ShowMoreButton } from "../components/show-more-button";
 import { StatusBadge } from "../components/status-badge";
 import { useShowMore } from "../components/use-show-more";
 import { moreAdminTopupsAction } from "./actions";
 import type { AdminTopupFilters, AdminTopupRow } from "./admin-topup-rows";
+import { ChargeId } from "./charge-id";
 import { timelineHref } from "./timeline-href";
 
 export function AdminTopupsTable({
@@ -78,14 +78,7 @@ export function AdminTopupsTable({
                   )}
                 </td>
                 <td data-label="Bank charge" className="nowrap">
-                  {t.chargeId ? (
-                    <span className="charge">
-                      <code className="charge-id">{t.chargeId}</code>
-                      <CopyButton value={t.chargeId} label={`Copy charge id ${t.chargeId}`} compact />
-                    </span>
-                  ) : (
-                    <span className="muted">none yet</span>
-                  )}
+                  <ChargeId chargeId={t.chargeId} none="none yet" />
                 </td>
                 <td data-label="Created" className="nowrap">
                   <LocalTime iso={t.createdAt} detail="seconds" />

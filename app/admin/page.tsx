@@ -11,9 +11,9 @@ import { adminTopupsQuerySchema, parseQuery } from "@/lib/http/list-query";
 import { formatMoney } from "@/lib/money";
 import { firstPageOrThrow } from "@/lib/pagination/cursor";
 import { STATUS_WORDS } from "@/lib/web/status-words";
-import { CopyButton } from "../components/copy-button";
 import { LocalTime } from "../components/local-time";
 import { listAdminTopupRows } from "./admin-topup-rows";
+import { ChargeId } from "./charge-id";
 import { AdminTopupsTable } from "./admin-topups-table";
 import { AuditReport } from "./audit-report";
 import { NeedsAttention } from "./needs-attention";
@@ -181,14 +181,7 @@ export default async function AdminPage({ searchParams }: { searchParams: Promis
                     <code title={a.merchantRef ?? undefined}>{a.merchantRef ?? "—"}</code>
                   </td>
                   <td data-label="Charge" className="nowrap">
-                    {a.chargeId ? (
-                      <span className="charge">
-                        <code className="charge-id">{a.chargeId}</code>
-                        <CopyButton value={a.chargeId} label={`Copy charge id ${a.chargeId}`} compact />
-                      </span>
-                    ) : (
-                      "—"
-                    )}
+                    <ChargeId chargeId={a.chargeId} none="—" />
                   </td>
                   <td data-label="Amount" className="num nowrap">
                     {a.amount === null || a.currency === null ? "—" : formatMoney(a.amount, a.currency)}

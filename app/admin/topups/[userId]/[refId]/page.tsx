@@ -6,9 +6,9 @@ import { isStuckTopup } from "@/lib/admin/stuck";
 import { formatMoney } from "@/lib/money";
 import { describeFailure } from "@/lib/web/failure-reasons";
 import { STATUS_WORDS } from "@/lib/web/status-words";
-import { CopyButton } from "../../../../components/copy-button";
 import { LocalTime } from "../../../../components/local-time";
 import { StatusBadge } from "../../../../components/status-badge";
+import { ChargeId } from "../../../charge-id";
 import { currentAdmin } from "../../../require-admin";
 import "../../../admin.css";
 
@@ -103,16 +103,7 @@ export default async function TopupTimelinePage({ params }: { params: Promise<{ 
           </dd>
           <dt>Bank charge</dt>
           <dd>
-            {topup.chargeId ? (
-              <span className="charge">
-                <code className="charge-id" data-testid="charge-id">
-                  {topup.chargeId}
-                </code>
-                <CopyButton value={topup.chargeId} label={`Copy charge id ${topup.chargeId}`} compact />
-              </span>
-            ) : (
-              <span data-testid="charge-id">none yet</span>
-            )}
+            <ChargeId chargeId={topup.chargeId} none="none yet" />
           </dd>
           <dt>Lease</dt>
           <dd>
