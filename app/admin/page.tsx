@@ -4,6 +4,7 @@ import Link from "next/link";
 import { Suspense } from "react";
 import { countTopupsByStatus } from "@/lib/admin/count-topups-by-status";
 import { getTopupHourlyStats } from "@/lib/admin/get-topup-hourly-stats";
+import { listFlaggedTopups } from "@/lib/admin/list-flagged-topups";
 import { listStuckTopups } from "@/lib/admin/list-stuck-topups";
 import { listWebhookAnomalies } from "@/lib/admin/list-webhook-anomalies";
 import { STUCK_AGE_MS } from "@/lib/admin/stuck";
@@ -62,9 +63,10 @@ export default async function AdminPage({ searchParams }: { searchParams: Promis
         limit: query.value.limit,
       }
     : { stuck: false };
-  const [counts, stats, attention, topups, anomalies] = await Promise.all([
+  const [counts, stats, flagged, attention, topups, anomalies] = await Promise.all([
     countTopupsByStatus(),
     getTopupHourlyStats(),
+    listFlaggedTopups(ATTENTION_ROWS_MAX),
     listStuckTopups({ limit: ATTENTION_ROWS_MAX }).then(firstPageOrThrow),
     listAdminTopupRows(filters).then(firstPageOrThrow),
     listWebhookAnomalies(),
@@ -92,7 +94,7 @@ export default async function AdminPage({ searchParams }: { searchParams: Promis
         </dl>
       </section>
 
-      <NeedsAttention rows={attention.items} more={attention.nextCursor !== null} />
+      <NeedsAttention flagged={flagged} stuck={attention.items} more={attention.nextCursor !== null} />
 
       <TopupCharts stats={stats} />
 
