@@ -18,6 +18,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { exitWithHelpIfAsked } from "./lib/cli-help";
 import { registerCleanup, runForeground, shutdownSignal } from "./lib/processes";
 import { missingClusterPackages } from "./lib/ha-cluster";
 import { findRedisServerBinary } from "./lib/redis-server";
@@ -264,7 +265,16 @@ function printSummary(): void {
   process.stdout.write(`${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped\n`);
 }
 
+const HELP = `usage: npm test [-- --only static,unit,integration,http,e2e,storm,cluster] [-- <args for every runner>]
+
+Every suite against one stack it starts (embedded PostgreSQL, redis-server, the sandbox bank, the built app):
+static checks (Biome, tsc), vitest unit, integration and http, Playwright, the short storm, and the short cluster
+storm when its apt packages are installed. Ends with the line "N passed, N failed, N skipped".
+  --only LIST        these suites only
+Exit codes: 0 nothing failed and at least one test ran; 1 otherwise.`;
+
 async function main(): Promise<number> {
+  exitWithHelpIfAsked(HELP);
   const { suites, passThrough } = parseArgs(process.argv.slice(2));
   const missing = missingPrerequisites(suites);
   if (missing.length > 0) {

@@ -24,6 +24,7 @@ import { join } from "node:path";
 import { EnvError, parseEnv, secretProblems } from "../../lib/env";
 import { migrate } from "../../lib/migrate";
 import { acquireCheckoutLock, CheckoutBusyError } from "./checkout-lock";
+import { exitWithHelpIfAsked } from "./cli-help";
 import { defaultDataDir, startEmbeddedPostgres } from "./embedded-postgres";
 import { loadEnvFiles } from "./env-files";
 import { findRedisServerBinary, startRedisServer } from "./redis-server";
@@ -70,6 +71,23 @@ function resolveSecrets(): { webhookSecret: string; authSecret: string } {
   return { webhookSecret: configured.BANK_WEBHOOK_SECRETS, authSecret: configured.BETTER_AUTH_SECRET };
 }
 
+/** What `npm run demo -- --help` and `npm run dev -- --help` print. */
+function helpOf(command: LocalStackCommand): string {
+  const app =
+    command === "demo"
+      ? "the built app (next start; built first when its sources changed)"
+      : "next dev (pages and route handlers recompile on request; edits show on reload)";
+  return `usage: npm run ${command}
+
+The wallet on 127.0.0.1:$PORT (default 3000) with ${app}, PostgreSQL (DATABASE_URL, else an embedded one
+whose data persists in the system temp folder), Redis (REDIS_URL, else a local redis-server when installed), the
+sandbox bank on $BANK_PORT (default PORT + 1) and the reconciler. Prints a demo user's and an admin's credentials;
+writes .data/runtime.json for npm run users|reconcile|audit; Ctrl-C stops everything. Settings come from the
+environment and .env (see .env.example). One demo or dev runs per checkout: a second one refuses at once.
+Exit codes: 130 after Ctrl-C (128 + the signal); 1 a service failed; 2 refused to start (invalid settings,
+another demo or dev in this checkout, a port in use).`;
+}
+
 /**
  * Runs `npm run <command>` to the end: starts everything, stays up until Ctrl-C (SIGINT, SIGTERM, SIGHUP) or until
  * a service exits on its own, and stops everything on every path. Exits the process: 2 when it refuses to start
@@ -77,6 +95,7 @@ function resolveSecrets(): { webhookSecret: string; authSecret: string } {
  * fails, 128 + signal after Ctrl-C. Never returns normally.
  */
 export function runLocalStack(command: LocalStackCommand): void {
+  exitWithHelpIfAsked(helpOf(command));
   main(command).catch(async (error: unknown) => {
     process.stderr.write(
       `${command} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
