@@ -116,7 +116,8 @@ export async function contextFor(
   await page.getByLabel("Email").fill(as === "admin" ? user.adminEmail : user.email);
   await page.getByLabel("Password").fill("correct-horse-battery");
   await page.getByRole("button", { name: "Sign in" }).click();
-  await expect(page).toHaveURL(/\/wallet$/);
+  // Verifying the password (argon2id) takes seconds on a loaded 2-core machine.
+  await expect(page).toHaveURL(/\/wallet$/, { timeout: 20_000 });
   await page.close();
   return context;
 }
