@@ -11,8 +11,7 @@
  * does not grow with the ledger's age.
  */
 import { pool } from "../db";
-import type { EntryStatus } from "../ledger/entry";
-import type { Queryable } from "../ledger/queryable";
+import type { EntryStatus, Queryable } from "../ledger";
 
 /** 24 hourly buckets: the current hour and the 23 before it. */
 export const HOURS = 24;

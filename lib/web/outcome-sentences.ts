@@ -7,7 +7,7 @@
  * `PROBLEM_SENTENCES` is typed over every problem code, so a code added to lib/problems.ts does not compile until
  * it has its sentence here.
  */
-import type { EntryStatus } from "../ledger/entry";
+import type { EntryStatus } from "../ledger";
 import type { ProblemCode } from "../problems";
 import { formatMoney } from "../money";
 import { describeFailure } from "./failure-reasons";

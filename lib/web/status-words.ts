@@ -4,7 +4,7 @@
  * capitalised, with a short meaning for people beside it. No page says "pending" for a state the API calls
  * otherwise.
  */
-import type { EntryStatus } from "../ledger/entry";
+import type { EntryStatus } from "../ledger";
 
 export interface StatusWords {
   /** The state's name as the API spells it, capitalised. */

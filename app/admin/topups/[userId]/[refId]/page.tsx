@@ -172,8 +172,9 @@ export default async function TopupTimelinePage({ params }: { params: Promise<{ 
         {adjustment && (
           <p data-testid="adjustment">
             The charge succeeded after this top-up failed: adjustment entry <code>{adjustment.entryId}</code> credited{" "}
-            {formatMinor(adjustment.amount)} {adjustment.currency} for charge <code>{adjustment.chargeId}</code> (
-            {adjustment.status}, {shortTime(adjustment.createdAt)}). The top-up itself stays failed.
+            {formatMoney(adjustment.amount, adjustment.currency)} for charge <code>{adjustment.chargeId}</code> (
+            {stateName(adjustment.status)}, <At iso={adjustment.createdAt} />
+            ). The top-up itself stays failed.
           </p>
         )}
       </section>
