@@ -7,7 +7,7 @@
  *   for the top-ups that became final in each hour (from the audit table's final transitions): the bank's and
  *   the webhook's latency as people feel it.
  *
- * Both queries read only the window (indexes of migration 20261201130100_topup_chart_indexes), so the page's cost
+ * Both queries read only the window (indexes of migration 20261201140100_topup_chart_indexes), so the page's cost
  * does not grow with the ledger's age.
  */
 import { pool } from "../db";

@@ -1,7 +1,7 @@
 /**
  * The live feed of ledger changes behind the pages' live status (docs/decisions/025-live-status-push.md). The
  * database announces every change of a top-up's state on the channel `ledger_changes` when the change commits (a
- * trigger, migration 20261201130000_ledger_change_notify); this module LISTENs on ONE direct connection per
+ * trigger, migration 20261201140000_ledger_change_notify); this module LISTENs on ONE direct connection per
  * process and hands each announcement to the subscribers of that user (the open event streams of
  * app/api/v1/events).
  *
