@@ -44,7 +44,7 @@ export default async function WalletPage() {
 
   return (
     <main className="wallet">
-      {/* "<h1>Wallet</h1>" exactly: the dev-server test edits and looks for this heading. */}
+      {/* The heading below keeps its exact markup, written once in this file: the dev-server test edits it. */}
       <section className="card balance">
         <div className="balance-head">
           <h1>Wallet</h1>

@@ -258,7 +258,10 @@ describe("npm run dev", () => {
       const marker = `edited-${randomBytes(4).toString("hex")}`;
       const pageFile = join(copyRoot, "app", "wallet", "page.tsx");
       const pageSource = readFileSync(pageFile, "utf8");
-      expect(pageSource, "app/wallet/page.tsx changed: update this test's edit").toContain("<h1>Wallet</h1>");
+      expect(
+        pageSource.split("<h1>Wallet</h1>").length - 1,
+        "app/wallet/page.tsx must hold the heading's markup exactly once (the edit below replaces the first one)",
+      ).toBe(1);
       writeFileSync(pageFile, pageSource.replace("<h1>Wallet</h1>", `<h1>Wallet ${marker}</h1>`));
       await pollUntil(
         () => getText("/wallet", cookie),
