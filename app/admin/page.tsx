@@ -153,51 +153,54 @@ export default async function AdminPage({ searchParams }: { searchParams: Promis
         {anomalies.length === 0 ? (
           <p>No webhook anomalies.</p>
         ) : (
-          <table data-testid="webhook-anomalies" className="cards admin-table">
-            <thead>
-              <tr>
-                <th scope="col">Outcome</th>
-                <th scope="col">Event</th>
-                <th scope="col">Merchant reference</th>
-                <th scope="col">Charge</th>
-                <th scope="col" className="num">
-                  Amount
-                </th>
-                <th scope="col" className="num">
-                  Deliveries
-                </th>
-                <th scope="col">Last seen</th>
-              </tr>
-            </thead>
-            <tbody>
-              {anomalies.map((a) => (
-                <tr key={a.eventId}>
-                  <td data-label="Outcome">
-                    {a.outcome.replaceAll("_", " ")}
-                    {a.detail ? <span className="reason">{a.detail}</span> : null}
-                  </td>
-                  <td data-label="Event" className="clip">
-                    <code title={`${a.eventId} (${a.type})`}>{a.eventId}</code>
-                  </td>
-                  <td data-label="Merchant reference" className="clip">
-                    <code title={a.merchantRef ?? undefined}>{a.merchantRef ?? "—"}</code>
-                  </td>
-                  <td data-label="Charge" className="nowrap">
-                    <ChargeId chargeId={a.chargeId} none="—" />
-                  </td>
-                  <td data-label="Amount" className="num nowrap">
-                    {a.amount === null || a.currency === null ? "—" : formatMoney(a.amount, a.currency)}
-                  </td>
-                  <td data-label="Deliveries" className="num">
-                    {a.deliveries}
-                  </td>
-                  <td data-label="Last seen" className="nowrap">
-                    <LocalTime iso={a.lastSeenAt} detail="seconds" />
-                  </td>
+          // Seven columns of identifiers: at desktop width the table scrolls inside its own box (a phone gets cards).
+          <div className="scroll-box">
+            <table data-testid="webhook-anomalies" className="cards admin-table">
+              <thead>
+                <tr>
+                  <th scope="col">Outcome</th>
+                  <th scope="col">Event</th>
+                  <th scope="col">Merchant reference</th>
+                  <th scope="col">Charge</th>
+                  <th scope="col" className="num">
+                    Amount
+                  </th>
+                  <th scope="col" className="num">
+                    Deliveries
+                  </th>
+                  <th scope="col">Last seen</th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {anomalies.map((a) => (
+                  <tr key={a.eventId}>
+                    <td data-label="Outcome">
+                      {a.outcome.replaceAll("_", " ")}
+                      {a.detail ? <span className="reason">{a.detail}</span> : null}
+                    </td>
+                    <td data-label="Event" className="clip">
+                      <code title={`${a.eventId} (${a.type})`}>{a.eventId}</code>
+                    </td>
+                    <td data-label="Merchant reference" className="clip">
+                      <code title={a.merchantRef ?? undefined}>{a.merchantRef ?? "—"}</code>
+                    </td>
+                    <td data-label="Charge" className="nowrap">
+                      <ChargeId chargeId={a.chargeId} none="—" />
+                    </td>
+                    <td data-label="Amount" className="num nowrap">
+                      {a.amount === null || a.currency === null ? "—" : formatMoney(a.amount, a.currency)}
+                    </td>
+                    <td data-label="Deliveries" className="num">
+                      {a.deliveries}
+                    </td>
+                    <td data-label="Last seen" className="nowrap">
+                      <LocalTime iso={a.lastSeenAt} detail="seconds" />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
         )}
       </section>
 

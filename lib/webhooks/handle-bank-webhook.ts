@@ -149,13 +149,18 @@ function parseEvent(rawBody: Buffer): ParsedEvent {
   try {
     text = new TextDecoder("utf-8", { fatal: true }).decode(rawBody);
   } catch {
-    return { kind: "unusable", reason: "the body is not UTF-8", value: undefined, text: rawBody.toString("utf8") };
+    return {
+      kind: "unusable",
+      reason: "the body is not valid UTF-8 text",
+      value: undefined,
+      text: rawBody.toString("utf8"),
+    };
   }
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
-    return { kind: "unusable", reason: "the body is not JSON", value: undefined, text };
+    return { kind: "unusable", reason: "the body is not a well-formed event", value: undefined, text };
   }
   const checked = bankEventSchema.safeParse(value);
   if (!checked.success) {
