@@ -38,6 +38,8 @@ export async function seedUser(page: Page): Promise<SeededUser> {
   await topups.getByRole("button", { name: "Top up" }).click();
   await expect(topups.getByTestId("result")).toBeVisible();
   expect(await apiTopup(page, `sbx-decline-${randomUUID().slice(0, 8)}`, 1234)).toBe(201);
+  // The longest reference the API accepts (128 characters): no page may grow wider for it.
+  expect(await apiTopup(page, `long-${randomUUID()}-${"r".repeat(86)}`, 700)).toBe(201);
   const refId = `sbx-nohook-${randomUUID().slice(0, 8)}`;
   expect(await apiTopup(page, refId, 5000)).toBe(201);
   await page.goto("/wallet");
