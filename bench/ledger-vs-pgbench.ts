@@ -72,7 +72,7 @@ class RecordingConnection implements Queryable {
 }
 
 /**
- * One claim + credit through lib/ledger, as a credit without an external call runs (lib/rewards/claim-reward.ts
+ * One claim + credit through lib/ledger, as a credit without an external call runs (lib/rewards/credit-reward.ts
  * without the Redis reservation): in one READ COMMITTED transaction, claim the row (`insertClaim`), move it to
  * `succeeded` crediting the wallet in the same statement (`completeEntry`), store the first response
  * (`storeResponse`); retried on 40001/40P01. Returns the statements sent when `record` is set, and the row's id.

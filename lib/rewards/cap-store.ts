@@ -102,7 +102,7 @@ export type SettleOutcome =
   /** This attempt settled before. */
   | { readonly kind: "noop" };
 
-/** The three operations claimReward needs; tests substitute broken implementations as negative controls. */
+/** The three operations creditReward needs; tests substitute broken implementations as negative controls. */
 export interface RewardCapStore {
   /**
    * Reserves `amountMinor` of the day's `capMinor` for `op` (minor units), seeding a missing counter from

@@ -14,7 +14,7 @@ import { createPayment } from "@/lib/payments/create-payment";
 import { reconcileOnce } from "@/lib/reconciler/reconcile-once";
 import { closeRedis, ensureRedisConnected, redis } from "@/lib/redis";
 import { capCounterKey } from "@/lib/rewards/cap-store";
-import { claimReward } from "@/lib/rewards/claim-reward";
+import { creditReward } from "@/lib/rewards/credit-reward";
 import { admitTopup } from "@/lib/topups/admit-topup";
 import { createTestUser } from "../helpers/db";
 import { balanceOf, claimRequest, dedicatedClient, freshRefId, seedBalance, transitionsOf } from "../helpers/ledger";
@@ -139,11 +139,11 @@ describe("C15: rewards and payments near the ceiling", () => {
     const user = await createTestUser();
     await seedBalance(user.id, maxBalance());
     const now = new Date();
-    const first = await claimReward({ userId: user.id, adId: "ad-c15", now });
+    const first = await creditReward({ userId: user.id, adId: "ad-c15", now });
     expect(first).toMatchObject({ kind: "response", replayed: false, response: { status: 422 } });
     const firstBody = first.kind === "response" ? first.response.body : "";
     expect(problemCode(firstBody)).toBe("balance_limit_exceeded");
-    const again = await claimReward({ userId: user.id, adId: "ad-c15", now });
+    const again = await creditReward({ userId: user.id, adId: "ad-c15", now });
     expect(again).toEqual({ kind: "response", replayed: true, response: { status: 422, body: firstBody } });
     expect(await balanceOf(user.id)).toBe(maxBalance());
     const day = rewardDay(now, "UTC");
@@ -161,7 +161,7 @@ describe("C15: rewards and payments near the ceiling", () => {
       currency: "USD",
     });
     expect(paid).toMatchObject({ kind: "response", response: { status: 201 } });
-    const other = await claimReward({ userId: user.id, adId: "ad-c15-b", now });
+    const other = await creditReward({ userId: user.id, adId: "ad-c15-b", now });
     expect(other).toMatchObject({ kind: "response", response: { status: 201 } });
     expect(Number(await client.get(capCounterKey(user.id, day)))).toBe(5);
   });
@@ -171,7 +171,7 @@ describe("C15: rewards and payments near the ceiling", () => {
     await seedBalance(user.id, maxBalance() - 100);
     const topup = await claimedTopup(user.id, 98);
     expect((await admitTopup(topup, topup.attempt, "request")).kind).toBe("admitted");
-    const reward = await claimReward({ userId: user.id, adId: "ad-c15-pending" });
+    const reward = await creditReward({ userId: user.id, adId: "ad-c15-pending" });
     expect(reward).toMatchObject({ kind: "response", response: { status: 422 } });
   });
 
