@@ -104,7 +104,7 @@ export async function creditOnce(
         { actor: "request", guard: { kind: "lease", attempt: entry.attempt }, credit: true },
         db,
       );
-      if (moved.kind !== "moved") throw new Error("bench: fresh claim refused its transition");
+      if (moved.kind !== "moved") throw new Error("bench: the fresh claim's transition did not move the row");
       await storeResponse(ref, jsonStoredResponse(201, { entry: statementEntryView(moved.entry) }), db);
       statements = recorder.statements;
       entryId = entry.id;

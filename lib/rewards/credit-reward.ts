@@ -279,7 +279,8 @@ async function creditInOneTransaction(
         });
         if (!headroom.fits) {
           const failed = await failEntry(ref, { actor: "request", guard, reason: "balance_limit_exceeded" }, tx);
-          if (failed.kind !== "moved") throw new Error(`reward ${key.refId}: fresh claim refused its transition`);
+          if (failed.kind !== "moved")
+            throw new Error(`reward ${key.refId}: the fresh claim's transition did not move the row`);
           const refusal = balanceLimitResponse(rules.amountMinor, rules.currency, maxBalanceMinor);
           const stored = (await storeResponse(ref, refusal, tx)).response;
           commitSent = true;
@@ -299,7 +300,8 @@ async function creditInOneTransaction(
         }
         const moved = await completeEntry(ref, { actor: "request", guard, credit: true }, tx);
         // The row was inserted by this transaction and nobody else can see it yet: the guard cannot refuse.
-        if (moved.kind !== "moved") throw new Error(`reward ${key.refId}: fresh claim refused its transition`);
+        if (moved.kind !== "moved")
+          throw new Error(`reward ${key.refId}: the fresh claim's transition did not move the row`);
         const stored = (await storeResponse(ref, creditedResponse(moved.entry), tx)).response;
         commitSent = true;
         return { kind: "credited", response: stored, creditedTodayMinor };

@@ -270,7 +270,7 @@ describe("reconciler: ledger → bank", () => {
       guard: { kind: "lease", attempt: 1 },
       credit: true,
     });
-    expect(late.kind).toBe("refused");
+    expect(late.kind).toBe("not_moved");
     expect(await balanceOf(user.id)).toBe(0);
   });
 

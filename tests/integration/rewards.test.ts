@@ -13,10 +13,10 @@ import {
   capCounterKey,
   rewardCapStore,
   type CapOperation,
-  type ReleaseOutcome,
-  type ReserveOutcome,
+  type CapReleaseOutcome,
+  type CapReserveOutcome,
   type RewardCapStore,
-  type SettleOutcome,
+  type CapSettleOutcome,
 } from "../../lib/rewards/cap-store";
 import { creditReward } from "../../lib/rewards/credit-reward";
 import { getRewardProgress } from "../../lib/rewards/get-reward-progress";
@@ -108,7 +108,7 @@ class ReadThenIncrementCapStore implements RewardCapStore {
     private readonly racers: number,
   ) {}
 
-  async reserve(op: CapOperation, amountMinor: number, capMinor: number): Promise<ReserveOutcome> {
+  async reserve(op: CapOperation, amountMinor: number, capMinor: number): Promise<CapReserveOutcome> {
     const counterMinor = Number((await this.client.get(capCounterKey(op.userId, op.day))) ?? 0);
     this.arrived += 1;
     if (this.arrived === this.racers) this.everyoneRead.resolve();
@@ -119,13 +119,13 @@ class ReadThenIncrementCapStore implements RewardCapStore {
     return { kind: "reserved", counterMinor: counterMinor + amountMinor };
   }
 
-  async release(op: CapOperation): Promise<ReleaseOutcome> {
+  async release(op: CapOperation): Promise<CapReleaseOutcome> {
     if (!this.reserved.delete(op.attemptId)) return { kind: "noop" };
     await this.client.decrby(capCounterKey(op.userId, op.day), 5);
     return { kind: "released" };
   }
 
-  async settle(): Promise<SettleOutcome> {
+  async settle(): Promise<CapSettleOutcome> {
     return { kind: "settled" };
   }
 }
