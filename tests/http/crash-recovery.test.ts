@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { spawnBank, type SpawnedBank } from "../../bank/spawn";
+import { startBank as startSandboxBank, type RunningBank } from "../../scripts/lib/stack";
 import { freePort } from "../../scripts/lib/ports";
 import { signalGroup, type Service } from "../../scripts/lib/processes";
 import { startExtraApp } from "../helpers/extra-app";
@@ -25,14 +25,14 @@ const APP_BANK_TIMEOUT_MS = 2000;
 
 let stateDir = "";
 let bankPort = 0;
-let bank: SpawnedBank | null = null;
+let bank: RunningBank | null = null;
 let app: Service | null = null;
 let appUrl = "";
 let appStarts = 0;
 let admin: ApiUser;
 
-async function startBank(): Promise<SpawnedBank> {
-  bank = await spawnBank({
+async function startBank(): Promise<RunningBank> {
+  bank = await startSandboxBank({
     env: {
       BANK_PORT: String(bankPort),
       APP_URL: appUrl || "http://127.0.0.1:9",

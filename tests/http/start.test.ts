@@ -17,12 +17,11 @@ import { promisify } from "node:util";
 import { join } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { spawnBank, type SpawnedBank } from "../../bank/spawn";
 import { readMigrationFiles } from "../../lib/migrate";
 import { freePort, isPortFree, sleep, waitForHttp } from "../../scripts/lib/ports";
 import { signalGroup, spawnService, type Service, type ServiceExit } from "../../scripts/lib/processes";
 import { randomAuthSecret } from "../../scripts/lib/secrets";
-import { projectRoot } from "../../scripts/lib/stack";
+import { projectRoot, startBank, type RunningBank } from "../../scripts/lib/stack";
 import { createScratchDatabase, dropScratchDatabases } from "../helpers/db";
 import { testStack } from "../helpers/stack";
 
@@ -35,7 +34,7 @@ const RUN_TIMEOUT_MS = 90_000;
 const RECONCILED_TIMEOUT_MS = 60_000;
 
 const started: Service[] = [];
-let bank: SpawnedBank | null = null;
+let bank: RunningBank | null = null;
 let bankStateDir = "";
 
 /** Settings of an `npm start` against `databaseUrl`: only what the test gives, nothing of the test stack's. */
@@ -106,7 +105,7 @@ const migrationNames = readMigrationFiles().map((file) => file.name);
 
 beforeAll(async () => {
   bankStateDir = await mkdtemp(join(tmpdir(), "start-test-bank-"));
-  bank = await spawnBank({
+  bank = await startBank({
     env: {
       BANK_STATE_FILE: join(bankStateDir, "bank-state.json"),
       BANK_WEBHOOK_SECRETS: testStack().webhookSecrets,

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { spawnBank, type SpawnedBank } from "../../bank/spawn";
+import { startBank, type RunningBank } from "../../scripts/lib/stack";
 import { freePort } from "../../scripts/lib/ports";
 import type { Service } from "../../scripts/lib/processes";
 import { startExtraApp } from "../helpers/extra-app";
@@ -22,7 +22,7 @@ import { testStack } from "../helpers/stack";
 const RACES = 12;
 
 let stateDir = "";
-let bank: SpawnedBank | null = null;
+let bank: RunningBank | null = null;
 let app: Service | null = null;
 let appUrl = "";
 
@@ -31,7 +31,7 @@ beforeAll(async () => {
   stateDir = await mkdtemp(join(tmpdir(), "c05-bank-"));
   const appPort = await freePort();
   appUrl = `http://127.0.0.1:${appPort}`;
-  bank = await spawnBank({
+  bank = await startBank({
     env: {
       APP_URL: appUrl,
       BANK_STATE_FILE: join(stateDir, "bank-state.json"),

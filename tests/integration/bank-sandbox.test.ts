@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { spawnBank, type SpawnedBank } from "@/bank/spawn";
+import { startBank, type RunningBank } from "@/scripts/lib/stack";
 import { readPersistedState } from "@/bank/state";
 import { retryDelayMs } from "@/bank/faults";
 import { cancelCharge, createCharge, getCharge, listChargesSince, type BankCallOptions } from "@/lib/bank/client";
@@ -180,7 +180,7 @@ function ref(prefix = ""): string {
 const receiver = new WebhookReceiver();
 let stateDir = "";
 let mainStateFile = "";
-let bank: SpawnedBank;
+let bank: RunningBank;
 let options: BankCallOptions;
 
 function bankEnv(stateFile: string): Record<string, string> {
@@ -203,7 +203,7 @@ beforeAll(async () => {
   await receiver.start();
   stateDir = await mkdtemp(join(tmpdir(), "bank-sandbox-test-"));
   mainStateFile = join(stateDir, "main", "bank-state.json");
-  bank = await spawnBank({ env: bankEnv(mainStateFile) });
+  bank = await startBank({ env: bankEnv(mainStateFile) });
   options = { bankUrl: bank.url, timeoutMs: 5000 };
 });
 
@@ -597,8 +597,8 @@ describe("sandbox bank: restarts and outages", () => {
 
   it("keeps charges and cancelled keys across a crash, and resumes undelivered webhooks", async () => {
     const stateFile = join(stateDir, "restart", "bank-state.json");
-    let second: SpawnedBank | undefined;
-    const first = await spawnBank({ env: bankEnv(stateFile) });
+    let second: RunningBank | undefined;
+    const first = await startBank({ env: bankEnv(stateFile) });
     try {
       const firstOptions = { bankUrl: first.url, timeoutMs: 5000 };
       expect((await postJson(`${first.url}/_sandbox/webhooks/pause`, {})).status).toBe(200);
@@ -613,10 +613,10 @@ describe("sandbox bank: restarts and outages", () => {
         (ds) => ds.length === 1 && ds[0]!.status === "pending",
       );
       // Crash: SIGKILL gives no chance to save; only what was persisted before acknowledging survives.
-      expect(await first.kill()).toBe("SIGKILL");
+      expect((await first.kill()).signal).toBe("SIGKILL");
       expect(receiver.for(merchantRef)).toEqual([]);
 
-      second = await spawnBank({ env: bankEnv(stateFile) });
+      second = await startBank({ env: bankEnv(stateFile) });
       const secondOptions = { bankUrl: second.url, timeoutMs: 5000 };
       // Pausing is not persisted: the pending delivery goes out after the restart.
       await receiver.waitFor(() => receiver.for(merchantRef).length >= 1);
@@ -636,7 +636,8 @@ describe("sandbox bank: restarts and outages", () => {
       });
 
       // Graceful stop exits 0; then the bank is down and every call is an unknown outcome.
-      expect(await second.stop()).toBe(0);
+      await second.stop();
+      expect(second.exitStatus()).toEqual({ code: 0, signal: null });
       const down = { bankUrl: second.url, timeoutMs: 2000 };
       expect(await createCharge({ merchantRef: ref(), amountMinor: 1, currency: "USD" }, down)).toEqual({
         kind: "unknown",

@@ -9,7 +9,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type pg from "pg";
-import { spawnBank, type SpawnedBank } from "@/bank/spawn";
+import { startBank, type RunningBank } from "@/scripts/lib/stack";
 import { createCharge, getCharge, type BankCharge } from "@/lib/bank/client";
 import { merchantRefFor } from "@/lib/bank/merchant-ref";
 import { claimOperation } from "@/lib/ledger/claim";
@@ -26,7 +26,7 @@ export const BANK_TIMEOUT_MS = 5000;
 
 export interface TestBank {
   readonly url: string;
-  readonly process: SpawnedBank;
+  readonly process: RunningBank;
   stop(): Promise<void>;
 }
 
@@ -45,7 +45,7 @@ export interface TestBankOptions {
 export async function startTestBank(options: TestBankOptions = {}): Promise<TestBank> {
   const stateDir = await mkdtemp(join(tmpdir(), "reconciler-bank-"));
   const closedPort = await freePort();
-  const bank = await spawnBank({
+  const bank = await startBank({
     env: {
       APP_URL: `http://127.0.0.1:${closedPort}`,
       BANK_STATE_FILE: join(stateDir, "bank-state.json"),
@@ -56,8 +56,6 @@ export async function startTestBank(options: TestBankOptions = {}): Promise<Test
       BANK_WEBHOOK_MAX_ATTEMPTS: "1",
       BANK_WEBHOOK_TIMEOUT_MS: "500",
       BANK_SHUTDOWN_GRACE_MS: "200",
-      // "info" at least: spawnBank waits for the info-level "bank listening" line (its output stays in memory).
-      BANK_LOG_LEVEL: "info",
     },
   });
   return {
