@@ -9,12 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runAudit } from "@/lib/audit/run-audit";
 import { createCharge } from "@/lib/bank/client";
 import { signWebhook } from "@/lib/bank/signature";
-import { closeDb } from "@/lib/db";
 import { claimOperation, findEntryByKey } from "@/lib/ledger/claim";
 import { failEntry, getEntryById, markProcessing } from "@/lib/ledger/transitions";
 import { resetChargeCursors } from "@/lib/reconciler/charge-cursor";
 import { reconcileOnce } from "@/lib/reconciler/reconcile-once";
-import { closeRedis } from "@/lib/redis";
 import { createTopup } from "@/lib/topups/create-topup";
 import { storeFinishedTopupResponse } from "@/lib/topups/topup-response";
 import { handleBankWebhook } from "@/lib/webhooks/handle-bank-webhook";
@@ -43,8 +41,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await bank?.stop();
-  await closeRedis();
-  await closeDb();
 });
 
 const AMOUNT_MINOR = 2750;

@@ -5,14 +5,13 @@
  * Races are staged: a session holds the wallet row's lock while the competitors queue behind it.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { closeDb } from "@/lib/db";
 import { env } from "@/lib/env";
 import { claimOperation } from "@/lib/ledger/claim";
 import type { LedgerEntry } from "@/lib/ledger/entry";
 import { markProcessing } from "@/lib/ledger/transitions";
 import { createPayment } from "@/lib/payments/create-payment";
 import { reconcileOnce } from "@/lib/reconciler/reconcile-once";
-import { closeRedis, ensureRedisConnected, redis } from "@/lib/redis";
+import { ensureRedisConnected, redis } from "@/lib/redis";
 import { capCounterKey } from "@/lib/rewards/cap-store";
 import { creditReward } from "@/lib/rewards/credit-reward";
 import { admitTopup } from "@/lib/topups/admit-topup";
@@ -30,11 +29,6 @@ import {
   type TestBank,
 } from "./reconciler-fixtures";
 import { rewardDay } from "@/lib/rewards/reward-day";
-
-afterAll(async () => {
-  await closeRedis();
-  await closeDb();
-});
 
 const maxBalance = () => env().MAX_BALANCE_MINOR;
 

@@ -11,9 +11,9 @@
  * Each test makes its own users with random ids, so this file runs in parallel with others.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { DatabaseError, type PoolClient } from "pg";
-import { closeDb, pool, prisma, withTransaction } from "../../lib/db";
+import { pool, prisma, withTransaction } from "../../lib/db";
 import { BANK_CHARGE_INDEX, CLAIM_INDEX } from "../../lib/ledger/constants";
 import { classifyDbError, isRetryableTransactionError, type DbErrorVerdict } from "../../lib/ledger/db-errors";
 import { withTransactionRetry, type TransactionRetryInfo } from "../../lib/ledger/retry";
@@ -33,10 +33,6 @@ function assertLocalDatabase(): void {
 
 beforeAll(() => {
   assertLocalDatabase();
-});
-
-afterAll(async () => {
-  await closeDb();
 });
 
 /** Creates a user with a random id and email, and a USD wallet holding `balanceMinor`. Returns the user id. */

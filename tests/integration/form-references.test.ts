@@ -8,8 +8,7 @@
  * until every render is seen waiting on it in pg_stat_activity, then all are released at once; an unconditional
  * replace, the obvious alternative, hands those renders different references (second negative control).
  */
-import { afterAll, describe, expect, it } from "vitest";
-import { closeDb } from "../../lib/db";
+import { describe, expect, it } from "vitest";
 import { validateTopupRequest } from "../../lib/http/operation-requests";
 import { rawTopLevelMembers } from "../../lib/http/raw-json";
 import { insertClaim } from "../../lib/ledger/claim";
@@ -18,10 +17,6 @@ import { type FormType, isFormRefId, mintFormRefId } from "../../lib/web/form-re
 import { verifyFormRefId } from "../../lib/web/verify-form-ref-id";
 import { createTestUser, testPool } from "../helpers/db";
 import { claimRequest, countRows, dedicatedClient } from "../helpers/ledger";
-
-afterAll(async () => {
-  await closeDb();
-});
 
 /** What renders the form: given the user and the form, the reference the page shows. */
 type FormRefMinter = (userId: string, type: FormType) => Promise<string>;

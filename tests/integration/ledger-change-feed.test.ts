@@ -5,7 +5,6 @@
  * control shows the loss is real: a feed that does not reconnect hears nothing after the kill.
  */
 import { afterAll, describe, expect, it } from "vitest";
-import { closeDb } from "../../lib/db";
 import { claimOperation } from "../../lib/ledger/claim";
 import { completeEntry, markProcessing } from "../../lib/ledger/transitions";
 import { type FeedEvent, LISTENER_APPLICATION_NAME, LedgerChangeFeed } from "../../lib/live/ledger-change-feed";
@@ -17,7 +16,6 @@ const feeds: LedgerChangeFeed[] = [];
 
 afterAll(async () => {
   await Promise.all(feeds.map((feed) => feed.close()));
-  await closeDb();
 });
 
 /** A feed on the test database, and what one subscriber of `userId` heard. */

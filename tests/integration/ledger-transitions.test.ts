@@ -2,16 +2,11 @@
  * Guarded transitions (contract section 2): one test per state and transition, the fencing token, and the
  * audit trail. Real PostgreSQL.
  */
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { claimOperation } from "../../lib/ledger/claim";
 import { attachCharge, completeEntry, failEntry, getEntryById, markProcessing } from "../../lib/ledger/transitions";
-import { closeDb } from "../../lib/db";
 import { createTestUser, testPool } from "../helpers/db";
 import { balanceOf, claimRequest, transitionsOf } from "../helpers/ledger";
-
-afterAll(async () => {
-  await closeDb();
-});
 
 async function claimed(userId: string, amountMinor = 1000) {
   const outcome = await claimOperation(claimRequest(userId, { amountMinor }), 0);

@@ -6,7 +6,6 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type pg from "pg";
-import { closeDb } from "@/lib/db";
 import { createCharge } from "@/lib/bank/client";
 import { merchantRefFor } from "@/lib/bank/merchant-ref";
 import { findEntryByKey, insertClaim } from "@/lib/ledger/claim";
@@ -34,7 +33,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await bank?.stop();
-  await closeDb();
 });
 
 beforeEach(() => {

@@ -8,7 +8,6 @@
 import { randomUUID } from "node:crypto";
 import type { Cluster } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { closeDb } from "../../lib/db";
 import { cacheStoredResponse, readCachedReplay } from "../../lib/ledger/replay-cache";
 import { operationKey } from "../../lib/ledger/keys";
 import { createClusterClient, ensureRedisConnected, parseClusterNodes } from "../../lib/redis";
@@ -31,7 +30,6 @@ beforeAll(async () => {
 afterAll(async () => {
   client?.disconnect();
   await cluster?.stop();
-  await closeDb();
 });
 
 const operation = (userId: string, adId: string): CapOperation => ({

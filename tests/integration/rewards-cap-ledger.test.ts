@@ -10,7 +10,6 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { closeDb } from "../../lib/db";
 import { createRewardCapCheck } from "../../lib/audit/checks/reward-cap";
 import { creditReward } from "../../lib/rewards/credit-reward";
 import { repairRewardCounters } from "../../lib/rewards/repair-reward-counters";
@@ -31,7 +30,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await redis?.stop();
-  await closeDb();
 });
 
 const reward = (userId: string, adId: string, ledgerCap = true) =>

@@ -3,9 +3,7 @@
  * just before and just after local midnight in zones other than UTC, DST days, and the whole reward path
  * across a midnight.
  */
-import { afterAll, describe, expect, it } from "vitest";
-import { closeDb } from "../../lib/db";
-import { closeRedis } from "../../lib/redis";
+import { describe, expect, it } from "vitest";
 import { creditReward } from "../../lib/rewards/credit-reward";
 import { getRewardProgress } from "../../lib/rewards/get-reward-progress";
 import { nextRewardDay, rewardDay, rewardDayEndsAt } from "../../lib/rewards/reward-day";
@@ -14,11 +12,6 @@ import type { RewardRules } from "../../lib/rewards/rules";
 import type { OperationResult } from "../../lib/ledger";
 import { createTestUser } from "../helpers/db";
 import { balanceOf, countRows } from "../helpers/ledger";
-
-afterAll(async () => {
-  await closeRedis();
-  await closeDb();
-});
 
 const at = (iso: string) => new Date(iso);
 

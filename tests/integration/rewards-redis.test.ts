@@ -4,9 +4,7 @@
  * because pausing, flushing or stopping the stack's shared Redis would disturb other test files; the cap store
  * is injected, on a client with exactly the app's options.
  */
-import { afterAll, describe, expect, it } from "vitest";
-import { closeDb } from "../../lib/db";
-import { closeRedis } from "../../lib/redis";
+import { describe, expect, it } from "vitest";
 import { createRewardCapCheck } from "../../lib/audit/checks/reward-cap";
 import { capCounterKey, capKeysExpireAtS, CapStoreUnavailableError } from "../../lib/rewards/cap-store";
 import { creditReward } from "../../lib/rewards/credit-reward";
@@ -16,11 +14,6 @@ import type { OperationResult } from "../../lib/ledger";
 import { createTestUser } from "../helpers/db";
 import { balanceOf, countRows } from "../helpers/ledger";
 import { creditedRewardsMinor, rewardRowCount, startOwnRedis, type OwnRedis } from "../helpers/rewards";
-
-afterAll(async () => {
-  await closeRedis();
-  await closeDb();
-});
 
 const CAP_MINOR = 50;
 

@@ -3,11 +3,11 @@
  * cases C10, C13). Every test uses its own users, so the shared Redis and database need no cleaning.
  * Destructive Redis scenarios (pause, flush, garbage, shutdown) live in rewards-redis.test.ts on private servers.
  */
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 
-import { closeDb, pool } from "../../lib/db";
+import { pool } from "../../lib/db";
 import { insertClaim, operationKey, type OperationResult } from "../../lib/ledger";
-import { closeRedis, ensureRedisConnected, redis, type RedisClient } from "../../lib/redis";
+import { ensureRedisConnected, redis, type RedisClient } from "../../lib/redis";
 import { createRewardCapCheck } from "../../lib/audit/checks/reward-cap";
 import {
   capCounterKey,
@@ -24,11 +24,6 @@ import { rewardDay } from "../../lib/rewards/reward-day";
 import { createTestUser } from "../helpers/db";
 import { balanceOf, countRows, dedicatedClient } from "../helpers/ledger";
 import { creditedRewardsMinor, deferred, rewardRowCount, waitForSessionBlockedBy } from "../helpers/rewards";
-
-afterAll(async () => {
-  await closeRedis();
-  await closeDb();
-});
 
 // The contract's defaults (section 6), which the integration stack runs with.
 const AMOUNT_MINOR = 5;
