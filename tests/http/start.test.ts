@@ -24,6 +24,7 @@ import { randomAuthSecret } from "../../scripts/lib/secrets";
 import { projectRoot, startBank, type RunningBank } from "../../scripts/lib/stack";
 import { createScratchDatabase, dropScratchDatabases } from "../helpers/db";
 import { testStack } from "../helpers/stack";
+import { waitFor } from "../helpers/wait";
 
 /**
  * Bounds, far above what each takes on an idle 2-core machine (npm and tsx start in ~2 s, the checks take well
@@ -79,12 +80,14 @@ async function exitOf(service: Service, timeoutMs: number): Promise<ServiceExit>
  */
 async function serve(name: string, args: string[], env: Record<string, string>): Promise<Service> {
   const server = npm(name, ["start", ...args], env);
-  const deadline = Date.now() + RUN_TIMEOUT_MS;
-  while (!server.recentOutput().includes("wallet serving on")) {
-    if (server.exitStatus()) throw new Error(`npm start exited:\n${server.recentOutput()}`);
-    if (Date.now() > deadline) throw new Error(`npm start did not serve within ${RUN_TIMEOUT_MS} ms`);
-    await sleep(200);
-  }
+  await waitFor(
+    () => {
+      if (server.exitStatus()) throw new Error(`npm start exited:\n${server.recentOutput()}`);
+      return server.recentOutput().includes("wallet serving on");
+    },
+    (serving) => serving,
+    { what: "npm start to serve", timeoutMs: RUN_TIMEOUT_MS, intervalMs: 200 },
+  );
   await waitForHttp(`http://127.0.0.1:${env.PORT}/api/v1/health`, RUN_TIMEOUT_MS);
   return server;
 }
@@ -170,15 +173,16 @@ describe("npm start", () => {
         body: JSON.stringify({ refId, amount: 500 }),
       });
       expect(topup.status, await topup.clone().text()).toBe(201);
-      const deadline = Date.now() + RECONCILED_TIMEOUT_MS;
-      let status = "";
-      while (status !== "succeeded" && Date.now() < deadline) {
-        await sleep(500);
-        const current = await fetch(`http://127.0.0.1:${port}/api/v1/topups/${refId}`, {
-          headers: { authorization: `Bearer ${token}` },
-        });
-        status = ((await current.json()) as { topup: { status: string } }).topup.status;
-      }
+      const status = await waitFor(
+        async () => {
+          const current = await fetch(`http://127.0.0.1:${port}/api/v1/topups/${refId}`, {
+            headers: { authorization: `Bearer ${token}` },
+          });
+          return ((await current.json()) as { topup: { status: string } }).topup.status;
+        },
+        (read) => read === "succeeded",
+        { what: `the reconciler to finish top-up ${refId}`, timeoutMs: RECONCILED_TIMEOUT_MS, intervalMs: 500 },
+      );
       expect(status).toBe("succeeded");
 
       // SIGTERM to npm alone, as a container runtime sends it to its first process: a clean stop, exit 0.

@@ -27,9 +27,9 @@ import {
   startTestBank,
   storedResponseOf,
   waitForChargeStatus,
-  waitUntilBlockedBy,
   type TestBank,
 } from "./reconciler-fixtures";
+import { waitForBlockedSessions } from "../helpers/wait";
 
 let bank: TestBank;
 
@@ -109,7 +109,7 @@ describe("adjustments: a succeeded charge whose top-up already failed", () => {
         reconcileOnce(passOptions(bank.url, [user.id])),
       ]);
       // The first claimant waits on the wallet (its credit), the other two on its uncommitted adjustment row.
-      await waitUntilBlockedBy(await backendPid(holder), 20_000, 3);
+      await waitForBlockedSessions({ blockedBy: await backendPid(holder) }, 3, 20_000);
       await holder.query("COMMIT");
       outcomes = await racing;
     } finally {

@@ -25,9 +25,9 @@ import {
   startTestBank,
   storedResponseOf,
   stuckTopup,
-  waitUntilBlockedBy,
   type TestBank,
 } from "./reconciler-fixtures";
+import { waitForBlockedSessions } from "../helpers/wait";
 import { rewardDay } from "@/lib/rewards/reward-day";
 
 const maxBalance = () => env().MAX_BALANCE_MINOR;
@@ -103,7 +103,7 @@ describe("C15: the headroom gate in front of the bank", () => {
       await holder.query("BEGIN");
       await holder.query("SELECT 1 FROM wallets WHERE user_id = $1 FOR UPDATE", [user.id]);
       const racing = [first, second].map((entry) => admitTopup(entry, entry.attempt, "request"));
-      await waitUntilBlockedBy(await backendPid(holder), 10_000, 2);
+      await waitForBlockedSessions({ blockedBy: await backendPid(holder) }, 2, 10_000);
       await holder.query("COMMIT");
       const kinds = (await Promise.all(racing)).map((outcome) => outcome.kind).sort();
       expect(kinds).toEqual(["admitted", "no_room"]);

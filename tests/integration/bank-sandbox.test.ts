@@ -15,6 +15,7 @@ import { cancelCharge, createCharge, getCharge, listChargesSince, type BankCallO
 import { merchantRefFor } from "@/lib/bank/merchant-ref";
 import { verifyWebhookSignature } from "@/lib/bank/signature";
 import { randomWebhookSecret } from "@/scripts/lib/secrets";
+import { waitFor } from "../helpers/wait";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Fast schedule for tests. Each number is small enough to keep the file under ~30 s and large enough to be
@@ -133,15 +134,9 @@ class WebhookReceiver {
 }
 
 /** Polls `read` until `accept` holds (for bank state, which has no push channel); bounded by `timeoutMs`. */
-async function eventually<T>(read: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = WAIT_MS): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (accept(value)) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms: ${JSON.stringify(value)}`);
-    // 25 ms between reads of a local service: cheap, and far below every duration asserted here.
-    await new Promise((r) => setTimeout(r, 25));
-  }
+function eventually<T>(read: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = WAIT_MS): Promise<T> {
+  // 25 ms between reads of a local service: cheap, and far below every duration asserted here.
+  return waitFor(read, accept, { what: "the bank's state", timeoutMs, intervalMs: 25 });
 }
 
 interface DeliveryView {

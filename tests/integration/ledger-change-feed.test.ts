@@ -11,6 +11,7 @@ import { type FeedEvent, LISTENER_APPLICATION_NAME, LedgerChangeFeed } from "../
 import { createTestUser, testPool } from "../helpers/db";
 import { claimRequest, freshRefId } from "../helpers/ledger";
 import { testStack } from "../helpers/stack";
+import { waitFor } from "../helpers/wait";
 
 const feeds: LedgerChangeFeed[] = [];
 
@@ -29,12 +30,7 @@ function subscribed(userId: string, options: { reconnect?: boolean } = {}) {
 
 /** Waits until `predicate` holds on what was heard (the announcement travels through PostgreSQL). */
 async function until(heard: FeedEvent[], predicate: (events: FeedEvent[]) => boolean, timeoutMs = 10_000) {
-  const startedMs = Date.now();
-  while (!predicate(heard)) {
-    if (Date.now() - startedMs > timeoutMs)
-      throw new Error(`not heard within ${timeoutMs} ms: ${JSON.stringify(heard)}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+  await waitFor(() => heard, predicate, { what: "the announcement", timeoutMs, intervalMs: 25 });
 }
 
 function changes(heard: FeedEvent[]): string[] {

@@ -7,7 +7,8 @@ import { describe, expect, it } from "vitest";
 import { awaitStoredResponse, claimOperation, findEntryByKey, insertClaim } from "../../lib/ledger/claim";
 import { storeResponse } from "../../lib/ledger/transitions";
 import { createTestUser, testPool } from "../helpers/db";
-import { claimRequest, countRows, dedicatedClient, transitionsOf, waitForBlockedSessions } from "../helpers/ledger";
+import { claimRequest, countRows, dedicatedClient, transitionsOf } from "../helpers/ledger";
+import { waitForBlockedSessions } from "../helpers/wait";
 
 describe("insertClaim", () => {
   it("three sessions released at the same instant on one key: one gets the row, two get nothing and then read it", async () => {
@@ -50,7 +51,7 @@ describe("insertClaim", () => {
         await holder.query("BEGIN");
         expect(await insertClaim(holder, request)).not.toBeNull();
         const pending = waiters.map((client) => insertClaim(client, request));
-        await waitForBlockedSessions(`${prefix}-waiter`, 2);
+        await waitForBlockedSessions({ applicationNamePrefix: `${prefix}-waiter` }, 2);
         await holder.query(ending);
         const results = await Promise.all(pending);
         const winners = results.filter((r) => r !== null);

@@ -21,9 +21,9 @@ import {
   passOptions,
   startTestBank,
   storedResponseOf,
-  waitUntilBlockedBy,
   type TestBank,
 } from "./reconciler-fixtures";
+import { waitForBlockedSessions } from "../helpers/wait";
 
 let bank: TestBank;
 
@@ -82,7 +82,7 @@ async function holdClaimAndStartPass(
     if (done.kind !== "moved") throw new Error("the holder's completion must move the row");
   }
   const pass = reconcileOnce(passOptions(bank.url, [userId]));
-  await waitUntilBlockedBy(pid);
+  await waitForBlockedSessions({ blockedBy: pid });
   return { client, pass };
 }
 

@@ -23,7 +23,8 @@ import { getRewardProgress } from "../../lib/rewards/get-reward-progress";
 import { rewardDay } from "../../lib/rewards/reward-day";
 import { createTestUser } from "../helpers/db";
 import { balanceOf, countRows, dedicatedClient } from "../helpers/ledger";
-import { creditedRewardsMinor, deferred, rewardRowCount, waitForSessionBlockedBy } from "../helpers/rewards";
+import { creditedRewardsMinor, deferred, rewardRowCount } from "../helpers/rewards";
+import { waitForBlockedSessions } from "../helpers/wait";
 
 // The contract's defaults (section 6), which the integration stack runs with.
 const AMOUNT_MINOR = 5;
@@ -242,7 +243,7 @@ describe("creditReward", () => {
       const pid = (await blocker.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
       // The uncommitted row is invisible to the first read, so creditReward reserves and then waits on the claim.
       const pending = creditReward({ userId: user.id, adId: "ad-y" });
-      await waitForSessionBlockedBy(pid);
+      await waitForBlockedSessions({ blockedBy: pid });
       expect(await counterOf(user.id)).toBe(15);
       await blocker.query("COMMIT");
       expect(await pending).toEqual({ kind: "mismatch", fields: ["amount"] });
