@@ -51,7 +51,7 @@ const emailLimiter = new CounterLimiter(PASSWORD_EMAIL_RULE);
 let signUpLimiter: CounterLimiter | undefined;
 
 /** The sign-up rule with this process's SIGNUPS_PER_HOUR. */
-export function signUpRule(): LimitRule {
+function signUpRule(): LimitRule {
   return { name: "signup-address", points: env().SIGNUPS_PER_HOUR, durationS: HOUR_S };
 }
 

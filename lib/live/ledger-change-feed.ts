@@ -21,7 +21,7 @@ import { env } from "../env";
 import { log } from "../log";
 
 /** The channel the trigger announces on. */
-export const LEDGER_CHANGES_CHANNEL = "ledger_changes";
+const LEDGER_CHANGES_CHANNEL = "ledger_changes";
 
 /** The `application_name` of the listener's connection, to find it in `pg_stat_activity`. */
 export const LISTENER_APPLICATION_NAME = "wallet-live";
@@ -80,7 +80,7 @@ export interface FeedOptions {
 }
 
 /** The address the listener connects to, or null when there is none it can use (behind a transaction pooler). */
-export function listenConnectionString(): string | null {
+function listenConnectionString(): string | null {
   const settings = env();
   if (settings.DATABASE_LISTEN_URL) return settings.DATABASE_LISTEN_URL;
   if (settings.DB_POOLER === "transaction") return null;

@@ -43,7 +43,7 @@ export type AdjustmentOutcome =
  * being the failed top-up's owner. Throws a TypeError when the bank's charge id is not a valid ref id (contract
  * section 1): such a charge is reported, never credited under another name.
  */
-export function adjustmentKey(topup: LedgerEntry, chargeId: string): OperationKey {
+function adjustmentKey(topup: LedgerEntry, chargeId: string): OperationKey {
   return operationKey(topup.userId, "adjustment", chargeId);
 }
 

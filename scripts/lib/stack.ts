@@ -191,7 +191,7 @@ export function spawnApp(options: {
 }
 
 /** SIGNUPS_PER_HOUR of test stacks' apps (unless `env` overrides it): far above the sign-ups of one run. */
-export const TEST_STACK_SIGNUPS_PER_HOUR = "100000";
+const TEST_STACK_SIGNUPS_PER_HOUR = "100000";
 
 /**
  * OPS_PER_MINUTE of the storm's and the benchmarks' apps: they measure the money path under load and faults,
