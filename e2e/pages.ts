@@ -27,7 +27,7 @@ export interface SeededUser {
 }
 
 /** Signs up a user and gives them something of everything the pages show; signs up an admin too. */
-export async function seedUser(page: Page): Promise<SeededUser> {
+async function seedUser(page: Page): Promise<SeededUser> {
   const adminEmail = await signUp(page);
   await makeAdmin(adminEmail);
   await page.context().clearCookies();
@@ -61,7 +61,7 @@ export async function seedUser(page: Page): Promise<SeededUser> {
 }
 
 /** Every page of the app people use, in the order a visitor meets them. */
-export function pageVisits(user: SeededUser): PageVisit[] {
+function pageVisits(user: SeededUser): PageVisit[] {
   const heading = (page: Page) => expect(page.getByRole("heading", { level: 1 })).toBeVisible();
   const go = (path: string) => async (page: Page) => {
     await page.goto(path);
@@ -105,7 +105,7 @@ export function pageVisits(user: SeededUser): PageVisit[] {
 }
 
 /** A context signed in as the seeded user or the admin (by the sign-in page), or signed out. */
-export async function contextFor(
+async function contextFor(
   browser: Browser,
   as: PageVisit["as"],
   user: SeededUser,

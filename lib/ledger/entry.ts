@@ -8,7 +8,6 @@ import type { OperationParams } from "./fingerprint";
 
 /** Lifecycle of a row (contract section 2). `succeeded` and `failed` are terminal. */
 export type EntryStatus = "initiated" | "processing" | "succeeded" | "failed";
-export const UNFINISHED_STATUSES: readonly EntryStatus[] = ["initiated", "processing"];
 
 /**
  * Why a row failed: one union for every door and every operation (contract sections 3 and 5), shown to users in

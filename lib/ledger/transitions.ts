@@ -36,8 +36,8 @@ export type TransitionOutcome =
       readonly fromStatus: EntryStatus;
       readonly balanceMinor: number | null;
     }
-  /** The guard refused: the row is terminal already, or the caller's lease was taken over. */
-  | { readonly kind: "refused"; readonly entry: LedgerEntry };
+  /** The guard did not hold and nothing changed: the row is terminal already, or the caller's lease was taken over. */
+  | { readonly kind: "not_moved"; readonly entry: LedgerEntry };
 
 // One statement: lock the row (prev, to record the status it leaves), move it if the guard holds (moved),
 // credit the wallet when asked and only if the row moved (credited), and append the audit row (logged).
@@ -115,7 +115,7 @@ async function transition(ref: EntryRef, spec: TransitionSpec, db: Queryable): P
   }
   const current = await getEntryById(ref, db);
   if (!current) throw new Error(`ledger entry ${ref.userId}/${ref.entryId} does not exist`);
-  return { kind: "refused", entry: current };
+  return { kind: "not_moved", entry: current };
 }
 
 /** Reads one row by its primary key; null when absent. */
@@ -129,7 +129,7 @@ export async function getEntryById(ref: EntryRef, db: Queryable = autocommit()):
  * `initiated` → `processing`: recorded just before the external call, so that from here on the outcome is
  * "the bank may have charged" and nothing may guess it. Lease holders only: `attempt` is the caller's fencing
  * token; `actor` is "request" for the live request, "reconciler" for a re-drive after a take-over.
- * Returns `moved`, or `refused` when the row is no longer `initiated` or the lease was taken over.
+ * Returns `moved`, or `not_moved` when the row is no longer `initiated` or the lease was taken over.
  */
 export function markProcessing(
   ref: EntryRef,
@@ -164,7 +164,7 @@ export interface CompleteOptions {
 /**
  * Moves an unfinished row to `succeeded`, crediting the wallet in the same statement when `credit` is set.
  * Happens at most once per row, whoever calls it and however often (contract section 1).
- * Returns `moved` (with the new balance for credits) or `refused` (already terminal, or fenced out).
+ * Returns `moved` (with the new balance for credits) or `not_moved` (already terminal, or fenced out).
  * Throws database errors (a 23505 on the bank-charge index is a bug, never a replay: contract section 8).
  */
 export function completeEntry(

@@ -185,7 +185,7 @@ function operation(
 const operationBody = (schema: z.ZodType) => ({ required: true, content: { "application/json": { schema } } });
 
 /** Every route of `/api/v1`: the document's paths (and the route labels of the metrics). */
-export const API_PATHS = {
+const API_PATHS = {
   "/api/v1/health": {
     get: operation("Liveness of the app and its stores", {
       tags: ["service"],

@@ -105,7 +105,8 @@ async function runPayment(input: CreatePaymentInput): Promise<OperationResult> {
           ? await completeEntry(ref, { actor: "request", guard, credit: false }, tx)
           : await failEntry(ref, { actor: "request", guard, reason: "insufficient_funds" }, tx);
       // The row was inserted by this transaction and nobody else can see it yet: the guard cannot refuse.
-      if (moved.kind !== "moved") throw new Error(`payment ${input.orderId}: fresh claim refused its transition`);
+      if (moved.kind !== "moved")
+        throw new Error(`payment ${input.orderId}: the fresh claim's transition did not move the row`);
 
       const first =
         moved.entry.status === "succeeded"

@@ -564,7 +564,7 @@ async function reconcileCharge(ctx: PassContext, charge: BankCharge): Promise<bo
         );
         return "done";
       }
-      if (claimed.kind === "refused") return "done";
+      if (claimed.kind === "skipped") return "done";
       // Someone else's: a live request (or another reconciler) committed the row while our claim waited on it.
       entry = claimed.entry;
       claimedOrFound = "lost_claim";
@@ -578,7 +578,7 @@ async function reconcileCharge(ctx: PassContext, charge: BankCharge): Promise<bo
 type MissingRowClaim =
   | { kind: "claimed"; entry: LedgerEntry }
   | { kind: "lost"; entry: LedgerEntry }
-  | { kind: "refused" };
+  | { kind: "skipped" };
 
 /**
  * Claims the key of a succeeded charge that has no row, exactly as a request would (INSERT ... ON CONFLICT DO
@@ -598,7 +598,7 @@ async function claimMissingRow(
       chargeId: charge.id,
       detail: `a succeeded charge in ${charge.currency} has no row, and the wallet currency is ${ctx.walletCurrency}`,
     });
-    return { kind: "refused" };
+    return { kind: "skipped" };
   }
   const claimed = await insertClaimOrLose(pool(), {
     key,

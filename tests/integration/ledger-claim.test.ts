@@ -3,16 +3,12 @@
  * deterministically: concurrent sessions are released in the same tick, and a blocked session is detected in
  * pg_stat_activity.
  */
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { awaitStoredResponse, claimOperation, findEntryByKey, insertClaim } from "../../lib/ledger/claim";
 import { storeResponse } from "../../lib/ledger/transitions";
-import { closeDb } from "../../lib/db";
 import { createTestUser, testPool } from "../helpers/db";
-import { claimRequest, countRows, dedicatedClient, transitionsOf, waitForBlockedSessions } from "../helpers/ledger";
-
-afterAll(async () => {
-  await closeDb();
-});
+import { claimRequest, countRows, dedicatedClient, transitionsOf } from "../helpers/ledger";
+import { waitForBlockedSessions } from "../helpers/wait";
 
 describe("insertClaim", () => {
   it("three sessions released at the same instant on one key: one gets the row, two get nothing and then read it", async () => {
@@ -55,7 +51,7 @@ describe("insertClaim", () => {
         await holder.query("BEGIN");
         expect(await insertClaim(holder, request)).not.toBeNull();
         const pending = waiters.map((client) => insertClaim(client, request));
-        await waitForBlockedSessions(`${prefix}-waiter`, 2);
+        await waitForBlockedSessions({ applicationNamePrefix: `${prefix}-waiter` }, 2);
         await holder.query(ending);
         const results = await Promise.all(pending);
         const winners = results.filter((r) => r !== null);

@@ -2,16 +2,11 @@
  * Guarded transitions (contract section 2): one test per state and transition, the fencing token, and the
  * audit trail. Real PostgreSQL.
  */
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { claimOperation } from "../../lib/ledger/claim";
 import { attachCharge, completeEntry, failEntry, getEntryById, markProcessing } from "../../lib/ledger/transitions";
-import { closeDb } from "../../lib/db";
 import { createTestUser, testPool } from "../helpers/db";
 import { balanceOf, claimRequest, transitionsOf } from "../helpers/ledger";
-
-afterAll(async () => {
-  await closeDb();
-});
 
 async function claimed(userId: string, amountMinor = 1000) {
   const outcome = await claimOperation(claimRequest(userId, { amountMinor }), 0);
@@ -116,10 +111,10 @@ describe("lifecycle", () => {
     const guard = { kind: "status_only" } as const;
     expect((await completeEntry(ref, { actor: "webhook", guard, credit: true })).kind).toBe("moved");
     const again = await completeEntry(ref, { actor: "webhook", guard, credit: true });
-    expect(again).toMatchObject({ kind: "refused", entry: { status: "succeeded" } });
+    expect(again).toMatchObject({ kind: "not_moved", entry: { status: "succeeded" } });
     const late = await failEntry(ref, { actor: "webhook", guard, reason: "declined_by_bank" });
-    expect(late).toMatchObject({ kind: "refused", entry: { status: "succeeded", failureReason: null } });
-    expect((await markProcessing(ref, 1)).kind).toBe("refused");
+    expect(late).toMatchObject({ kind: "not_moved", entry: { status: "succeeded", failureReason: null } });
+    expect((await markProcessing(ref, 1)).kind).toBe("not_moved");
     expect(await balanceOf(user.id)).toBe(1000);
   });
 
@@ -130,7 +125,7 @@ describe("lifecycle", () => {
       completeEntry(ref, { actor: "webhook", guard: { kind: "status_only" }, credit: true }),
       completeEntry(ref, { actor: "request", guard: { kind: "lease", attempt: entry.attempt }, credit: true }),
     ]);
-    expect([fromWebhook.kind, fromRequest.kind].sort()).toEqual(["moved", "refused"]);
+    expect([fromWebhook.kind, fromRequest.kind].sort()).toEqual(["moved", "not_moved"]);
     expect(fromWebhook.entry.status).toBe("succeeded");
     expect(fromRequest.entry.status).toBe("succeeded");
     expect(await balanceOf(user.id)).toBe(1000);
@@ -159,8 +154,8 @@ describe("leases and fencing", () => {
       guard: { kind: "lease", attempt: entry.attempt },
       credit: true,
     });
-    expect(stale).toMatchObject({ kind: "refused", entry: { status: "initiated", attempt: 2 } });
-    expect((await markProcessing(ref, entry.attempt)).kind).toBe("refused");
+    expect(stale).toMatchObject({ kind: "not_moved", entry: { status: "initiated", attempt: 2 } });
+    expect((await markProcessing(ref, entry.attempt)).kind).toBe("not_moved");
     expect(await balanceOf(user.id)).toBe(0);
     const fresh = await completeEntry(ref, { actor: "reconciler", guard: { kind: "lease", attempt: 2 }, credit: true });
     expect(fresh).toMatchObject({ kind: "moved", entry: { status: "succeeded", attempt: 2 } });

@@ -29,7 +29,6 @@ import {
 import { migrate } from "../../lib/migrate";
 import { debitWallet } from "../../lib/payments/create-payment";
 import { raiseRewardDayCredit, readRewardDayCredited } from "../../lib/rewards/raise-reward-day-credit";
-import { closeDb } from "../../lib/db";
 import { createScratchDatabase, dropScratchDatabases } from "../helpers/db";
 import { claimRequest } from "../helpers/ledger";
 
@@ -233,7 +232,6 @@ describe("C25: money-path plans survive a ledger that grows after they were made
     await session?.end().catch(() => {});
     await admin?.end().catch(() => {});
     await dropScratchDatabases();
-    await closeDb();
   });
 
   it("the ledger grew to 100k rows with no ANALYZE in between (the cached plans are the empty ledger's)", async () => {

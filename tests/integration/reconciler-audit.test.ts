@@ -4,8 +4,6 @@
  * other test files, some of which credit wallets directly on purpose).
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { closeDb } from "@/lib/db";
-import { closeRedis } from "@/lib/redis";
 import { claimOperation } from "@/lib/ledger/claim";
 import { completeEntry } from "@/lib/ledger/transitions";
 import { runAudit } from "@/lib/audit/run-audit";
@@ -24,7 +22,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await bank?.stop();
-  await Promise.all([closeDb(), closeRedis()]);
 });
 
 beforeEach(() => {

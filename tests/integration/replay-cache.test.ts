@@ -9,7 +9,6 @@ import { startRedisServer, type RedisServer } from "../../scripts/lib/redis-serv
 import { cacheStoredResponse, readCachedReplay, replayCacheKey } from "../../lib/ledger/replay-cache";
 import { claimOperation } from "../../lib/ledger/claim";
 import { storeResponse } from "../../lib/ledger/transitions";
-import { closeDb } from "../../lib/db";
 import { createTestUser, testPool } from "../helpers/db";
 import { claimRequest } from "../helpers/ledger";
 
@@ -26,7 +25,6 @@ beforeAll(async () => {
 afterAll(async () => {
   client.disconnect();
   await server.stop();
-  await closeDb();
 });
 
 /** A claimed row with a stored response, as a finished operation leaves it. */
