@@ -23,6 +23,7 @@ import {
   failoverRetryDelayMs,
   TRANSACTION_RETRY_MAX_DELAY_MS,
   transactionRetryDelayMs,
+  type TransactionRetryInfo,
   withTransactionRetry,
 } from "../../lib/ledger/retry";
 
@@ -206,8 +207,16 @@ describe("classifyDbError: walking the chain", () => {
 
   it("rejects a maxDepth that would switch the cap off", () => {
     for (const maxDepth of [-1, 1.5, 65, Number.POSITIVE_INFINITY, Number.NaN]) {
-      expect(() => classifyDbError(new Error("x"), { maxDepth })).toThrow(RangeError);
+      expect(() => classifyDbError(new Error("x"), { maxDepth })).toThrow(
+        new RangeError(`maxDepth must be an integer in 0..64, got ${maxDepth}`),
+      );
     }
+    // Both ends of the range are allowed: 0 inspects the error itself only, 64 is the ceiling.
+    expect(classifyDbError(pgError("23505", CLAIM_INDEX), { maxDepth: 0 })).toEqual({ kind: "already_claimed" });
+    expect(classifyDbError(wrap(pgError("23505", CLAIM_INDEX), 1), { maxDepth: 0 })).toEqual({ kind: "unknown" });
+    expect(classifyDbError(wrap(pgError("23505", CLAIM_INDEX), 20), { maxDepth: 64 })).toEqual({
+      kind: "already_claimed",
+    });
   });
 
   it("terminates on a very long chain and on a wide AggregateError (node budget)", () => {
@@ -429,9 +438,24 @@ describe("withTransactionRetry", () => {
   it("refuses an attempts value outside 1..10 before running anything", async () => {
     for (const attempts of [0, -1, 1.5, 11, Number.POSITIVE_INFINITY]) {
       const fn = vi.fn(async () => 1);
-      await expect(withTransactionRetry(fn, { attempts })).rejects.toThrow(RangeError);
+      await expect(withTransactionRetry(fn, { attempts })).rejects.toThrow(
+        new RangeError(`attempts must be an integer in 1..10, got ${attempts}`),
+      );
       expect(fn).not.toHaveBeenCalled();
     }
+    // The bound itself is allowed.
+    await expect(withTransactionRetry(async () => "ran", { attempts: 10 })).resolves.toBe("ran");
+  });
+
+  it("tells onRetry why it retries and how long it waits: a conflict, its SQLSTATE and the jittered delay", async () => {
+    const conflict = pgError("40001");
+    const fn = vi.fn<() => Promise<string>>().mockRejectedValueOnce(conflict).mockResolvedValueOnce("committed");
+    const infos: TransactionRetryInfo[] = [];
+    await withTransactionRetry(fn, { onRetry: (info) => infos.push(info) });
+    expect(infos).toHaveLength(1);
+    expect(infos[0]).toMatchObject({ attempt: 1, reason: "conflict", sqlstate: "40001", error: conflict });
+    expect(infos[0]!.delayMs).toBeGreaterThanOrEqual(5);
+    expect(infos[0]!.delayMs).toBeLessThanOrEqual(10);
   });
 
   it("backs off with equal jitter: never zero, doubling, capped", () => {

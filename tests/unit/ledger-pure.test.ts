@@ -41,8 +41,8 @@ describe("keys", () => {
 
   it("operationKey keeps the ref id exactly and refuses invalid parts", () => {
     expect(operationKey("u1", "topup", "Ref-1")).toEqual({ userId: "u1", type: "topup", refId: "Ref-1" });
-    expect(() => operationKey("", "topup", "r")).toThrow(TypeError);
-    expect(() => operationKey("u1", "topup", "r ")).toThrow(TypeError);
+    expect(() => operationKey("", "topup", "r")).toThrow(new TypeError("operationKey: empty userId"));
+    expect(() => operationKey("u1", "topup", "r ")).toThrow(new TypeError('operationKey: invalid refId "r "'));
   });
 
   it("credits (adjustments among them) raise and payments lower the balance", () => {
@@ -71,13 +71,18 @@ describe("fingerprint", () => {
   });
 
   it("refuses unsafe or fractional numbers", () => {
-    expect(() => canonicalParams({ amount: 1.5 })).toThrow(TypeError);
+    expect(() => canonicalParams({ amount: 1.5 })).toThrow(new TypeError("fingerprint: amount must be a safe integer"));
     expect(() => canonicalParams({ amount: 2 ** 53 })).toThrow(TypeError);
   });
 
   it("names the fields that differ, sorted, including one-sided fields", () => {
     expect(differingFields({ amount: 1, currency: "USD" }, { amount: 2, currency: "USD" })).toEqual(["amount"]);
     expect(differingFields({ amount: 1, currency: "USD" }, { currency: "EUR", amount: 2 })).toEqual([
+      "amount",
+      "currency",
+    ]);
+    // Sorted by name, whatever order the stored parameters list them in.
+    expect(differingFields({ currency: "USD", amount: 1 }, { currency: "EUR", amount: 2 })).toEqual([
       "amount",
       "currency",
     ]);
