@@ -176,6 +176,14 @@ describe("claimOperation and the loser's path", () => {
     expect(await countRows(user.id, "topup", request.key.refId)).toBe(1);
   });
 
+  it("a request that finds its own claim but sends other parameters is refused (mismatch), never carried on as the winner", async () => {
+    const user = await createTestUser();
+    const request = claimRequest(user.id, { leaseOwner: "request-c" });
+    expect(await insertClaim(testPool(), request)).not.toBeNull();
+    const other = { ...request, amountMinor: 2000, params: { amount: 2000, currency: "USD" } };
+    expect(await claimOperation(other, 0)).toEqual({ kind: "mismatch", fields: ["amount"] });
+  });
+
   it("reading a key that has no row gives null (the caller claims again)", async () => {
     const user = await createTestUser();
     expect(await awaitStoredResponse(claimRequest(user.id).key, { amount: 1000, currency: "USD" }, 0)).toBeNull();

@@ -16,6 +16,7 @@ import {
   DB_ERRORS_MAX_DEPTH,
   DB_ERRORS_MAX_NODES,
   classifyDbError,
+  isConnectionLostError,
   isRetryableTransactionError,
 } from "../../lib/ledger/db-errors";
 import {
@@ -373,6 +374,30 @@ describe("classifyDbError: other constraint violations", () => {
   });
 });
 
+describe("classifyDbError: what counts as a SQLSTATE", () => {
+  it("five characters of a PostgreSQL error class (digits, F0, HV, P0, XX): next to a claim conflict, a contradiction", () => {
+    for (const sqlstate of ["0A000", "F0001", "HV000", "P0001", "XX000"]) {
+      const mixed = new AggregateError([pgError("23505", CLAIM_INDEX), pgError(sqlstate)]);
+      expect(classifyDbError(mixed), sqlstate).toEqual({ kind: "unknown" });
+    }
+  });
+
+  it("a code that only contains a SQLSTATE, or is one character off, is not one and is ignored", () => {
+    for (const code of ["x23505", "235050", "2350", "A0000", "P1000"]) {
+      const mixed = new AggregateError([pgError("23505", CLAIM_INDEX), pgError(code)]);
+      expect(classifyDbError(mixed), code).toEqual({ kind: "already_claimed" });
+    }
+  });
+
+  it("an empty constraint or index name is no name: never the claim index, reported as null", () => {
+    expect(classifyDbError(pgError("23505", ""))).toEqual({ kind: "unique_violation", constraint: null });
+    expect(classifyDbError(prismaError("P2002", uniqueCause({ index: "" })))).toEqual({
+      kind: "unique_violation",
+      constraint: null,
+    });
+  });
+});
+
 describe("classifyDbError: 40001 and 40P01", () => {
   it("detects serialization failures and deadlocks from pg, Prisma raw and Prisma model calls, wrapped or not", () => {
     for (const sqlstate of ["40001", "40P01"] as const) {
@@ -497,6 +522,33 @@ describe("connection_lost (failover)", () => {
       kind: "connection_lost",
       cause: "ECONNREFUSED",
     });
+  });
+
+  it("every socket errno and every fixed node-postgres connection message on the list is a lost connection", () => {
+    for (const code of [
+      "ECONNREFUSED",
+      "ECONNRESET",
+      "EPIPE",
+      "ETIMEDOUT",
+      "EHOSTUNREACH",
+      "ENETUNREACH",
+      "ECONNABORTED",
+    ]) {
+      const error = Object.assign(new Error(`socket ${code}`), { code });
+      expect(classifyDbError(error)).toEqual({ kind: "connection_lost", cause: code });
+      expect(isConnectionLostError(new Error("wrapped", { cause: error }))).toBe(true);
+    }
+    for (const message of [
+      "Connection terminated unexpectedly",
+      "Connection terminated",
+      "Connection terminated due to connection timeout",
+      "timeout exceeded when trying to connect",
+      "Client has encountered a connection error and is not queryable",
+      "Client was closed and is not queryable",
+    ]) {
+      expect(classifyDbError(new Error(message))).toEqual({ kind: "connection_lost", cause: message });
+    }
+    expect(isConnectionLostError(pgError("23505", CLAIM_INDEX))).toBe(false);
   });
 
   it("a message that merely mentions a connection, or a database error with a SQLSTATE, is not", () => {
