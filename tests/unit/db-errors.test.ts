@@ -10,6 +10,7 @@
  */
 import { describe, expect, it, vi } from "vitest";
 import { DatabaseError } from "pg";
+import { log } from "../../lib/log";
 import { PrismaClientKnownRequestError } from "@prisma/client/runtime/client";
 import { BANK_CHARGE_INDEX, CLAIM_INDEX } from "../../lib/ledger/constants";
 import {
@@ -577,6 +578,36 @@ describe("connection_lost (failover)", () => {
     const off = vi.fn<() => Promise<string>>().mockRejectedValue(lost);
     await expect(withTransactionRetry(off, { failoverRetryMs: 0 })).rejects.toBe(lost);
     expect(off).toHaveBeenCalledTimes(1);
+  });
+
+  it("each failover retry is logged at warn with the attempt, the back-off, the cause and the error's message", async () => {
+    const warn = vi.spyOn(log(), "warn");
+    try {
+      const lost = pgError("57P01", undefined, "terminating connection due to administrator command");
+      const fn = vi
+        .fn<() => Promise<string>>()
+        .mockRejectedValueOnce(lost)
+        // A thrown non-Error (some libraries reject with plain objects): its string form is logged.
+        .mockRejectedValueOnce({ code: "ECONNRESET", toString: () => "socket reset by peer" })
+        .mockResolvedValueOnce("committed");
+      await expect(withTransactionRetry(fn, { failoverRetryMs: 5_000 })).resolves.toBe("committed");
+      expect(warn).toHaveBeenCalledTimes(2);
+      const [fields, text] = warn.mock.calls[0] as unknown as [Record<string, unknown>, string];
+      expect(text).toBe("database connection lost: retrying");
+      expect(fields).toMatchObject({
+        attempt: 1,
+        cause: "57P01",
+        message: "terminating connection due to administrator command",
+      });
+      expect(fields.delayMs).toBeGreaterThanOrEqual(50);
+      expect(warn.mock.calls[1]?.[0]).toMatchObject({
+        attempt: 2,
+        cause: "ECONNRESET",
+        message: "socket reset by peer",
+      });
+    } finally {
+      warn.mockRestore();
+    }
   });
 
   it("failover back-off: 100 ms doubling to 1 s, equal jitter", () => {

@@ -141,9 +141,56 @@ describe("entry mapping and views", () => {
     ).toMatchObject({ leaseOwner: null, bankChargeId: null, failureReason: null, leaseExpiresAt: null });
   });
 
+  it("maps every column: the failure reason, settlement counters, flag time and adjustment link too", () => {
+    const flaggedAt = new Date("2026-01-01T00:05:00Z");
+    const full = {
+      ...row,
+      type: "adjustment",
+      status: "failed",
+      failure_reason: "declined_by_bank",
+      settle_failures: 3,
+      settle_last_error: "credit refused",
+      settle_flagged_at: flaggedAt,
+      adjusts_entry_id: 5,
+    };
+    expect(toLedgerEntry(full)).toEqual({
+      id: 7,
+      userId: "u1",
+      type: "adjustment",
+      refId: "r1",
+      amountMinor: 2500,
+      currency: "USD",
+      fingerprint: "f".repeat(64),
+      params: { amount: 2500, currency: "USD" },
+      status: "failed",
+      failureReason: "declined_by_bank",
+      response: null,
+      leaseOwner: "w",
+      leaseExpiresAt: new Date("2026-01-01T00:00:30Z"),
+      attempt: 2,
+      bankChargeId: "ch_1",
+      settleFailures: 3,
+      settleLastError: "credit refused",
+      settleFlaggedAt: flaggedAt,
+      adjustsEntryId: 5,
+      createdAt: new Date("2026-01-01T00:00:00Z"),
+      updatedAt: new Date("2026-01-01T00:00:01Z"),
+    });
+    expect(
+      toLedgerEntry({
+        ...full,
+        settle_last_error: undefined,
+        settle_flagged_at: undefined,
+        adjusts_entry_id: undefined,
+      }),
+    ).toMatchObject({ settleLastError: null, settleFlaggedAt: null, adjustsEntryId: null });
+  });
+
   it("qualifies every column with an alias", () => {
     expect(entryColumns("e").split(", ")).toHaveLength(ENTRY_COLUMNS.split(",").length);
     expect(entryColumns("e")).toMatch(/^e\.user_id, e\.id, /);
+    // Each one is exactly `alias.column`: no line break or indentation of the list is carried into a name.
+    for (const column of entryColumns("e").split(", ")) expect(column).toMatch(/^e\.[a-z_]+$/);
   });
 
   it("only succeeded and failed are terminal", () => {
