@@ -4,7 +4,15 @@
  */
 import { describe, expect, it } from "vitest";
 import { claimOperation } from "../../lib/ledger/claim";
-import { attachCharge, completeEntry, failEntry, getEntryById, markProcessing } from "../../lib/ledger/transitions";
+import {
+  attachCharge,
+  completeEntry,
+  failEntry,
+  getEntryById,
+  markProcessing,
+  recordSettleFailure,
+  storeResponse,
+} from "../../lib/ledger/transitions";
 import { createTestUser, testPool } from "../helpers/db";
 import { balanceOf, claimRequest, transitionsOf } from "../helpers/ledger";
 
@@ -178,5 +186,77 @@ describe("leases and fencing", () => {
       /append-only/,
     );
     expect(await transitionsOf(user.id, entry.id)).toHaveLength(1);
+  });
+});
+
+/** The detail of the entry's latest audit transition. */
+async function lastAuditDetail(userId: string, entryId: number): Promise<string | null> {
+  const audit = await testPool().query(
+    "SELECT detail FROM ledger_transitions WHERE user_id = $1 AND entry_id = $2 ORDER BY id DESC LIMIT 1",
+    [userId, entryId],
+  );
+  return audit.rows[0].detail;
+}
+
+describe("what the transitions tell their callers", () => {
+  it("completeEntry records its audit detail (the webhook's event id) on the transition", async () => {
+    const user = await createTestUser();
+    const { entry, ref } = await claimed(user.id);
+    await completeEntry(ref, { actor: "webhook", guard: { kind: "status_only" }, credit: true, detail: "event evt_3" });
+    expect(await lastAuditDetail(user.id, entry.id)).toBe("event evt_3");
+  });
+
+  it("markProcessing's actor defaults to the request and records a re-drive's reconciler", async () => {
+    const user = await createTestUser();
+    const first = await claimed(user.id);
+    await markProcessing(first.ref, first.entry.attempt);
+    const second = await claimed(user.id);
+    await markProcessing(second.ref, second.entry.attempt, { actor: "reconciler" });
+    expect((await transitionsOf(user.id, first.entry.id)).at(-1)?.actor).toBe("request");
+    expect((await transitionsOf(user.id, second.entry.id)).at(-1)?.actor).toBe("reconciler");
+  });
+
+  it("a transition of a row that does not exist throws, naming the row (never a silent refusal)", async () => {
+    const user = await createTestUser();
+    const missing = { userId: user.id, entryId: 2 ** 40 };
+    await expect(
+      completeEntry(missing, { actor: "webhook", guard: { kind: "status_only" }, credit: true }),
+    ).rejects.toThrow(`ledger entry ${user.id}/${2 ** 40} does not exist`);
+    expect(await getEntryById(missing)).toBeNull();
+    expect(await attachCharge(missing, "ch_missing")).toBeNull();
+  });
+
+  it("storeResponse on a row that does not exist throws (no response stored, none to replay)", async () => {
+    const user = await createTestUser();
+    await expect(storeResponse({ userId: user.id, entryId: 2 ** 40 }, { status: 201, body: "{}" })).rejects.toThrow(
+      `ledger entry ${user.id}/${2 ** 40}: response neither stored nor present`,
+    );
+  });
+
+  it("recordSettleFailure returns the running count, and the flag time from the attempt that reaches the maximum on", async () => {
+    const user = await createTestUser();
+    const { ref } = await claimed(user.id);
+    expect(await recordSettleFailure(ref, "credit refused (1)", 3)).toEqual({ failures: 1, flaggedAt: null });
+    expect(await recordSettleFailure(ref, "credit refused (2)", 3)).toEqual({ failures: 2, flaggedAt: null });
+    const third = await recordSettleFailure(ref, "credit refused (3)", 3);
+    expect(third?.failures).toBe(3);
+    expect(third?.flaggedAt).toBeInstanceOf(Date);
+    // The first flag time is kept: later failures do not move it.
+    const fourth = await recordSettleFailure(ref, "credit refused (4)", 3);
+    expect(fourth).toEqual({ failures: 4, flaggedAt: third?.flaggedAt });
+    const stored = await testPool().query(
+      "SELECT settle_failures, settle_last_error, status FROM ledger_entries WHERE user_id = $1 AND id = $2",
+      [user.id, ref.entryId],
+    );
+    expect(stored.rows[0]).toEqual({
+      settle_failures: 4,
+      settle_last_error: "credit refused (4)",
+      status: "initiated",
+    });
+  });
+
+  it("recordSettleFailure on a row that does not exist returns null", async () => {
+    const user = await createTestUser();
+    expect(await recordSettleFailure({ userId: user.id, entryId: 2 ** 40 }, "credit refused", 3)).toBeNull();
   });
 });
