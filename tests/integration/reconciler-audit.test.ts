@@ -116,7 +116,7 @@ describe("audit", () => {
     const report = await audit(user.id);
     expect(failing(report)).toEqual(["stored_responses_replayable"]);
     expect(report.checks.find((c) => c.name === "stored_responses_replayable")!.violations).toEqual([
-      expect.stringContaining("body is not JSON"),
+      expect.stringContaining("the stored body cannot be read back"),
     ]);
   });
 
