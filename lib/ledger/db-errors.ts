@@ -188,6 +188,14 @@ export function isRetryableTransactionError(error: unknown): boolean {
   return classifyDbError(error).kind === "retryable";
 }
 
+/**
+ * True when `error` says the database connection was lost or points at a node that cannot take writes (see
+ * `connection_lost` in {@link DbErrorVerdict}). Never throws.
+ */
+export function isConnectionLostError(error: unknown): boolean {
+  return classifyDbError(error).kind === "connection_lost";
+}
+
 function isConnectionLostSqlstate(sqlstate: string): boolean {
   return CONNECTION_LOST_SQLSTATES.has(sqlstate) || sqlstate.startsWith(CONNECTION_EXCEPTION_CLASS);
 }

@@ -165,7 +165,7 @@ function readDomainSurface(markdown: string): DomainSurface {
   const publicFiles = new Map(
     [...section.matchAll(/^\| `lib\/([a-z-]+)` \| (.*) \|$/gm)].map((match) => [
       match[1]!,
-      new Set([...match[2]!.matchAll(/`([a-z0-9-]+)`/g)].map((name) => name[1]!)),
+      new Set([...match[2]!.matchAll(/`([a-z0-9/-]+)`/g)].map((name) => name[1]!)),
     ]),
   );
   return { shared, publicFiles };
@@ -184,12 +184,13 @@ function importTarget(file: string, specifier: string): string | null {
  */
 function domainImportViolation(file: string, specifier: string, surface: DomainSurface): string | null {
   const target = importTarget(file, specifier);
-  const [root, folder, name, ...deeper] = (target ?? "").split("/");
-  if (root !== "lib" || folder === undefined || name === undefined) return null;
+  const [root, folder, ...rest] = (target ?? "").split("/");
+  const name = rest.join("/");
+  if (root !== "lib" || folder === undefined || name === "") return null;
   if (folder === "ledger" || surface.shared.has(folder)) return null;
   if (file.startsWith(`lib/${folder}/`) || !file.startsWith("lib/")) return null;
-  if (deeper.length === 0 && (name === "index" || surface.publicFiles.get(folder)?.has(name))) return null;
-  return `lib/${folder}/${[name, ...deeper].join("/")} is internal to lib/${folder} (not in ARCHITECTURE.md's public files)`;
+  if (name === "index" || surface.publicFiles.get(folder)?.has(name)) return null;
+  return `lib/${folder}/${name} is internal to lib/${folder} (not in ARCHITECTURE.md's public files)`;
 }
 
 describe("domain folders' boundaries", () => {
@@ -229,6 +230,9 @@ describe("domain folders' boundaries", () => {
     expect(domainImportViolation("lib/admin/x.ts", "../topups/settle-topup", fake)).toBeNull();
     expect(domainImportViolation("lib/admin/x.ts", "../topups", fake)).toBeNull();
     expect(domainImportViolation("lib/admin/x.ts", "../topups/index", fake)).toBeNull();
+    expect(domainImportViolation("lib/admin/x.ts", "../topups/checks/scope", fake)).toMatch(/internal/);
+    const nested: DomainSurface = { shared: new Set(), publicFiles: new Map([["audit", new Set(["checks/scope"])]]) };
+    expect(domainImportViolation("lib/admin/x.ts", "../audit/checks/scope", nested)).toBeNull();
     expect(domainImportViolation("lib/topups/x.ts", "./create-topup", fake)).toBeNull();
     expect(domainImportViolation("lib/admin/x.ts", "../http/respond", fake)).toBeNull();
     expect(domainImportViolation("lib/admin/x.ts", "../ledger", fake)).toBeNull();
