@@ -242,6 +242,27 @@ describe("classifyDbError: walking the chain", () => {
     });
   });
 
+  it("the node budget is exact: the 64th object inspected is read, the 65th is not", () => {
+    const noise = (n: number) => Array.from({ length: n }, (_, i) => new Error(`noise ${i}`));
+    // The AggregateError itself is the first object, so the claim error after 62 others is the 64th.
+    const at64 = new AggregateError([...noise(DB_ERRORS_MAX_NODES - 2), pgError("23505", CLAIM_INDEX)]);
+    expect(classifyDbError(at64)).toEqual({ kind: "already_claimed" });
+    const at65 = new AggregateError([...noise(DB_ERRORS_MAX_NODES - 1), pgError("23505", CLAIM_INDEX)]);
+    expect(classifyDbError(at65)).toEqual({ kind: "unknown" });
+  });
+
+  it("null links in the chain (an errors element, meta, a constraint) are skipped, not fatal", () => {
+    const claim = () => pgError("23505", CLAIM_INDEX);
+    expect(classifyDbError(new AggregateError([null, claim()]))).toEqual({ kind: "already_claimed" });
+    expect(classifyDbError(Object.assign(new Error("x", { cause: claim() }), { meta: null }))).toEqual({
+      kind: "already_claimed",
+    });
+    expect(classifyDbError({ originalCode: "23505", constraint: null })).toEqual({
+      kind: "unique_violation",
+      constraint: null,
+    });
+  });
+
   it("follows AggregateError.errors", () => {
     expect(classifyDbError(new AggregateError([new Error("other"), pgError("23505", CLAIM_INDEX)]))).toEqual({
       kind: "already_claimed",
@@ -333,6 +354,9 @@ describe("classifyDbError: other constraint violations", () => {
     // A quoted name with an escaped double quote.
     const quoted = { ...cause, originalMessage: 'violates check constraint "odd""name"' };
     expect(classifyDbError(prismaError("P2010", quoted))).toEqual({ kind: "check_violation", constraint: 'odd"name' });
+    // A message in another form names nothing: the verdict stands, without a name.
+    const unnamed = { ...cause, originalMessage: "check violation" };
+    expect(classifyDbError(prismaError("P2010", unnamed))).toEqual({ kind: "check_violation", constraint: null });
     // A message alone never makes a check_violation.
     expect(classifyDbError(new Error(cause.originalMessage))).toEqual({ kind: "unknown" });
   });
@@ -387,6 +411,9 @@ describe("classifyDbError: what counts as a SQLSTATE", () => {
       const mixed = new AggregateError([pgError("23505", CLAIM_INDEX), pgError(code)]);
       expect(classifyDbError(mixed), code).toEqual({ kind: "already_claimed" });
     }
+    // Only strings: a number that reads like one is not a SQLSTATE.
+    const numeric = new AggregateError([pgError("23505", CLAIM_INDEX), { code: 23505 }]);
+    expect(classifyDbError(numeric)).toEqual({ kind: "already_claimed" });
   });
 
   it("an empty constraint or index name is no name: never the claim index, reported as null", () => {
