@@ -203,7 +203,7 @@ function error(status: number, code: string, message: string): DisputeAnswer {
   return { status, body: { error: { code, message } } };
 }
 
-/** `POST /_sandbox/disputes` body: dispute a succeeded charge with the given plan (default: lost). */
+/** `POST /_sandbox/disputes` body: dispute a succeeded charge with the given plan (default: lost; `[]`: stays open). */
 export const openDisputeBodySchema = z
-  .object({ chargeId: z.string().min(1).max(200), plan: z.array(DISPUTE_STEP).min(1).max(4).optional() })
+  .object({ chargeId: z.string().min(1).max(200), plan: z.array(DISPUTE_STEP).max(4).optional() })
   .strict();

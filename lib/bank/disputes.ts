@@ -1,5 +1,5 @@
 /**
- * The app's client for the bank's disputes (contract section 11; docs/bank-sandbox.md, "Disputes"):
+ * The app's client for the bank's disputes (contract section 12; docs/bank-sandbox.md, "Disputes"):
  * `GET /disputes/{id}` (the bank's word on one dispute, asked before any money moves) and
  * `GET /disputes?since=` (the reconciler's listing). Outcomes follow lib/bank/client.ts: `unknown` means the bank
  * could not be read and nothing may be concluded.

@@ -74,7 +74,7 @@ describe("audit", () => {
     expect(report.ok).toBe(false);
     expect(failing(report)).toEqual(["balance_matches_ledger"]);
     expect(report.checks[0]!.violations).toEqual([
-      `user ${user.id}: wallet balance 1751 but succeeded credits minus debits are 1750`,
+      `user ${user.id}: wallet balance minus debt 1751 but succeeded credits minus debits are 1750`,
     ]);
   });
 
