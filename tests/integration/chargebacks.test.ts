@@ -14,6 +14,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runAudit } from "@/lib/audit/run-audit";
 import type { BankDispute } from "@/lib/bank/disputes";
 import { applyBankDispute } from "@/lib/chargebacks/apply-dispute";
+import { createDisputesCheck } from "@/lib/chargebacks/audit-disputes";
+import { listOpenDisputes } from "@/lib/chargebacks/list-open-disputes";
 import { resetDisputeCursors } from "@/lib/chargebacks/reconcile-disputes";
 import { closeDb } from "@/lib/db";
 import { reconcileOnce } from "@/lib/reconciler/reconcile-once";
@@ -208,5 +210,48 @@ describe("chargebacks and debt", () => {
     ).toBe("ignored_stale");
     expect(await ledgerOf(user.id)).toEqual({ balance: 2500, debt: 0, entries: [] });
     expect(await auditOf(user.id)).toEqual([]);
+  });
+
+  it("the audit finds a lost dispute nobody charged back, and a chargeback the bank never lost; the admin lists open disputes", async () => {
+    const user = await createTestUser();
+    const check = () =>
+      createDisputesCheck(
+        { bankUrl: bank.url, timeoutMs: BANK_TIMEOUT_MS },
+        { userIds: [user.id] },
+        { stuckAfterS: 0 },
+      ).run();
+    const merchantRef = await topUp(user.id, freshRefId("sbx-dispute-audit"), 900);
+    const lost = await bankDisputeOf(bank.url, merchantRef, "lost");
+    // Lost at the bank, no webhook delivered and no reconciler pass yet: the check names it.
+    const missing = await check();
+    expect(missing.ok).toBe(false);
+    expect(missing.violations).toEqual([expect.stringContaining(`dispute ${lost.id}`)]);
+    resetDisputeCursors();
+    await reconcileOnce(passOptions(bank.url, [user.id]));
+    expect(await check()).toMatchObject({ ok: true, violations: [] });
+
+    // A dispute the bank keeps open, listed for the admin; a chargeback landed for it anyway (as a handler that
+    // believed a forged event would) is a violation.
+    const openRef = await topUp(user.id, freshRefId("audit-open"), 400);
+    const charge = (await (await fetch(`${bank.url}/charges?merchantRef=${encodeURIComponent(openRef)}`)).json()) as {
+      id: string;
+    };
+    const opened = (await (
+      await fetch(`${bank.url}/_sandbox/disputes`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ chargeId: charge.id, plan: [] }),
+      })
+    ).json()) as BankDispute;
+    const listed = await listOpenDisputes({ bankUrl: bank.url, timeoutMs: BANK_TIMEOUT_MS });
+    expect(listed.kind === "listed" && listed.disputes.map((d) => d.id)).toContain(opened.id);
+    expect(listed.kind === "listed" && listed.disputes.map((d) => d.id)).not.toContain(lost.id);
+    await applyBankDispute(
+      { ...opened, status: "lost", lostAt: new Date().toISOString() },
+      { actor: "admin", detail: "test: a chargeback the bank never lost" },
+    );
+    const forged = await check();
+    expect(forged.ok).toBe(false);
+    expect(forged.violations).toEqual([expect.stringContaining(`dispute ${opened.id} is open at the bank`)]);
   });
 });
