@@ -78,3 +78,23 @@ export async function ledgerOf(userId: string) {
     entries: entries.rows.map((r) => `${r.type}:${r.ref_id}:${r.amount_minor}:${r.status}`),
   };
 }
+
+/**
+ * Opens a dispute the bank keeps open (an empty plan, through `/_sandbox/disputes`) on the charge of `merchantRef`.
+ * Returns the charge id and the dispute.
+ */
+export async function openDisputeKeptOpen(
+  bankUrl: string,
+  merchantRef: string,
+): Promise<{ chargeId: string; dispute: BankDispute }> {
+  const charge = (await (await fetch(`${bankUrl}/charges?merchantRef=${encodeURIComponent(merchantRef)}`)).json()) as {
+    id: string;
+  };
+  const opened = await fetch(`${bankUrl}/_sandbox/disputes`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ chargeId: charge.id, plan: [] }),
+  });
+  if (opened.status !== 201) throw new Error(`no dispute opened: ${opened.status}`);
+  return { chargeId: charge.id, dispute: (await opened.json()) as BankDispute };
+}

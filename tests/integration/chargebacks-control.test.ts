@@ -17,7 +17,15 @@ import { closeRedis } from "@/lib/redis";
 import { getWallet } from "@/lib/wallet/get-wallet";
 import { createTestUser, testPool } from "../helpers/db";
 import { freshRefId, seedBalance } from "../helpers/ledger";
-import { bankDisputeOf, deliver, disputeEventBodies, ledgerOf, pay, topUp } from "./chargeback-fixtures";
+import {
+  bankDisputeOf,
+  deliver,
+  disputeEventBodies,
+  ledgerOf,
+  openDisputeKeptOpen,
+  pay,
+  topUp,
+} from "./chargeback-fixtures";
 import { BANK_TIMEOUT_MS, startTestBank, type TestBank } from "./reconciler-fixtures";
 
 let bank: TestBank;
@@ -106,20 +114,12 @@ function assertOneChargeback(outcome: Awaited<ReturnType<typeof ledgerOf>>): voi
 async function forgedLost(apply: Apply) {
   const user = await createTestUser();
   const merchantRef = await topUp(user.id, freshRefId("ctl-forged"), 1600);
-  const charge = (await (await fetch(`${bank.url}/charges?merchantRef=${encodeURIComponent(merchantRef)}`)).json()) as {
-    id: string;
-  };
-  const opened = await fetch(`${bank.url}/_sandbox/disputes`, {
-    method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ chargeId: charge.id, plan: [] }),
-  });
-  const dispute = (await opened.json()) as BankDispute;
+  const { chargeId, dispute } = await openDisputeKeptOpen(bank.url, merchantRef);
   const body = JSON.stringify({
     id: freshRefId("evt_forged"),
     type: "charge.dispute_closed",
     created: new Date().toISOString(),
-    data: { chargeId: charge.id, merchantRef, amount: 1600, currency: "USD", disputeId: dispute.id, outcome: "lost" },
+    data: { chargeId, merchantRef, amount: 1600, currency: "USD", disputeId: dispute.id, outcome: "lost" },
   });
   await apply(body, 1);
   return ledgerOf(user.id);

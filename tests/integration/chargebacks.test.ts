@@ -12,7 +12,6 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runAudit } from "@/lib/audit/run-audit";
-import type { BankDispute } from "@/lib/bank/disputes";
 import { applyBankDispute } from "@/lib/chargebacks/apply-dispute";
 import { createDisputesCheck } from "@/lib/chargebacks/audit-disputes";
 import { listOpenDisputes } from "@/lib/chargebacks/list-open-disputes";
@@ -23,7 +22,15 @@ import { closeRedis } from "@/lib/redis";
 import { getWallet } from "@/lib/wallet/get-wallet";
 import { createTestUser } from "../helpers/db";
 import { dedicatedClient, freshRefId } from "../helpers/ledger";
-import { bankDisputeOf, deliver, disputeEventBodies, ledgerOf, pay, topUp } from "./chargeback-fixtures";
+import {
+  bankDisputeOf,
+  deliver,
+  disputeEventBodies,
+  ledgerOf,
+  openDisputeKeptOpen,
+  pay,
+  topUp,
+} from "./chargeback-fixtures";
 import {
   BANK_TIMEOUT_MS,
   backendPid,
@@ -160,19 +167,9 @@ describe("chargebacks and debt", () => {
   it("stale or forged dispute events (the bank says otherwise) move nothing", async () => {
     const user = await createTestUser();
     const merchantRef = await topUp(user.id, freshRefId("plain"), 1800);
-    const charge = (await (
-      await fetch(`${bank.url}/charges?merchantRef=${encodeURIComponent(merchantRef)}`)
-    ).json()) as {
-      id: string;
-    };
-    // A dispute the bank keeps open (empty plan), and a forged "closed lost" for it, signed with the app's secret.
-    const opened = await fetch(`${bank.url}/_sandbox/disputes`, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ chargeId: charge.id, plan: [] }),
-    });
-    const open = (await opened.json()) as BankDispute;
-    const data = { chargeId: charge.id, merchantRef, amount: 1800, currency: "USD" };
+    // A dispute the bank keeps open, and a forged "closed lost" for it, signed with the app's secret.
+    const { chargeId, dispute: open } = await openDisputeKeptOpen(bank.url, merchantRef);
+    const data = { chargeId, merchantRef, amount: 1800, currency: "USD" };
     const forged = (disputeId: string, extra: Record<string, unknown> = {}) =>
       JSON.stringify({
         id: freshRefId("evt_forged"),
@@ -233,16 +230,7 @@ describe("chargebacks and debt", () => {
     // A dispute the bank keeps open, listed for the admin; a chargeback landed for it anyway (as a handler that
     // believed a forged event would) is a violation.
     const openRef = await topUp(user.id, freshRefId("audit-open"), 400);
-    const charge = (await (await fetch(`${bank.url}/charges?merchantRef=${encodeURIComponent(openRef)}`)).json()) as {
-      id: string;
-    };
-    const opened = (await (
-      await fetch(`${bank.url}/_sandbox/disputes`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ chargeId: charge.id, plan: [] }),
-      })
-    ).json()) as BankDispute;
+    const { dispute: opened } = await openDisputeKeptOpen(bank.url, openRef);
     const listed = await listOpenDisputes({ bankUrl: bank.url, timeoutMs: BANK_TIMEOUT_MS });
     expect(listed.kind === "listed" && listed.disputes.map((d) => d.id)).toContain(opened.id);
     expect(listed.kind === "listed" && listed.disputes.map((d) => d.id)).not.toContain(lost.id);
