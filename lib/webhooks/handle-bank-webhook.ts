@@ -15,6 +15,8 @@
  *   only when the bank confirms the charge succeeded (an adjustment is money moved on the bank's word, not an event's);
  * - the outcome recorded for an event is the one of the delivery that applied it, written in the same transaction
  *   as the row's move (case C19).
+ * - a dispute event (`charge.disputed`, `charge.dispute_closed`) goes to lib/chargebacks/handle-dispute-event.ts
+ *   first: the dispute is asked from the bank and applied as the bank reports it (contract section 12).
  * Rows are settled by lib/topups/settle-topup.ts, the one settlement function of the request, the webhook and the
  * reconciler. Events are deduplicated by the row's state, not by a cache (case C04).
  */
