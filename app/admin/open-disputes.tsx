@@ -20,40 +20,43 @@ export async function OpenDisputes() {
   if (result.disputes.length === 0) return <p data-testid="open-disputes">No open disputes.</p>;
   return (
     <>
-      <table data-testid="open-disputes" className="cards admin-table">
-        <thead>
-          <tr>
-            <th scope="col">Dispute</th>
-            <th scope="col">Merchant reference</th>
-            <th scope="col">Charge</th>
-            <th scope="col" className="num">
-              Amount
-            </th>
-            <th scope="col">Opened</th>
-          </tr>
-        </thead>
-        <tbody>
-          {result.disputes.map((d) => (
-            <tr key={d.id} data-dispute={d.id}>
-              <td data-label="Dispute" className="clip">
-                <code>{d.id}</code>
-              </td>
-              <td data-label="Merchant reference" className="clip">
-                <code title={d.merchantRef}>{d.merchantRef}</code>
-              </td>
-              <td data-label="Charge" className="nowrap">
-                <ChargeId chargeId={d.chargeId} none="—" />
-              </td>
-              <td data-label="Amount" className="num nowrap">
-                {formatMoney(d.amount, d.currency)}
-              </td>
-              <td data-label="Opened" className="nowrap">
-                <LocalTime iso={d.openedAt} detail="seconds" />
-              </td>
+      {/* Long merchant references: at desktop width the table scrolls inside its own box (a phone gets cards). */}
+      <div className="scroll-box">
+        <table data-testid="open-disputes" className="cards admin-table">
+          <thead>
+            <tr>
+              <th scope="col">Dispute</th>
+              <th scope="col">Merchant reference</th>
+              <th scope="col">Charge</th>
+              <th scope="col" className="num">
+                Amount
+              </th>
+              <th scope="col">Opened</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {result.disputes.map((d) => (
+              <tr key={d.id} data-dispute={d.id}>
+                <td data-label="Dispute" className="clip">
+                  <code>{d.id}</code>
+                </td>
+                <td data-label="Merchant reference" className="clip">
+                  <code title={d.merchantRef}>{d.merchantRef}</code>
+                </td>
+                <td data-label="Charge" className="nowrap">
+                  <ChargeId chargeId={d.chargeId} none="—" />
+                </td>
+                <td data-label="Amount" className="num nowrap">
+                  {formatMoney(d.amount, d.currency)}
+                </td>
+                <td data-label="Opened" className="nowrap">
+                  <LocalTime iso={d.openedAt} detail="seconds" />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
       {result.truncated && <p className="muted">Only the first pages of the bank's list are shown.</p>}
     </>
   );
