@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import { signWebhook, SIGNATURE_HEADER } from "../lib/bank/signature";
 import type { BankConfig, FaultRates } from "./config";
+import { DisputeDesk } from "./disputes";
 import { decideFaults, DUPLICATE_COPIES, retryDelayMs, type Random } from "./faults";
 import type { AttemptRecord, BankState, ChargeRecord, DeliveryRecord, EventType } from "./state";
 
@@ -63,6 +64,8 @@ export interface BankEngineOptions {
 export class BankEngine {
   /** Current global fault rates; start from the configuration, changeable at run time (`/_sandbox/faults`). */
   faultRates: FaultRates;
+  /** Disputes on succeeded charges (bank/disputes.ts); their steps run on this engine's timer. */
+  readonly disputes: DisputeDesk;
   private paused = false;
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
@@ -80,6 +83,16 @@ export class BankEngine {
     this.random = options.random;
     this.faultRates = { ...options.config.faultRates };
     for (const charge of this.state.charges) if (!charge.settled) this.unsettled.add(charge);
+    this.disputes = new DisputeDesk(
+      this.state,
+      (charge, type, extra, nowMs) => {
+        // The no-webhook switch covers a charge's disputes too: only `GET /disputes` tells about them.
+        if (charge.faults.nohook) return;
+        this.queueEvent(charge, type, new Date(nowMs).toISOString(), nowMs, undefined, extra);
+        this.schedule();
+      },
+      this.config.webhookDelayMs,
+    );
   }
 
   /** Starts the timer: overdue settlements and pending deliveries (for example after a restart) run at once. */
@@ -206,6 +219,7 @@ export class BankEngine {
     this.timer = undefined;
     let nextMs = Infinity;
     for (const charge of this.unsettled) nextMs = Math.min(nextMs, charge.settleAtMs);
+    nextMs = Math.min(nextMs, this.disputes.nextDueMs());
     // With every delivery slot busy, a finishing attempt calls schedule() again; counting due deliveries
     // here would spin the timer at 0 ms.
     if (!this.paused && this.inFlight.size < this.config.deliveryConcurrency) {
@@ -227,9 +241,11 @@ export class BankEngine {
     for (const charge of [...this.unsettled]) {
       if (charge.settleAtMs <= now) {
         this.settle(charge, now);
+        this.disputes.onChargeSettled(charge, now);
         changed = true;
       }
     }
+    if (this.disputes.advance(now)) changed = true;
     if (!this.paused) {
       const due = this.state.deliveries
         .filter((d) => d.status === "pending" && !this.inFlight.has(d.id) && d.nextAttemptAtMs <= now && !this.held(d))
@@ -265,14 +281,27 @@ export class BankEngine {
   }
 
   /** Queues the deliveries of a new event (3 copies with the duplicate switch); returns the event id. */
-  private queueEvent(charge: ChargeRecord, type: EventType, createdIso: string, nowMs: number, after?: string): string {
+  private queueEvent(
+    charge: ChargeRecord,
+    type: EventType,
+    createdIso: string,
+    nowMs: number,
+    after?: string,
+    extra: Record<string, unknown> = {},
+  ): string {
     const eventId = newId("evt");
     // Serialised once: every copy and every retry of this event sends these exact bytes.
     const body = JSON.stringify({
       id: eventId,
       type,
       created: createdIso,
-      data: { chargeId: charge.id, merchantRef: charge.merchantRef, amount: charge.amount, currency: charge.currency },
+      data: {
+        chargeId: charge.id,
+        merchantRef: charge.merchantRef,
+        amount: charge.amount,
+        currency: charge.currency,
+        ...extra,
+      },
     });
     const copies = charge.faults.dup ? DUPLICATE_COPIES : 1;
     for (let copy = 1; copy <= copies; copy++) {

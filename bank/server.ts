@@ -4,6 +4,7 @@
  *   POST /charges          create at most one charge per Idempotency-Key (201 new, 200 repeat, 409, 422)
  *   GET  /charges          ?merchantRef=... one charge or 404; ?since=<ISO>[&limit][&startingAfter] a page
  *   POST /charges/cancel   make an unused key unusable; report the charge when one exists
+ *   GET  /disputes         ?since=<ISO time | cursor>[&limit] a page of disputes; /disputes/{id} one (disputes.ts)
  *   GET  /health
  *   /_sandbox/...          test controls, loopback clients only
  *
@@ -13,6 +14,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Logger } from "pino";
 import { z } from "zod";
 import type { BankConfig } from "./config";
+import { openDisputeBodySchema, publicDispute } from "./disputes";
 import { publicCharge, type BankEngine } from "./engine";
 import type { BankState, DeliveryRecord } from "./state";
 
@@ -331,6 +333,16 @@ export function createBankServer(options: BankServerOptions): BankServer {
         sendJson(res, 200, { deliveries: matching.slice(-limit).map(deliveryView) });
         return;
       }
+      case "POST /_sandbox/disputes": {
+        const body = parseOrThrow(openDisputeBodySchema, await readJsonBody(req, true));
+        const charge = state.chargesById.get(body.chargeId);
+        if (charge?.status !== "succeeded")
+          throw new HttpError(409, "not_disputable", "only a succeeded charge can be disputed");
+        const dispute = engine.disputes.open(charge, body.plan ?? ["lost"], Date.now());
+        await persistOrThrow();
+        sendJson(res, 201, publicDispute(dispute));
+        return;
+      }
       case "POST /_sandbox/deliveries/retry-now":
         sendJson(res, 200, { rescheduled: engine.retryNow() });
         return;
@@ -343,6 +355,8 @@ export function createBankServer(options: BankServerOptions): BankServer {
     const url = new URL(req.url ?? "/", "http://bank.invalid");
     const route = `${req.method} ${url.pathname}`;
     if (url.pathname.startsWith("/_sandbox/")) return sandbox(req, res, url);
+    const disputes = engine.disputes.answer(req.method, url, pageLimit);
+    if (disputes) return sendJson(res, disputes.status, disputes.body);
     switch (route) {
       case "POST /charges":
         return postCharge(req, res);

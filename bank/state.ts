@@ -22,9 +22,10 @@
 import { mkdir, open, readFile, rename, rm, type FileHandle } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { z } from "zod";
+import { disputeSchema, type DisputeRecord } from "./disputes";
 
 export type ChargeStatus = "pending" | "succeeded" | "declined";
-export type EventType = "charge.succeeded" | "charge.failed";
+export type EventType = "charge.succeeded" | "charge.failed" | "charge.disputed" | "charge.dispute_closed";
 
 /** Which faults apply to a charge, decided once when it is created (by refId prefix or by global rate). */
 export interface ChargeFaults {
@@ -124,7 +125,7 @@ const attemptSchema = z.object({
 const deliverySchema = z.object({
   id: z.string(),
   eventId: z.string(),
-  type: z.enum(["charge.succeeded", "charge.failed"]),
+  type: z.enum(["charge.succeeded", "charge.failed", "charge.disputed", "charge.dispute_closed"]),
   chargeId: z.string(),
   merchantRef: z.string(),
   copy: z.number().int(),
@@ -142,6 +143,8 @@ const fileSchema = z.object({
   charges: z.array(chargeSchema),
   cancelledKeys: z.array(z.string()),
   deliveries: z.array(deliverySchema),
+  /** Disputes (bank/disputes.ts); absent in files written before disputes existed. */
+  disputes: z.array(disputeSchema).optional(),
   /** The last journal line this snapshot includes (absent in files written before the journal: 0). */
   journalSeq: z.number().int().nonnegative().optional(),
 });
@@ -151,6 +154,7 @@ const journalLineSchema = z.union([
   z.object({ s: z.number().int().positive(), d: deliverySchema }),
   z.object({ s: z.number().int().positive(), k: z.string() }),
   z.object({ s: z.number().int().positive(), x: z.array(z.string()) }),
+  z.object({ s: z.number().int().positive(), p: disputeSchema }),
 ]);
 type JournalLine = z.infer<typeof journalLineSchema>;
 
@@ -178,6 +182,9 @@ export class BankState {
   readonly cancelledKeys = new Set<string>();
   /** Deliveries in creation order. */
   deliveries: DeliveryRecord[] = [];
+  /** Disputes in opening order (bank/disputes.ts). */
+  readonly disputes: DisputeRecord[] = [];
+  readonly disputesById = new Map<string, DisputeRecord>();
 
   private readonly path: string;
   private readonly journalPath: string;
@@ -188,6 +195,9 @@ export class BankState {
   private journalLines = 0;
   private readonly changedCharges = new Set<ChargeRecord>();
   private readonly changedDeliveries = new Set<DeliveryRecord>();
+  private readonly changedDisputes = new Set<DisputeRecord>();
+  /** The dispute sequence's last number (bank/disputes.ts: the `since` listing's order). */
+  private disputeSeq = 0;
   private newCancelledKeys: string[] = [];
   private droppedDeliveryIds: string[] = [];
   private writing = false;
@@ -224,6 +234,7 @@ export class BankState {
       for (const charge of parsed.data.charges) state.indexCharge(charge);
       for (const key of parsed.data.cancelledKeys) state.cancelledKeys.add(key);
       state.deliveries = parsed.data.deliveries;
+      for (const dispute of parsed.data.disputes ?? []) state.indexDispute(dispute);
       state.seq = parsed.data.journalSeq ?? 0;
     }
     await state.replayJournal(options.repairTornTail ?? true);
@@ -255,6 +266,28 @@ export class BankState {
   /** Records that `delivery` (already in the state) changed, so the next save writes it. */
   deliveryChanged(delivery: DeliveryRecord): void {
     this.changedDeliveries.add(delivery);
+  }
+
+  /** Adds a new dispute and records it. */
+  addDispute(dispute: DisputeRecord): void {
+    this.indexDispute(dispute);
+    this.changedDisputes.add(dispute);
+  }
+
+  /** Records that `dispute` (already in the state) changed, so the next save writes it. */
+  disputeChanged(dispute: DisputeRecord): void {
+    this.changedDisputes.add(dispute);
+  }
+
+  /** The next number of the dispute sequence (every change of a dispute takes one). */
+  nextDisputeSeq(): number {
+    this.disputeSeq += 1;
+    return this.disputeSeq;
+  }
+
+  /** The dispute sequence's last number taken (0 before any dispute). */
+  lastDisputeSeq(): number {
+    return this.disputeSeq;
   }
 
   /** Marks `merchantRef` as cancelled for good and records it. */
@@ -309,6 +342,16 @@ export class BankState {
     this.chargesById.set(charge.id, charge);
   }
 
+  private indexDispute(dispute: DisputeRecord): void {
+    const existing = this.disputesById.get(dispute.id);
+    if (existing) Object.assign(existing, dispute);
+    else {
+      this.disputes.push(dispute);
+      this.disputesById.set(dispute.id, dispute);
+    }
+    this.disputeSeq = Math.max(this.disputeSeq, dispute.seq);
+  }
+
   private kick(): void {
     if (this.writing || this.waiters.length === 0) return;
     const waiters = this.waiters;
@@ -317,7 +360,7 @@ export class BankState {
     // The lines (or the snapshot) are serialised now, synchronously: they contain every change recorded before
     // these waiters called save().
     const lines = this.takeChangedLines();
-    const records = this.charges.length + this.deliveries.length + this.cancelledKeys.size;
+    const records = this.charges.length + this.deliveries.length + this.cancelledKeys.size + this.disputes.length;
     const write =
       this.journalLines + lines.length > Math.max(COMPACT_AFTER_LINES_MIN, records)
         ? this.writeSnapshot(this.serialize())
@@ -346,6 +389,8 @@ export class BankState {
     for (const delivery of this.changedDeliveries) line({ d: delivery });
     for (const key of this.newCancelledKeys) line({ k: key });
     if (this.droppedDeliveryIds.length > 0) line({ x: this.droppedDeliveryIds });
+    for (const dispute of this.changedDisputes) line({ p: dispute });
+    this.changedDisputes.clear();
     this.changedCharges.clear();
     this.changedDeliveries.clear();
     this.newCancelledKeys = [];
@@ -359,6 +404,7 @@ export class BankState {
       charges: this.charges,
       cancelledKeys: [...this.cancelledKeys],
       deliveries: this.deliveries,
+      disputes: this.disputes,
       journalSeq: this.seq,
     });
   }
@@ -445,6 +491,8 @@ export class BankState {
         }
       } else if ("k" in line) {
         this.cancelledKeys.add(line.k);
+      } else if ("p" in line) {
+        this.indexDispute(line.p);
       } else {
         const dropped = new Set(line.x);
         this.deliveries = this.deliveries.filter((d) => !dropped.has(d.id));
@@ -468,9 +516,17 @@ async function readIfExists(path: string): Promise<string | null> {
  * tools that check what the bank has persisted. Read-only: an unfinished last journal line (an append in
  * progress, or torn by a crash) is ignored, not cut off. Throws {@link StateFileError} as `open` does.
  */
-export async function readPersistedState(
-  path: string,
-): Promise<{ charges: ChargeRecord[]; cancelledKeys: string[]; deliveries: DeliveryRecord[] }> {
+export async function readPersistedState(path: string): Promise<{
+  charges: ChargeRecord[];
+  cancelledKeys: string[];
+  deliveries: DeliveryRecord[];
+  disputes: DisputeRecord[];
+}> {
   const state = await BankState.open(path, { repairTornTail: false });
-  return { charges: state.charges, cancelledKeys: [...state.cancelledKeys], deliveries: state.deliveries };
+  return {
+    charges: state.charges,
+    cancelledKeys: [...state.cancelledKeys],
+    deliveries: state.deliveries,
+    disputes: state.disputes,
+  };
 }

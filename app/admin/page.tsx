@@ -18,6 +18,7 @@ import { ChargeId } from "./charge-id";
 import { AdminTopupsTable } from "./admin-topups-table";
 import { AuditReport } from "./audit-report";
 import { NeedsAttention } from "./needs-attention";
+import { OpenDisputes } from "./open-disputes";
 import { ReconcileNow } from "./reconcile-now";
 import { currentAdmin } from "./require-admin";
 import { TopupCharts } from "./topup-charts";
@@ -47,7 +48,8 @@ function toSearchParams(params: SearchParams): URLSearchParams {
  * The admin page: what needs attention first (stuck top-ups; flagged rows join them), top-up counts by state, the
  * two charts of the last 24 hours, the top-up list with filters (`?status=`, `?user=<email>`, `?stuck=1`), "Reconcile
  * now", webhook anomalies and the invariant report. Admins only (others see a 403 message; visitors are sent to sign
- * in). Every read goes through lib/admin, lib/audit and lib/reconciler.
+ * in), and the open disputes the bank reports (contract section 12). Every read goes through lib/admin, lib/audit,
+ * lib/chargebacks and lib/reconciler.
  */
 export default async function AdminPage({ searchParams }: { searchParams: Promise<SearchParams> }) {
   const admin = await currentAdmin();
@@ -202,6 +204,13 @@ export default async function AdminPage({ searchParams }: { searchParams: Promis
             </table>
           </div>
         )}
+      </section>
+
+      <section className="card" aria-labelledby="disputes-heading">
+        <h2 id="disputes-heading">Open disputes</h2>
+        <Suspense fallback={<p aria-busy="true">Asking the bank…</p>}>
+          <OpenDisputes />
+        </Suspense>
       </section>
 
       <section className="card" aria-labelledby="audit-heading">

@@ -118,7 +118,8 @@ function classifyThrown(error: unknown): UnknownOutcome {
   return { kind: "unknown", reason: "network", detail: code ?? (error instanceof Error ? error.message : "unknown") };
 }
 
-async function call(
+/** One bank call: the raw status and parsed JSON, or why there was no answer (shared by lib/bank/disputes.ts). */
+export async function call(
   options: BankCallOptions,
   method: "GET" | "POST",
   path: string,
@@ -159,7 +160,7 @@ async function call(
  * Maps a non-2xx answer: 5xx and 408 mean the bank may have acted (unknown); other 4xx mean it refused.
  * Returns null for 2xx so the caller parses the success body.
  */
-function classifyStatus(raw: { status: number; json: unknown }): UnknownOutcome | RejectedOutcome | null {
+export function classifyStatus(raw: { status: number; json: unknown }): UnknownOutcome | RejectedOutcome | null {
   if (raw.status >= 200 && raw.status < 300) return null;
   if (raw.status >= 500 || raw.status === 408) {
     return { kind: "unknown", reason: raw.status === 408 ? "timeout" : "server_error", detail: `HTTP ${raw.status}` };
@@ -176,7 +177,7 @@ function classifyStatus(raw: { status: number; json: unknown }): UnknownOutcome 
   return { kind: "unknown", reason: "bad_response", detail: `HTTP ${raw.status}` };
 }
 
-function badResponse(detail: string): UnknownOutcome {
+export function badResponse(detail: string): UnknownOutcome {
   return { kind: "unknown", reason: "bad_response", detail };
 }
 

@@ -16,9 +16,15 @@ export type EntryStatus = "initiated" | "processing" | "succeeded" | "failed";
  * - `expired`: the top-up never reached the bank, and the bank confirmed its key can never be charged;
  * - `insufficient_funds`: the payment's debit found the balance short (a stored 402);
  * - `balance_limit_exceeded`: the credit would not fit under MAX_BALANCE_MINOR, so nothing was charged or credited
- *   (a stored 422; contract section 5, case C15).
+ *   (a stored 422; contract section 5, case C15);
+ * - `debt_outstanding`: the payment found a debt open on the wallet (a stored 402; contract section 12).
  */
-export type FailureReason = "declined_by_bank" | "expired" | "insufficient_funds" | "balance_limit_exceeded";
+export type FailureReason =
+  | "declined_by_bank"
+  | "expired"
+  | "insufficient_funds"
+  | "balance_limit_exceeded"
+  | "debt_outstanding";
 
 /** Who moved a row (contract section 2, audit table). */
 export type TransitionActor = "request" | "webhook" | "reconciler" | "admin";

@@ -41,6 +41,8 @@ export type TransitionOutcome =
 
 // One statement: lock the row (prev, to record the status it leaves), move it if the guard holds (moved),
 // credit the wallet when asked and only if the row moved (credited), and append the audit row (logged).
+// A credit repays the wallet's debt first (contract section 12): what the debt takes never reaches the balance,
+// in the same statement (both SET expressions read the row as it was before the update).
 // `moved` names its row by the key parameters, not by a join to `prev`: a join condition is only an index
 // condition when the planner expects the joined table to be large, so a generic plan made on an empty ledger
 // kept a nested loop that scanned every row per credit (case C25). `prev` is joined for its status only (one row).
@@ -67,7 +69,9 @@ WITH prev AS (
   INSERT INTO wallets (user_id, balance_minor, currency)
   SELECT user_id, amount_minor, currency FROM moved WHERE $7::boolean
   ON CONFLICT (user_id) DO UPDATE
-     SET balance_minor = wallets.balance_minor + EXCLUDED.balance_minor, updated_at = now()
+     SET balance_minor = wallets.balance_minor + GREATEST(EXCLUDED.balance_minor - wallets.debt_minor, 0),
+         debt_minor = GREATEST(wallets.debt_minor - EXCLUDED.balance_minor, 0),
+         updated_at = now()
   RETURNING balance_minor
 ), logged AS (
   INSERT INTO ledger_transitions (user_id, entry_id, from_status, to_status, actor, attempt, detail)

@@ -297,7 +297,7 @@ const API_PATHS = {
           "Idempotent-Replayed": replayedHeader.optional(),
         }),
       },
-      problems: { codes: [...BODY_CODES, ...AUTH_CODES, ...KEY_CODES, "insufficient_funds"] },
+      problems: { codes: [...BODY_CODES, ...AUTH_CODES, ...KEY_CODES, "insufficient_funds", "debt_outstanding"] },
     }),
   },
   "/api/v1/bank/webhook": {

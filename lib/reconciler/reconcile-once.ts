@@ -7,6 +7,7 @@
  * Policy (re-drive window, cancel-then-fail-as-expired, cursor look-back):
  * docs/decisions/003-failure-and-recovery-policy.md.
  */
+import { reconcileDisputes } from "../chargebacks/reconcile-disputes";
 import { repairRewardCounters } from "../rewards/repair-reward-counters";
 import { env } from "../env";
 import { countReconcilePass } from "../metrics/registry";
@@ -122,6 +123,8 @@ interface PassContext {
  * Whenever the reconciler finishes a row whose request is gone, it stores the 201 `{ topup: T }` response first-
  * writer-wins, so a retry of the original request replays (case C12).
  *
+ * Then the disputes changed at the bank since this process's dispute cursor (lib/chargebacks/reconcile-disputes.ts).
+ *
  * Rewards and payments are single-transaction and never unfinished; one found unfinished is reported as an
  * anomaly and left alone.
  *
@@ -150,6 +153,8 @@ export async function reconcileOnce(options: ReconcileOptions = {}): Promise<Rec
 
   const bankDown = await reconcileUnfinishedEntries(ctx);
   const chargesListed = bankDown ? false : await reconcileBankCharges(ctx);
+  // Disputes the webhooks missed (contract section 12): lost ones debit once, reversed ones credit back once.
+  if (chargesListed) await reconcileDisputes(ctx);
 
   if (ctx.unknown || !chargesListed) {
     const remaining = bankDown ? await countExpiredUnfinishedEntries(ctx.userIds) : 0;

@@ -6,6 +6,7 @@ const REASONS: Record<FailureReason, string> = {
   insufficient_funds: "not enough money in the wallet",
   expired: "it never reached the bank and was cancelled",
   balance_limit_exceeded: "the wallet would go over its balance limit, so nothing was charged",
+  debt_outstanding: "the wallet owes money from a disputed top-up; add money first",
 };
 
 /** The sentence for `reason`; a code from an older version that is not in the union shows as it is. */

@@ -15,6 +15,8 @@
  *   only when the bank confirms the charge succeeded (an adjustment is money moved on the bank's word, not an event's);
  * - the outcome recorded for an event is the one of the delivery that applied it, written in the same transaction
  *   as the row's move (case C19).
+ * - a dispute event (`charge.disputed`, `charge.dispute_closed`) goes to lib/chargebacks/handle-dispute-event.ts
+ *   first: the dispute is asked from the bank and applied as the bank reports it (contract section 12).
  * Rows are settled by lib/topups/settle-topup.ts, the one settlement function of the request, the webhook and the
  * reconciler. Events are deduplicated by the row's state, not by a cache (case C04).
  */
@@ -23,6 +25,7 @@ import { z } from "zod";
 import { cancelCharge, getCharge, type BankCallOptions } from "../bank/client";
 import { parseMerchantRef } from "../bank/merchant-ref";
 import { verifyWebhookSignature, type SignatureFailureReason } from "../bank/signature";
+import { APPLIED_DISPUTE_OUTCOMES, handleDisputeEvent, type DisputeOutcome } from "../chargebacks/handle-dispute-event";
 import { pool, withTransaction } from "../db";
 import { env } from "../env";
 import { findEntryByKey, isTerminal, operationKey, type LedgerEntry, type Queryable } from "../ledger";
@@ -72,10 +75,12 @@ export type WebhookOutcome =
   | "ignored_stale"
   | "unusable_event"
   | "anomaly_unknown_merchant_ref"
-  | `anomaly_${SettlementAnomalyKind}`;
+  | `anomaly_${SettlementAnomalyKind}`
+  /** Dispute events (lib/chargebacks/handle-dispute-event.ts, contract section 12). */
+  | DisputeOutcome;
 
 /** Outcomes that mean "this delivery applied the event": the recorded outcome of its event, whoever came first. */
-const APPLIED_OUTCOMES: readonly WebhookOutcome[] = ["credited", "failed", "adjusted"];
+const APPLIED_OUTCOMES: readonly WebhookOutcome[] = ["credited", "failed", "adjusted", ...APPLIED_DISPUTE_OUTCOMES];
 
 export type WebhookResult =
   | { readonly kind: "invalid_signature"; readonly reason: SignatureFailureReason }
@@ -111,6 +116,11 @@ export async function handleBankWebhook(
     nowSeconds,
   });
   if (!verified.ok) return { kind: "invalid_signature", reason: verified.reason };
+  const dispute = await handleDisputeEvent(rawBody, {
+    record: (db, event, text, outcome, detail) => recordEvent(db ?? pool(), event, text, outcome, detail),
+    bank: { bankUrl: settings.BANK_URL, timeoutMs: CONFIRM_TIMEOUT_MS },
+  });
+  if (dispute) return dispute;
 
   const parsed = parseEvent(rawBody);
   if (parsed.kind === "unusable") {
@@ -323,7 +333,7 @@ ON CONFLICT (event_id) DO UPDATE
 
 async function recordEvent(
   db: Queryable,
-  event: BankEvent,
+  event: Pick<BankEvent, "id" | "data"> & { readonly type: string },
   payload: string,
   outcome: WebhookOutcome,
   detail: string | null,

@@ -184,6 +184,7 @@ describe("admin routes", () => {
       "stored_responses_replayable",
       "no_expired_unfinished_rows",
       "succeeded_charges_credited",
+      "lost_disputes_charged_back",
     ]);
   });
 });

@@ -48,6 +48,29 @@ describe("lifecycle", () => {
     ]);
   });
 
+  it("a credit repays the wallet's debt first, in the same statement: only the rest reaches the balance", async () => {
+    const user = await createTestUser();
+    await testPool().query(
+      "INSERT INTO wallets (user_id, balance_minor, debt_minor, currency) VALUES ($1, 0, 700, 'USD')",
+      [user.id],
+    );
+    const small = await claimed(user.id, 300);
+    await completeEntry(small.ref, { actor: "webhook", guard: { kind: "status_only" }, credit: true });
+    const afterSmall = await testPool().query(
+      "SELECT balance_minor::int AS balance_minor, debt_minor::int AS debt_minor FROM wallets WHERE user_id = $1",
+      [user.id],
+    );
+    expect(afterSmall.rows[0]).toEqual({ balance_minor: 0, debt_minor: 400 });
+    const large = await claimed(user.id, 1000);
+    const done = await completeEntry(large.ref, { actor: "webhook", guard: { kind: "status_only" }, credit: true });
+    expect(done).toMatchObject({ kind: "moved", balanceMinor: 600 });
+    const afterLarge = await testPool().query(
+      "SELECT balance_minor::int AS balance_minor, debt_minor::int AS debt_minor FROM wallets WHERE user_id = $1",
+      [user.id],
+    );
+    expect(afterLarge.rows[0]).toEqual({ balance_minor: 600, debt_minor: 0 });
+  });
+
   it("initiated → succeeded directly when the bank's answer arrives before processing was recorded", async () => {
     const user = await createTestUser();
     const { ref } = await claimed(user.id);

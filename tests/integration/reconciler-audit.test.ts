@@ -59,6 +59,7 @@ describe("audit", () => {
       "stored_responses_replayable",
       "no_expired_unfinished_rows",
       "succeeded_charges_credited",
+      "lost_disputes_charged_back",
     ]);
     expect(report.ok).toBe(true);
     for (const check of report.checks) expect(check, check.name).toMatchObject({ ok: true, violations: [] });
@@ -71,7 +72,7 @@ describe("audit", () => {
     expect(report.ok).toBe(false);
     expect(failing(report)).toEqual(["balance_matches_ledger"]);
     expect(report.checks[0]!.violations).toEqual([
-      `user ${user.id}: wallet balance 1751 but succeeded credits minus debits are 1750`,
+      `user ${user.id}: wallet balance minus debt 1751 but succeeded credits minus debits are 1750`,
     ]);
   });
 
@@ -152,8 +153,9 @@ describe("audit", () => {
     const closed = `http://127.0.0.1:${await freePort()}`;
     const report = await audit(user.id, closed);
     expect(report.ok).toBe(false);
-    expect(failing(report)).toEqual(["topups_match_bank_charges", "succeeded_charges_credited"]);
-    for (const name of ["topups_match_bank_charges", "succeeded_charges_credited"])
+    const bankChecks = ["topups_match_bank_charges", "succeeded_charges_credited", "lost_disputes_charged_back"];
+    expect(failing(report)).toEqual(bankChecks);
+    for (const name of bankChecks)
       expect(report.checks.find((c) => c.name === name)!.violations).toEqual([
         expect.stringMatching(/^bank unreachable/),
       ]);

@@ -45,9 +45,16 @@ describe("keys", () => {
     expect(() => operationKey("u1", "topup", "r ")).toThrow(new TypeError('operationKey: invalid refId "r "'));
   });
 
-  it("credits (adjustments among them) raise and payments lower the balance", () => {
-    expect(LEDGER_TYPES).toEqual(["topup", "reward", "payment", "adjustment"]);
-    expect(LEDGER_DIRECTION).toEqual({ topup: 1, reward: 1, payment: -1, adjustment: 1 });
+  it("credits (adjustments and chargeback reversals among them) raise and payments and chargebacks lower the balance", () => {
+    expect(LEDGER_TYPES).toEqual(["topup", "reward", "payment", "adjustment", "chargeback", "chargeback_reversal"]);
+    expect(LEDGER_DIRECTION).toEqual({
+      topup: 1,
+      reward: 1,
+      payment: -1,
+      adjustment: 1,
+      chargeback: -1,
+      chargeback_reversal: 1,
+    });
   });
 });
 
