@@ -8,7 +8,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { spawnBank, type SpawnedBank } from "@/bank/spawn";
+import { type RunningBank, startBank } from "@/scripts/lib/stack";
 import { readPersistedState } from "@/bank/state";
 import { createCharge } from "@/lib/bank/client";
 import { getDispute, listDisputesSince, type BankDispute } from "@/lib/bank/disputes";
@@ -17,7 +17,7 @@ import { freePort } from "@/scripts/lib/ports";
 import { randomWebhookSecret } from "@/scripts/lib/secrets";
 import { BANK_TIMEOUT_MS, waitForChargeStatus } from "./reconciler-fixtures";
 
-let bank: SpawnedBank;
+let bank: RunningBank;
 let stateDir: string;
 let bankEnv: Record<string, string>;
 
@@ -35,7 +35,7 @@ beforeAll(async () => {
     BANK_SHUTDOWN_GRACE_MS: "200",
     BANK_LOG_LEVEL: "info",
   };
-  bank = await spawnBank({ env: bankEnv });
+  bank = await startBank({ env: bankEnv });
 }, 60_000);
 
 afterAll(async () => {
@@ -143,7 +143,7 @@ describe("sandbox bank: disputes", () => {
     const persisted = await readPersistedState(bankEnv.BANK_STATE_FILE!);
     expect(persisted.disputes.find((d) => d.id === id)?.status).toBe("won");
     await bank.stop();
-    bank = await spawnBank({ env: bankEnv });
+    bank = await startBank({ env: bankEnv });
     expect(await getDispute(id, options())).toEqual({ kind: "found", dispute: won });
   });
 });

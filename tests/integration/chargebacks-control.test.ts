@@ -12,8 +12,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getDispute, type BankDispute } from "@/lib/bank/disputes";
 import { applyBankDispute } from "@/lib/chargebacks/apply-dispute";
-import { closeDb } from "@/lib/db";
-import { closeRedis } from "@/lib/redis";
 import { getWallet } from "@/lib/wallet/get-wallet";
 import { createTestUser, testPool } from "../helpers/db";
 import { freshRefId, seedBalance } from "../helpers/ledger";
@@ -37,8 +35,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await bank?.stop();
-  await closeRedis();
-  await closeDb();
 });
 
 const bankOptions = () => ({ bankUrl: bank.url, timeoutMs: BANK_TIMEOUT_MS });

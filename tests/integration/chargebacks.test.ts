@@ -16,9 +16,7 @@ import { applyBankDispute } from "@/lib/chargebacks/apply-dispute";
 import { createDisputesCheck } from "@/lib/chargebacks/audit-disputes";
 import { listOpenDisputes } from "@/lib/chargebacks/list-open-disputes";
 import { resetDisputeCursors } from "@/lib/chargebacks/reconcile-disputes";
-import { closeDb } from "@/lib/db";
 import { reconcileOnce } from "@/lib/reconciler/reconcile-once";
-import { closeRedis } from "@/lib/redis";
 import { getWallet } from "@/lib/wallet/get-wallet";
 import { createTestUser } from "../helpers/db";
 import { dedicatedClient, freshRefId } from "../helpers/ledger";
@@ -31,14 +29,8 @@ import {
   pay,
   topUp,
 } from "./chargeback-fixtures";
-import {
-  BANK_TIMEOUT_MS,
-  backendPid,
-  passOptions,
-  startTestBank,
-  waitUntilBlockedBy,
-  type TestBank,
-} from "./reconciler-fixtures";
+import { BANK_TIMEOUT_MS, backendPid, passOptions, startTestBank, type TestBank } from "./reconciler-fixtures";
+import { waitForBlockedSessions } from "../helpers/wait";
 
 let bank: TestBank;
 
@@ -50,8 +42,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await bank?.stop();
-  await closeRedis();
-  await closeDb();
 });
 
 async function auditOf(userId: string) {
@@ -133,7 +123,7 @@ describe("chargebacks and debt", () => {
     const deliveries = [...bodies, ...bodies, ...bodies].map((body) => deliver(body));
     const pass = reconcileOnce(passOptions(bank.url, [user.id]));
     // The lost event (3 copies) and the reconciler contend; the disputed event asks the bank and finds it lost too.
-    await waitUntilBlockedBy(await backendPid(holder), 20_000, 7);
+    await waitForBlockedSessions({ blockedBy: await backendPid(holder) }, 7, 20_000);
     await holder.query("COMMIT");
     await holder.end();
     const outcomes = await Promise.all(deliveries);
