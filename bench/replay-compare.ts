@@ -259,32 +259,18 @@ async function main(): Promise<number> {
         compare("hot replays app + postgres CPU ms/req", (m) =>
           perRequest(m.replays.cpu.app + m.replays.cpu.postgres, m.replays.total),
         ),
-        compare("storm payments p99 ms", (m) => storm(m, "payments").figures.p99Ms ?? 0, 0),
-        compare("storm payments app CPU ms/req", (m) =>
-          perRequest(storm(m, "payments").cpu.app, storm(m, "payments").figures.requests),
-        ),
-        compare("storm payments postgres CPU ms/req", (m) =>
-          perRequest(storm(m, "payments").cpu.postgres, storm(m, "payments").figures.requests),
-        ),
-        compare("storm payments app + postgres CPU ms/req", (m) =>
-          perRequest(
-            storm(m, "payments").cpu.app + storm(m, "payments").cpu.postgres,
-            storm(m, "payments").figures.requests,
-          ),
-        ),
-        compare("storm top-ups p99 ms", (m) => storm(m, "top-ups").figures.p99Ms ?? 0, 0),
-        compare("storm top-ups app CPU ms/req", (m) =>
-          perRequest(storm(m, "top-ups").cpu.app, storm(m, "top-ups").figures.requests),
-        ),
-        compare("storm top-ups postgres CPU ms/req", (m) =>
-          perRequest(storm(m, "top-ups").cpu.postgres, storm(m, "top-ups").figures.requests),
-        ),
-        compare("storm top-ups app + postgres CPU ms/req", (m) =>
-          perRequest(
-            storm(m, "top-ups").cpu.app + storm(m, "top-ups").cpu.postgres,
-            storm(m, "top-ups").figures.requests,
-          ),
-        ),
+        ...["payments", "top-ups"].flatMap((route) => {
+          const perStormRequest = (m: Measured, cpuMs: (cpu: CpuUse) => number) =>
+            perRequest(cpuMs(storm(m, route).cpu), storm(m, route).figures.requests);
+          return [
+            compare(`storm ${route} p99 ms`, (m) => storm(m, route).figures.p99Ms ?? 0, 0),
+            compare(`storm ${route} app CPU ms/req`, (m) => perStormRequest(m, (cpu) => cpu.app)),
+            compare(`storm ${route} postgres CPU ms/req`, (m) => perStormRequest(m, (cpu) => cpu.postgres)),
+            compare(`storm ${route} app + postgres CPU ms/req`, (m) =>
+              perStormRequest(m, (cpu) => cpu.app + cpu.postgres),
+            ),
+          ];
+        }),
       ],
     ),
   );
