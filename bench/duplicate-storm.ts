@@ -37,6 +37,8 @@ export async function duplicateStorm(options: {
   token: string;
   body: string;
   count: number;
+  /** Per-request timeout (default {@link REQUEST_TIMEOUT_MS}); longer on a machine shared with other work. */
+  timeoutMs?: number;
 }): Promise<DuplicateStormFigures> {
   // No keep-alive and no socket limit: every request opens its own connection, as N separate clients would.
   const agent = new Agent({ keepAlive: false, maxSockets: Number.POSITIVE_INFINITY });
@@ -64,7 +66,7 @@ export async function duplicateStorm(options: {
               hostname: url.hostname,
               port: url.port,
               path: url.pathname,
-              timeout: REQUEST_TIMEOUT_MS,
+              timeout: options.timeoutMs ?? REQUEST_TIMEOUT_MS,
               headers: {
                 authorization: `Bearer ${options.token}`,
                 "content-type": "application/json",

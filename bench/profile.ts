@@ -2,15 +2,16 @@
  * A V8 CPU profile of the app under one benchmark load, to show where the app's time per request goes when a target
  * in docs/benchmarks.md is missed (that page cites its output).
  *
- *   node --import tsx bench/profile.ts [--route noop|payments|replays|topups] [--seconds N]
+ *   node --import tsx bench/profile.ts [--route noop|payments|replays|topups|storm] [--seconds N] [--out file]
  *
  * Starts PostgreSQL and Redis (scripts/lib/stack.ts), the sandbox bank, and `next start` under
  * `node --cpu-prof` (V8's sampling profiler; `--cpu-prof` is refused in NODE_OPTIONS, so the app is spawned here
- * rather than by startStack), loads the route with autocannon at 32 connections (2 s warm-up, then N s), stops the
+ * rather than by startStack), loads the route with autocannon at 32 connections (2 s warm-up, then N s) or, for
+ * `storm`, sends five duplicate storms of 1000 identical payments (bench/duplicate-storm.ts, one key each), stops the
  * app with SIGTERM (Next exits cleanly and V8 writes the profile), and prints the self time of the busiest
  * functions and of each package, as shares of the app's busy (non-idle) time. Loopback only; stops everything.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -19,11 +20,12 @@ import { freePort, waitForHttp } from "../scripts/lib/ports";
 import type { Service } from "../scripts/lib/processes";
 import { randomAuthSecret, randomWebhookSecret } from "../scripts/lib/secrets";
 import { ensureBuilt, LOAD_OPS_PER_MINUTE, projectRoot, spawnApp, spawnBank, startStack } from "../scripts/lib/stack";
+import { duplicateStorm } from "./duplicate-storm";
 import { loadRoute, type RequestGenerator } from "./http-load";
 import { createHttpUsers } from "./http-users";
 import { renderTable } from "./report";
 
-const ROUTES = ["noop", "payments", "replays", "topups"] as const;
+const ROUTES = ["noop", "payments", "replays", "topups", "storm"] as const;
 type Route = (typeof ROUTES)[number];
 
 /** The benchmark's load: 32 connections, 2 s of warm-up as in bench/run.ts. */
@@ -31,6 +33,11 @@ const CONNECTIONS = 32;
 const WARMUP_SECONDS = 2;
 /** Users the load is spread over, as in bench/run.ts. */
 const USERS = 1000;
+/** Storms of the `storm` route, and the identical requests of each (as bench/run.ts's duplicate storm). */
+const STORMS = 5;
+const STORM_REQUESTS = 1000;
+/** How long the app may take to write its profile and exit after SIGTERM. */
+const PROFILE_WRITE_WAIT_MS = 120_000;
 /** Rows printed: the 25 busiest functions cover most of the busy time; the rest is a long tail. */
 const TOP_FUNCTIONS = 25;
 /** `next start` is ready in about a second; 60 s only turns a hung start into an error. */
@@ -106,13 +113,13 @@ async function main(): Promise<number> {
   const { values } = parseArgs({
     args: process.argv.slice(2),
     strict: true,
-    options: { route: { type: "string" }, seconds: { type: "string" } },
+    options: { route: { type: "string" }, seconds: { type: "string" }, out: { type: "string" } },
   });
   const route = (values.route ?? "payments") as Route;
   // 10 s by default, as bench/run.ts measures; 3..60 for the same reasons as there.
   const seconds = Number(values.seconds ?? "10");
   if (!ROUTES.includes(route) || !Number.isInteger(seconds) || seconds < 3 || seconds > 60) {
-    say(`usage: node --import tsx bench/profile.ts [--route ${ROUTES.join("|")}] [--seconds 3..60]`);
+    say(`usage: node --import tsx bench/profile.ts [--route ${ROUTES.join("|")}] [--seconds 3..60] [--out file]`);
     return 2;
   }
   ensureBuilt();
@@ -181,7 +188,7 @@ async function main(): Promise<number> {
         await response.arrayBuffer();
       }
     }
-    const generators: Record<Route, { path: string; next: RequestGenerator }> = {
+    const generators: Record<Exclude<Route, "storm">, { path: string; next: RequestGenerator }> = {
       noop: { path: "/api/v1/bench/noop", next: () => ({ body: "{}", token: null }) },
       payments: {
         path: "/api/v1/payments",
@@ -205,20 +212,43 @@ async function main(): Promise<number> {
         },
       },
     };
-    const { path, next } = generators[route];
-    say(`profile: ${route}: ${WARMUP_SECONDS} s warm-up, ${seconds} s measured`);
-    await loadRoute({ appUrl, path, connections: CONNECTIONS, durationS: WARMUP_SECONDS, next });
-    const figures = await loadRoute({ appUrl, path, connections: CONNECTIONS, durationS: seconds, next });
-    // SIGTERM: Next exits through process.exit, and V8 writes the profile on exit.
+    let loadLine: string;
+    if (route === "storm") {
+      const p99s: string[] = [];
+      for (let storm = 0; storm < STORMS; storm++) {
+        say(`profile: storm ${storm + 1} of ${STORMS}: ${STORM_REQUESTS} identical payments`);
+        const figures = await duplicateStorm({
+          appUrl,
+          path: "/api/v1/payments",
+          token: users[0]!.token,
+          body: `{"orderId":"ds-${tag}-${storm}","amount":1}`,
+          count: STORM_REQUESTS,
+          // A profile wants every request answered, also on a loaded machine, not cut at the usual 15 s.
+          timeoutMs: 60_000,
+        });
+        p99s.push(`${figures.p99Ms?.toFixed(0)} ms`);
+      }
+      loadLine = `profile of next-server under ${STORMS} storms of ${STORM_REQUESTS} identical POST /api/v1/payments: p99 ${p99s.join(", ")}`;
+    } else {
+      const { path, next } = generators[route];
+      say(`profile: ${route}: ${WARMUP_SECONDS} s warm-up, ${seconds} s measured`);
+      await loadRoute({ appUrl, path, connections: CONNECTIONS, durationS: WARMUP_SECONDS, next });
+      const figures = await loadRoute({ appUrl, path, connections: CONNECTIONS, durationS: seconds, next });
+      loadLine = `profile of next-server under POST ${path} (${route}), ${CONNECTIONS} connections, ${seconds} s: ${figures.requestsPerS.toFixed(0)} req/s`;
+    }
+    // SIGTERM: Next exits through process.exit, and V8 writes the profile on exit. Writing a long run's profile on
+    // a loaded machine can take longer than stop()'s 10 s before SIGKILL, so the exit is awaited here first.
+    process.kill(app.pid, "SIGTERM");
+    await Promise.race([app.exited, new Promise((resolve) => setTimeout(resolve, PROFILE_WRITE_WAIT_MS))]);
     await app.stop();
     const file = readdirSync(profileDir).find((name) => name.endsWith(".cpuprofile"));
     if (!file) throw new Error("the app wrote no CPU profile");
+    // `--out <file>` keeps the profile (e.g. for Chrome DevTools' Performance panel, or inclusive times).
+    if (values.out) copyFileSync(join(profileDir, file), values.out);
     const summary = summarise(JSON.parse(readFileSync(join(profileDir, file), "utf8")) as CpuProfile);
     const share = (ms: number) => `${((ms / summary.busyMs) * 100).toFixed(1)}%`;
     const out: string[] = [];
-    out.push(
-      `profile of next-server under POST ${path} (${route}), ${CONNECTIONS} connections, ${seconds} s: ${figures.requestsPerS.toFixed(0)} req/s`,
-    );
+    out.push(loadLine);
     out.push(
       `busy ${(summary.busyMs / 1000).toFixed(1)} s, idle ${(summary.idleMs / 1000).toFixed(1)} s over the app's whole life (start-up and warm-up included)`,
     );

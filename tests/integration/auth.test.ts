@@ -319,6 +319,66 @@ describe("personal API tokens", () => {
     expect(secondRevokedAt).toEqual(firstRevokedAt);
   });
 
+  it("stops resolving a token on the first request after it expires", async () => {
+    const user = await newUser();
+    const created = await createApiTokenOrThrow({ userId: user.userId, name: "expiring", expiresInDays: 7 });
+    expect((await findPrincipalByToken(created.token))?.userId).toBe(user.userId);
+    // Its week has passed (created_at moves back too: a CHECK keeps the expiry after the creation).
+    await pool().query(
+      `UPDATE api_tokens SET created_at = now() - interval '8 days', expires_at = now() - interval '1 second'
+        WHERE id = $1`,
+      [created.id],
+    );
+    expect(await findPrincipalByToken(created.token)).toBeNull();
+    expect(await getPrincipal(new Headers({ authorization: `Bearer ${created.token}` }))).toBeNull();
+  });
+
+  it("refuses a request that starts after a revocation, even while an earlier check of the same token runs", async () => {
+    const user = await newUser();
+    const created = await createApiTokenOrThrow({ userId: user.userId, name: "revoked mid-flight" });
+    // The first check's SELECT runs on the real database; only its answer is held back, so it is still in flight
+    // (with a snapshot from before the revocation) when the revocation commits and the second check starts.
+    const poolQuery = pool().query.bind(pool());
+    let releaseFirst!: () => void;
+    const firstHeld = new Promise<void>((resolve) => (releaseFirst = resolve));
+    let sent = 0;
+    let firstAnswered = false;
+    const querySpy = vi.spyOn(pool(), "query").mockImplementation(((...args: Parameters<typeof poolQuery>) => {
+      sent += 1;
+      const result = (poolQuery as (...a: unknown[]) => Promise<unknown>)(...args);
+      if (sent !== 1) return result;
+      return result.then(async (rows) => {
+        firstAnswered = true;
+        await firstHeld;
+        return rows;
+      });
+    }) as unknown as typeof poolQuery);
+    try {
+      const early = findPrincipalByToken(created.token);
+      // The SELECT has run (its snapshot predates the revocation below); its answer is still held.
+      await waitFor(
+        () => firstAnswered,
+        (answered) => answered,
+        { what: "the first check's SELECT to be answered" },
+      );
+      expect((await revokeApiToken({ userId: user.userId, tokenId: created.id })).kind).toBe("revoked");
+      const late = findPrincipalByToken(created.token);
+      releaseFirst();
+      // The early check started before the revocation and may pass; the late one started after it and must not.
+      expect((await early)?.userId).toBe(user.userId);
+      expect(await late).toBeNull();
+      // Two token SELECTs (the revocation is the one UPDATE among the spied queries).
+      expect(querySpy.mock.calls.map((call) => statementText(call[0]).split(/\s/)[0]?.toUpperCase())).toEqual([
+        "SELECT",
+        "UPDATE",
+        "SELECT",
+      ]);
+    } finally {
+      releaseFirst();
+      querySpy.mockRestore();
+    }
+  });
+
   it("resolves forged, malformed and foreign-scheme credentials to null", async () => {
     const forged = `wlt_${Buffer.alloc(32, 7).toString("base64url")}`;
     expect(forged).toMatch(API_TOKEN_PATTERN);
@@ -385,6 +445,18 @@ describe("getPrincipal with the session cookie", () => {
     expect(await getPrincipal(new Headers({ cookie }))).toBeNull();
   });
 
+  it("stops resolving the cookie on the first request after the session expires", async () => {
+    const email = uniqueEmail("expired");
+    const created = await createUser({ email, password: PASSWORD, role: "user" });
+    if (created.kind !== "created") throw new Error("expected created");
+    const cookie = await sessionCookieFor(email);
+    expect((await getPrincipal(new Headers({ cookie })))?.userId).toBe(created.userId);
+    await pool().query(`UPDATE "session" SET "expiresAt" = now() - interval '1 second' WHERE "userId" = $1`, [
+      created.userId,
+    ]);
+    expect(await getPrincipal(new Headers({ cookie }))).toBeNull();
+  });
+
   it("sees a role change on the next request (no cookie cache)", async () => {
     const email = uniqueEmail("promote");
     const created = await createUser({ email, password: PASSWORD, role: "user" });
@@ -445,6 +517,19 @@ describe("checking credentials writes nothing", () => {
     }
     expect(querySpy).toHaveBeenCalledTimes(40);
     for (const call of querySpy.mock.calls) expect(statementText(call[0])).toMatch(/^SELECT\b/);
+    // A burst of 50 concurrent checks of one token (a duplicate storm): the first check's SELECT and one more, sent
+    // once it answered, for the 49 checks that started while it ran (lib/api-tokens/fresh-reads.ts).
+    querySpy.mockClear();
+    const burst = await Promise.all(
+      Array.from({ length: 50 }, () => getPrincipal(new Headers({ authorization: `Bearer ${token}` }))),
+    );
+    expect(burst.map((principal) => principal?.userId)).toEqual(burst.map(() => created.userId));
+    expect(querySpy).toHaveBeenCalledTimes(2);
+    for (const call of querySpy.mock.calls) expect(statementText(call[0])).toMatch(/^SELECT\b/);
+    // Control: the counter sees every statement (listing tokens is two SELECTs).
+    querySpy.mockClear();
+    await listApiTokens(created.userId);
+    expect(querySpy).toHaveBeenCalledTimes(2);
     querySpy.mockRestore();
     // Sessions go through better-auth's own queries on pooled clients: every statement on any client is counted,
     // after one unmeasured check (a new auth instance validates its schema once, with two catalog queries).

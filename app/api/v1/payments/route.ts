@@ -3,12 +3,18 @@ import { operationResponse } from "@/lib/http/respond";
 import { withInputThenPrincipal } from "@/lib/http/route";
 import { createPayment } from "@/lib/payments/create-payment";
 import { apiRoute } from "@/lib/http/api-route";
+import { runOnceForIdentical } from "@/lib/http/identical-operations";
 
 export const dynamic = "force-dynamic";
 
 /** POST /api/v1/payments `{ orderId, amount }` (contract section 4); the body is validated before authentication. */
 const handlePost = withInputThenPrincipal(readPaymentInput, async (_request, principal, input) =>
-  operationResponse(await createPayment({ userId: principal.userId, ...input })),
+  operationResponse(
+    // Identical requests running at once (a duplicate storm) share one run's stored response.
+    await runOnceForIdentical("payment", principal.userId, input, () =>
+      createPayment({ userId: principal.userId, ...input }),
+    ),
+  ),
 );
 
 export const { GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS } = apiRoute({ POST: handlePost });

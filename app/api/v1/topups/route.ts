@@ -5,12 +5,18 @@ import { parseQuery, topupsQuerySchema } from "@/lib/http/list-query";
 import { createTopup } from "@/lib/topups/create-topup";
 import { listTopups } from "@/lib/topups/list-topups";
 import { apiRoute } from "@/lib/http/api-route";
+import { runOnceForIdentical } from "@/lib/http/identical-operations";
 
 export const dynamic = "force-dynamic";
 
 /** POST /api/v1/topups `{ refId, amount }` (contract section 4); the body is validated before authentication. */
 const handlePost = withInputThenPrincipal(readTopupInput, async (_request, principal, input) =>
-  operationResponse(await createTopup({ userId: principal.userId, ...input })),
+  operationResponse(
+    // Identical requests running at once (a duplicate storm) share one run's stored response.
+    await runOnceForIdentical("topup", principal.userId, input, () =>
+      createTopup({ userId: principal.userId, ...input }),
+    ),
+  ),
 );
 
 /** GET /api/v1/topups?status=&limit=&cursor=: the caller's top-ups, newest first, one page (contract section 4). */
