@@ -9,6 +9,7 @@ import type { Logger } from "pino";
 import { signWebhook, SIGNATURE_HEADER } from "../lib/bank/signature";
 import type { BankConfig, FaultRates } from "./config";
 import { decideFaults, DUPLICATE_COPIES, retryDelayMs, type Random } from "./faults";
+import { RefundDesk } from "./refunds";
 import type { AttemptRecord, BankState, ChargeRecord, DeliveryRecord, EventType } from "./state";
 
 /** The protocol's view of a charge (contract section 5): what POST/GET /charges answer. */
@@ -63,6 +64,8 @@ export interface BankEngineOptions {
 export class BankEngine {
   /** Current global fault rates; start from the configuration, changeable at run time (`/_sandbox/faults`). */
   faultRates: FaultRates;
+  /** Refunds (bank/refunds.ts): settled by this engine's timer, their webhooks delivered like charges'. */
+  readonly refunds: RefundDesk;
   private paused = false;
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
@@ -80,6 +83,20 @@ export class BankEngine {
     this.random = options.random;
     this.faultRates = { ...options.config.faultRates };
     for (const charge of this.state.charges) if (!charge.settled) this.unsettled.add(charge);
+    this.refunds = new RefundDesk(this.config, this.state, this.logger, {
+      queueDelivery: (event) => {
+        this.queueDelivery(
+          event.type,
+          event.chargeId,
+          event.merchantRef,
+          event.data,
+          1,
+          new Date(event.nowMs).toISOString(),
+          event.nowMs,
+        );
+      },
+      schedule: () => this.schedule(),
+    });
   }
 
   /** Starts the timer: overdue settlements and pending deliveries (for example after a restart) run at once. */
@@ -206,6 +223,7 @@ export class BankEngine {
     this.timer = undefined;
     let nextMs = Infinity;
     for (const charge of this.unsettled) nextMs = Math.min(nextMs, charge.settleAtMs);
+    nextMs = Math.min(nextMs, this.refunds.nextSettleAtMs());
     // With every delivery slot busy, a finishing attempt calls schedule() again; counting due deliveries
     // here would spin the timer at 0 ms.
     if (!this.paused && this.inFlight.size < this.config.deliveryConcurrency) {
@@ -230,6 +248,7 @@ export class BankEngine {
         changed = true;
       }
     }
+    if (this.refunds.settleDue(now)) changed = true;
     if (!this.paused) {
       const due = this.state.deliveries
         .filter((d) => d.status === "pending" && !this.inFlight.has(d.id) && d.nextAttemptAtMs <= now && !this.held(d))
@@ -266,22 +285,37 @@ export class BankEngine {
 
   /** Queues the deliveries of a new event (3 copies with the duplicate switch); returns the event id. */
   private queueEvent(charge: ChargeRecord, type: EventType, createdIso: string, nowMs: number, after?: string): string {
+    const data = {
+      chargeId: charge.id,
+      merchantRef: charge.merchantRef,
+      amount: charge.amount,
+      currency: charge.currency,
+    };
+    const copies = charge.faults.dup ? DUPLICATE_COPIES : 1;
+    return this.queueDelivery(type, charge.id, charge.merchantRef, data, copies, createdIso, nowMs, after);
+  }
+
+  /** Queues `copies` deliveries of one new event with `data` (charges' and refunds' alike); returns the event id. */
+  private queueDelivery(
+    type: EventType,
+    chargeId: string,
+    merchantRef: string,
+    data: Record<string, unknown>,
+    copies: number,
+    createdIso: string,
+    nowMs: number,
+    after?: string,
+  ): string {
     const eventId = newId("evt");
     // Serialised once: every copy and every retry of this event sends these exact bytes.
-    const body = JSON.stringify({
-      id: eventId,
-      type,
-      created: createdIso,
-      data: { chargeId: charge.id, merchantRef: charge.merchantRef, amount: charge.amount, currency: charge.currency },
-    });
-    const copies = charge.faults.dup ? DUPLICATE_COPIES : 1;
+    const body = JSON.stringify({ id: eventId, type, created: createdIso, data });
     for (let copy = 1; copy <= copies; copy++) {
       this.state.addDelivery({
         id: newId("dlv"),
         eventId,
         type,
-        chargeId: charge.id,
-        merchantRef: charge.merchantRef,
+        chargeId,
+        merchantRef,
         copy,
         body,
         status: "pending",

@@ -84,7 +84,7 @@ const errorSchema = z.object({ error: z.object({ code: z.string().min(1) }) });
  */
 const MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
 
-type RawResponse = { kind: "response"; status: number; json: unknown } | UnknownOutcome;
+export type RawResponse = { kind: "response"; status: number; json: unknown } | UnknownOutcome;
 
 function assertOptions(options: BankCallOptions): void {
   if (!Number.isFinite(options.timeoutMs) || options.timeoutMs <= 0) {
@@ -118,7 +118,7 @@ function classifyThrown(error: unknown): UnknownOutcome {
   return { kind: "unknown", reason: "network", detail: code ?? (error instanceof Error ? error.message : "unknown") };
 }
 
-async function call(
+export async function call(
   options: BankCallOptions,
   method: "GET" | "POST",
   path: string,
@@ -159,7 +159,7 @@ async function call(
  * Maps a non-2xx answer: 5xx and 408 mean the bank may have acted (unknown); other 4xx mean it refused.
  * Returns null for 2xx so the caller parses the success body.
  */
-function classifyStatus(raw: { status: number; json: unknown }): UnknownOutcome | RejectedOutcome | null {
+export function classifyStatus(raw: { status: number; json: unknown }): UnknownOutcome | RejectedOutcome | null {
   if (raw.status >= 200 && raw.status < 300) return null;
   if (raw.status >= 500 || raw.status === 408) {
     return { kind: "unknown", reason: raw.status === 408 ? "timeout" : "server_error", detail: `HTTP ${raw.status}` };
@@ -176,7 +176,7 @@ function classifyStatus(raw: { status: number; json: unknown }): UnknownOutcome 
   return { kind: "unknown", reason: "bad_response", detail: `HTTP ${raw.status}` };
 }
 
-function badResponse(detail: string): UnknownOutcome {
+export function badResponse(detail: string): UnknownOutcome {
   return { kind: "unknown", reason: "bad_response", detail };
 }
 
