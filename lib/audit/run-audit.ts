@@ -13,6 +13,7 @@ import { createNoExpiredUnfinishedRowsCheck } from "./checks/no-expired-unfinish
 import type { AuditScope } from "./checks/scope";
 import { createRewardCapCheck, rewardCapCheck } from "./checks/reward-cap";
 import { createSucceededChargesCreditedCheck } from "./checks/succeeded-charges-credited";
+import { createBankRefundsRecordedCheck, createRefundsWithinTopupsCheck } from "./checks/refunds";
 
 /** `{ ok, checks }`: the OpenAPI document's `AuditReport` (./types.ts); `ok` is true when every check holds. */
 export type AuditReport = z.infer<typeof auditReportSchema>;
@@ -31,7 +32,8 @@ export interface RunAuditOptions {
 /**
  * The checks of contract section 7, in its order: 7.1 balances, 7.2 unique keys and top-ups against bank
  * charges, 7.3 the reward cap (lib/audit/checks/reward-cap.ts), 7.4 stored responses, 7.5 expired leases, 7.6 every
- * charge that succeeded more than STUCK_AFTER_S ago credited exactly once, whatever its lease.
+ * charge that succeeded more than STUCK_AFTER_S ago credited exactly once, whatever its lease; then contract section
+ * 11's refunds: within their top-ups, and every bank refund recorded once.
  *
  * The reward-cap check (7.3) is `rewardCapCheck` (whole ledger, REDIS_URL's counters); a scoped audit
  * uses the same check built for those users.
@@ -53,6 +55,9 @@ export function defaultAuditChecks(options: Omit<RunAuditOptions, "checks"> = {}
     createStoredResponsesCheck(scope),
     createNoExpiredUnfinishedRowsCheck(bank, scope),
     createSucceededChargesCreditedCheck(bank, scope, { stuckAfterS: settings.STUCK_AFTER_S }),
+    // Contract section 11: refunds.
+    createRefundsWithinTopupsCheck(scope),
+    createBankRefundsRecordedCheck(bank, scope),
   );
   return checks;
 }

@@ -8,12 +8,19 @@
 /**
  * The kinds of money movement. Credits raise the balance, the debit lowers it. An `adjustment` credits a bank
  * charge that succeeded for a top-up whose row had already failed (contract section 5); its ref id is that top-up's.
+ * A `refund` gives money back on a succeeded top-up (contract section 11): a debit, reserved when it is claimed.
  */
-export const LEDGER_TYPES = ["topup", "reward", "payment", "adjustment"] as const;
+export const LEDGER_TYPES = ["topup", "reward", "payment", "adjustment", "refund"] as const;
 export type LedgerType = (typeof LEDGER_TYPES)[number];
 
 /** Direction of each type: +1 credit, -1 debit (the audit's balance invariant uses the same table). */
-export const LEDGER_DIRECTION: Record<LedgerType, 1 | -1> = { topup: 1, reward: 1, payment: -1, adjustment: 1 };
+export const LEDGER_DIRECTION: Record<LedgerType, 1 | -1> = {
+  topup: 1,
+  reward: 1,
+  payment: -1,
+  adjustment: 1,
+  refund: -1,
+};
 
 /** Contract section 1: 1..128 characters of `[A-Za-z0-9._:-]`, taken exactly as sent. */
 export const REF_ID_PATTERN = /^[A-Za-z0-9._:-]{1,128}$/;

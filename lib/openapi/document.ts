@@ -32,6 +32,8 @@ import {
 } from "../ledger";
 import { PROBLEM_CODES, PROBLEM_CONTENT_TYPE, STORED_PROBLEM_CODES, type ProblemCode } from "../problems";
 import { reconcileResultSchema } from "../reconciler/reconcile-result";
+import { refundPathSchema, refundRequestSchema } from "../refunds/refund-request";
+import { refundResponseSchema } from "../refunds/refund-view-schema";
 import { bankEventSchema } from "../webhooks/handle-bank-webhook";
 import { walletViewSchema } from "../wallet/get-wallet";
 
@@ -338,6 +340,35 @@ export const API_PATHS = {
         ),
       },
       problems: { codes: ["invalid_request", ...ADMIN_CODES] },
+    }),
+  },
+  "/api/v1/admin/topups/{userId}/{refId}/refunds": {
+    post: operation("Refund a succeeded top-up, partially or in full, exactly once per refundId (admins)", {
+      tags: ["admin"],
+      security: SESSION_OR_TOKEN,
+      description:
+        "Contract section 11. The claim reserves the amount from the wallet and from the top-up's refundable " +
+        "remainder in one statement before the bank is called; `status` is `processing` until the bank's word " +
+        "arrives (webhook or reconciler), then `succeeded`, or `failed` with the reservation given back.",
+      requestParams: { path: refundPathSchema },
+      requestBody: operationBody(refundRequestSchema),
+      success: {
+        201: json("The refund; replays carry Idempotent-Replayed.", refundResponseSchema, {
+          "Idempotent-Replayed": replayedHeader.optional(),
+        }),
+      },
+      problems: {
+        codes: [
+          ...BODY_CODES,
+          ...ADMIN_CODES,
+          "not_found",
+          "topup_not_refundable",
+          "request_in_progress",
+          "idempotency_key_reused",
+          "insufficient_funds",
+          "refund_exceeds_topup",
+        ],
+      },
     }),
   },
   "/api/v1/admin/reconcile": {

@@ -27,6 +27,7 @@ import { pool, withTransaction } from "../db";
 import { env } from "../env";
 import { findEntryByKey, isTerminal, operationKey, type LedgerEntry, type Queryable } from "../ledger";
 import { log } from "../log";
+import { handleRefundEvent, parseRefundEvent, type RefundWebhookOutcome } from "../refunds/handle-refund-event";
 import {
   noteSettleFailure,
   settleTopup,
@@ -72,7 +73,9 @@ export type WebhookOutcome =
   | "ignored_stale"
   | "unusable_event"
   | "anomaly_unknown_merchant_ref"
-  | `anomaly_${SettlementAnomalyKind}`;
+  | `anomaly_${SettlementAnomalyKind}`
+  /** Refund events (contract section 11; lib/refunds/handle-refund-event.ts). */
+  | RefundWebhookOutcome;
 
 /** Outcomes that mean "this delivery applied the event": the recorded outcome of its event, whoever came first. */
 const APPLIED_OUTCOMES: readonly WebhookOutcome[] = ["credited", "failed", "adjusted"];
@@ -112,6 +115,13 @@ export async function handleBankWebhook(
   });
   if (!verified.ok) return { kind: "invalid_signature", reason: verified.reason };
 
+  // Refund events have their own handler (contract section 11).
+  const refundEvent = parseRefundEvent(rawBody.toString("utf8"));
+  if (refundEvent)
+    return handleRefundEvent(refundEvent, rawBody.toString("utf8"), {
+      bankUrl: settings.BANK_URL,
+      timeoutMs: CONFIRM_TIMEOUT_MS,
+    });
   const parsed = parseEvent(rawBody);
   if (parsed.kind === "unusable") {
     await recordUnusableEvent(rawBody, parsed);

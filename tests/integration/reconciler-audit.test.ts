@@ -62,6 +62,8 @@ describe("audit", () => {
       "stored_responses_replayable",
       "no_expired_unfinished_rows",
       "succeeded_charges_credited",
+      "refunds_within_topups",
+      "bank_refunds_recorded",
     ]);
     expect(report.ok).toBe(true);
     for (const check of report.checks) expect(check, check.name).toMatchObject({ ok: true, violations: [] });

@@ -46,8 +46,8 @@ describe("keys", () => {
   });
 
   it("credits (adjustments among them) raise and payments lower the balance", () => {
-    expect(LEDGER_TYPES).toEqual(["topup", "reward", "payment", "adjustment"]);
-    expect(LEDGER_DIRECTION).toEqual({ topup: 1, reward: 1, payment: -1, adjustment: 1 });
+    expect(LEDGER_TYPES).toEqual(["topup", "reward", "payment", "adjustment", "refund"]);
+    expect(LEDGER_DIRECTION).toEqual({ topup: 1, reward: 1, payment: -1, adjustment: 1, refund: -1 });
   });
 });
 
