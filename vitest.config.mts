@@ -2,7 +2,8 @@
 //  - unit: pure functions, no servers.
 //  - integration: lib/ against a real PostgreSQL and Redis started by tests/setup/global-setup.ts.
 //  - http: the built app, the sandbox bank and real servers over HTTP, started by the same global setup.
-// Every project fails a test that logs an unexpected error (tests/setup/error-logs.ts). The `controls` project
+// Every project fails a test that logs an unexpected error (tests/setup/error-logs.ts); the integration and http
+// projects close the database and Redis clients after each file (tests/setup/close-clients.ts). The `controls` project
 // exists only when ERROR_LOG_CONTROL=1: tests/unit/error-log-guard.test.ts runs it to show that guard failing.
 import { defineConfig } from "vitest/config";
 import { fileURLToPath } from "node:url";
@@ -29,7 +30,7 @@ export default defineConfig({
           include: ["tests/integration/**/*.test.ts"],
           environment: "node",
           globalSetup: ["tests/setup/global-setup.ts"],
-          setupFiles: ["tests/setup/error-logs.ts"],
+          setupFiles: ["tests/setup/error-logs.ts", "tests/setup/close-clients.ts"],
           testTimeout: 60_000,
           hookTimeout: 120_000,
         },
@@ -42,7 +43,7 @@ export default defineConfig({
           environment: "node",
           globalSetup: ["tests/setup/global-setup.ts"],
           // Every /api/v1 response a test receives is checked against the served OpenAPI document.
-          setupFiles: ["tests/setup/error-logs.ts", "tests/setup/openapi-fetch.ts"],
+          setupFiles: ["tests/setup/error-logs.ts", "tests/setup/close-clients.ts", "tests/setup/openapi-fetch.ts"],
           testTimeout: 60_000,
           hookTimeout: 300_000,
         },

@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import { signWebhook, SIGNATURE_HEADER } from "../lib/bank/signature";
 import type { BankConfig, FaultRates } from "./config";
+import { DisputeDesk } from "./disputes";
 import { decideFaults, DUPLICATE_COPIES, retryDelayMs, type Random } from "./faults";
 import { RefundDesk } from "./refunds";
 import type { AttemptRecord, BankState, ChargeRecord, DeliveryRecord, EventType } from "./state";
@@ -66,6 +67,8 @@ export class BankEngine {
   faultRates: FaultRates;
   /** Refunds (bank/refunds.ts): settled by this engine's timer, their webhooks delivered like charges'. */
   readonly refunds: RefundDesk;
+  /** Disputes on succeeded charges (bank/disputes.ts); their steps run on this engine's timer. */
+  readonly disputes: DisputeDesk;
   private paused = false;
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
@@ -97,6 +100,16 @@ export class BankEngine {
       },
       schedule: () => this.schedule(),
     });
+    this.disputes = new DisputeDesk(
+      this.state,
+      (charge, type, extra, nowMs) => {
+        // The no-webhook switch covers a charge's disputes too: only `GET /disputes` tells about them.
+        if (charge.faults.nohook) return;
+        this.queueEvent(charge, type, new Date(nowMs).toISOString(), nowMs, undefined, extra);
+        this.schedule();
+      },
+      this.config.webhookDelayMs,
+    );
   }
 
   /** Starts the timer: overdue settlements and pending deliveries (for example after a restart) run at once. */
@@ -224,6 +237,7 @@ export class BankEngine {
     let nextMs = Infinity;
     for (const charge of this.unsettled) nextMs = Math.min(nextMs, charge.settleAtMs);
     nextMs = Math.min(nextMs, this.refunds.nextSettleAtMs());
+    nextMs = Math.min(nextMs, this.disputes.nextDueMs());
     // With every delivery slot busy, a finishing attempt calls schedule() again; counting due deliveries
     // here would spin the timer at 0 ms.
     if (!this.paused && this.inFlight.size < this.config.deliveryConcurrency) {
@@ -245,10 +259,12 @@ export class BankEngine {
     for (const charge of [...this.unsettled]) {
       if (charge.settleAtMs <= now) {
         this.settle(charge, now);
+        this.disputes.onChargeSettled(charge, now);
         changed = true;
       }
     }
     if (this.refunds.settleDue(now)) changed = true;
+    if (this.disputes.advance(now)) changed = true;
     if (!this.paused) {
       const due = this.state.deliveries
         .filter((d) => d.status === "pending" && !this.inFlight.has(d.id) && d.nextAttemptAtMs <= now && !this.held(d))
@@ -284,12 +300,20 @@ export class BankEngine {
   }
 
   /** Queues the deliveries of a new event (3 copies with the duplicate switch); returns the event id. */
-  private queueEvent(charge: ChargeRecord, type: EventType, createdIso: string, nowMs: number, after?: string): string {
+  private queueEvent(
+    charge: ChargeRecord,
+    type: EventType,
+    createdIso: string,
+    nowMs: number,
+    after?: string,
+    extra: Record<string, unknown> = {},
+  ): string {
     const data = {
       chargeId: charge.id,
       merchantRef: charge.merchantRef,
       amount: charge.amount,
       currency: charge.currency,
+      ...extra,
     };
     const copies = charge.faults.dup ? DUPLICATE_COPIES : 1;
     return this.queueDelivery(type, charge.id, charge.merchantRef, data, copies, createdIso, nowMs, after);

@@ -5,6 +5,7 @@
  *   GET  /charges          ?merchantRef=... one charge or 404; ?since=<ISO>[&limit][&startingAfter] a page
  *   POST /charges/cancel   make an unused key unusable; report the charge when one exists
  *   POST /refunds, GET /refunds?chargeId=, GET /refunds/{id}   refunds (bank/refunds.ts)
+ *   GET  /disputes         ?since=<ISO time | cursor>[&limit] a page of disputes; /disputes/{id} one (disputes.ts)
  *   GET  /health
  *   /_sandbox/...          test controls, loopback clients only
  *
@@ -14,6 +15,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Logger } from "pino";
 import { z } from "zod";
 import type { BankConfig } from "./config";
+import { openDisputeBodySchema, publicDispute } from "./disputes";
 import { publicCharge, type BankEngine } from "./engine";
 import { handleRefundRoute } from "./refunds";
 import type { BankState, DeliveryRecord } from "./state";
@@ -346,6 +348,16 @@ export function createBankServer(options: BankServerOptions): BankServer {
         sendJson(res, 200, { deliveries: matching.slice(-limit).map(deliveryView) });
         return;
       }
+      case "POST /_sandbox/disputes": {
+        const body = parseOrThrow(openDisputeBodySchema, await readJsonBody(req, true));
+        const charge = state.chargesById.get(body.chargeId);
+        if (charge?.status !== "succeeded")
+          throw new HttpError(409, "not_disputable", "only a succeeded charge can be disputed");
+        const dispute = engine.disputes.open(charge, body.plan ?? ["lost"], Date.now());
+        await persistOrThrow();
+        sendJson(res, 201, publicDispute(dispute));
+        return;
+      }
       case "POST /_sandbox/deliveries/retry-now":
         sendJson(res, 200, { rescheduled: engine.retryNow() });
         return;
@@ -361,6 +373,8 @@ export function createBankServer(options: BankServerOptions): BankServer {
     if (url.pathname === "/refunds" || url.pathname.startsWith("/refunds/")) {
       if (await handleRefundRoute(req, res, url, refundContext)) return;
     }
+    const disputes = engine.disputes.answer(req.method, url, pageLimit);
+    if (disputes) return sendJson(res, disputes.status, disputes.body);
     switch (route) {
       case "POST /charges":
         return postCharge(req, res);

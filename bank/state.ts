@@ -17,16 +17,23 @@
  *
  * Every change to a record must be reported ({@link BankState.addCharge}, {@link BankState.chargeChanged},
  * {@link BankState.addDelivery}, {@link BankState.deliveryChanged}, {@link BankState.cancelKey},
- * {@link BankState.pruneFinishedDeliveries}, {@link BankState.addRefund}, {@link BankState.refundChanged}) before
+ * {@link BankState.pruneFinishedDeliveries}, {@link BankState.addRefund}, {@link BankState.refundChanged},
+ * {@link BankState.addDispute}, {@link BankState.disputeChanged}) before
  * `save()`, or it is not persisted.
  */
 import { mkdir, open, readFile, rename, rm, type FileHandle } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { z } from "zod";
+import { disputeSchema, type DisputeRecord } from "./disputes";
 import { REFUND_EVENT_TYPES, refundRecordSchema, type RefundEventType, type RefundRecord } from "./refunds";
 
 export type ChargeStatus = "pending" | "succeeded" | "declined";
-export type EventType = "charge.succeeded" | "charge.failed" | RefundEventType;
+export type EventType =
+  | "charge.succeeded"
+  | "charge.failed"
+  | "charge.disputed"
+  | "charge.dispute_closed"
+  | RefundEventType;
 
 /** Which faults apply to a charge, decided once when it is created (by refId prefix or by global rate). */
 export interface ChargeFaults {
@@ -126,7 +133,13 @@ const attemptSchema = z.object({
 const deliverySchema = z.object({
   id: z.string(),
   eventId: z.string(),
-  type: z.enum(["charge.succeeded", "charge.failed", ...REFUND_EVENT_TYPES]),
+  type: z.enum([
+    "charge.succeeded",
+    "charge.failed",
+    "charge.disputed",
+    "charge.dispute_closed",
+    ...REFUND_EVENT_TYPES,
+  ]),
   chargeId: z.string(),
   merchantRef: z.string(),
   copy: z.number().int(),
@@ -144,6 +157,8 @@ const fileSchema = z.object({
   charges: z.array(chargeSchema),
   cancelledKeys: z.array(z.string()),
   deliveries: z.array(deliverySchema),
+  /** Disputes (bank/disputes.ts); absent in files written before disputes existed. */
+  disputes: z.array(disputeSchema).optional(),
   /** The last journal line this snapshot includes (absent in files written before the journal: 0). */
   journalSeq: z.number().int().nonnegative().optional(),
   /** Refunds in creation order (absent in files written before refunds: none). */
@@ -156,6 +171,7 @@ const journalLineSchema = z.union([
   z.object({ s: z.number().int().positive(), k: z.string() }),
   z.object({ s: z.number().int().positive(), x: z.array(z.string()) }),
   z.object({ s: z.number().int().positive(), r: refundRecordSchema }),
+  z.object({ s: z.number().int().positive(), p: disputeSchema }),
 ]);
 type JournalLine = z.infer<typeof journalLineSchema>;
 
@@ -188,6 +204,9 @@ export class BankState {
   readonly refundsByRef = new Map<string, RefundRecord>();
   readonly refundsById = new Map<string, RefundRecord>();
   readonly refundsByCharge = new Map<string, RefundRecord[]>();
+  /** Disputes in opening order (bank/disputes.ts). */
+  readonly disputes: DisputeRecord[] = [];
+  readonly disputesById = new Map<string, DisputeRecord>();
 
   private readonly path: string;
   private readonly journalPath: string;
@@ -199,6 +218,9 @@ export class BankState {
   private readonly changedCharges = new Set<ChargeRecord>();
   private readonly changedDeliveries = new Set<DeliveryRecord>();
   private readonly changedRefunds = new Set<RefundRecord>();
+  private readonly changedDisputes = new Set<DisputeRecord>();
+  /** The dispute sequence's last number (bank/disputes.ts: the `since` listing's order). */
+  private disputeSeq = 0;
   private newCancelledKeys: string[] = [];
   private droppedDeliveryIds: string[] = [];
   private writing = false;
@@ -236,6 +258,7 @@ export class BankState {
       for (const key of parsed.data.cancelledKeys) state.cancelledKeys.add(key);
       state.deliveries = parsed.data.deliveries;
       for (const refund of parsed.data.refunds ?? []) state.indexRefund(refund);
+      for (const dispute of parsed.data.disputes ?? []) state.indexDispute(dispute);
       state.seq = parsed.data.journalSeq ?? 0;
     }
     await state.replayJournal(options.repairTornTail ?? true);
@@ -278,6 +301,28 @@ export class BankState {
   /** Records that `delivery` (already in the state) changed, so the next save writes it. */
   deliveryChanged(delivery: DeliveryRecord): void {
     this.changedDeliveries.add(delivery);
+  }
+
+  /** Adds a new dispute and records it. */
+  addDispute(dispute: DisputeRecord): void {
+    this.indexDispute(dispute);
+    this.changedDisputes.add(dispute);
+  }
+
+  /** Records that `dispute` (already in the state) changed, so the next save writes it. */
+  disputeChanged(dispute: DisputeRecord): void {
+    this.changedDisputes.add(dispute);
+  }
+
+  /** The next number of the dispute sequence (every change of a dispute takes one). */
+  nextDisputeSeq(): number {
+    this.disputeSeq += 1;
+    return this.disputeSeq;
+  }
+
+  /** The dispute sequence's last number taken (0 before any dispute). */
+  lastDisputeSeq(): number {
+    return this.disputeSeq;
   }
 
   /** Marks `merchantRef` as cancelled for good and records it. */
@@ -341,6 +386,16 @@ export class BankState {
     else this.refundsByCharge.set(refund.chargeId, [refund]);
   }
 
+  private indexDispute(dispute: DisputeRecord): void {
+    const existing = this.disputesById.get(dispute.id);
+    if (existing) Object.assign(existing, dispute);
+    else {
+      this.disputes.push(dispute);
+      this.disputesById.set(dispute.id, dispute);
+    }
+    this.disputeSeq = Math.max(this.disputeSeq, dispute.seq);
+  }
+
   private kick(): void {
     if (this.writing || this.waiters.length === 0) return;
     const waiters = this.waiters;
@@ -349,7 +404,12 @@ export class BankState {
     // The lines (or the snapshot) are serialised now, synchronously: they contain every change recorded before
     // these waiters called save().
     const lines = this.takeChangedLines();
-    const records = this.charges.length + this.deliveries.length + this.cancelledKeys.size + this.refunds.length;
+    const records =
+      this.charges.length +
+      this.deliveries.length +
+      this.cancelledKeys.size +
+      this.refunds.length +
+      this.disputes.length;
     const write =
       this.journalLines + lines.length > Math.max(COMPACT_AFTER_LINES_MIN, records)
         ? this.writeSnapshot(this.serialize())
@@ -379,6 +439,8 @@ export class BankState {
     for (const key of this.newCancelledKeys) line({ k: key });
     for (const refund of this.changedRefunds) line({ r: refund });
     if (this.droppedDeliveryIds.length > 0) line({ x: this.droppedDeliveryIds });
+    for (const dispute of this.changedDisputes) line({ p: dispute });
+    this.changedDisputes.clear();
     this.changedCharges.clear();
     this.changedDeliveries.clear();
     this.changedRefunds.clear();
@@ -393,6 +455,7 @@ export class BankState {
       charges: this.charges,
       cancelledKeys: [...this.cancelledKeys],
       deliveries: this.deliveries,
+      disputes: this.disputes,
       journalSeq: this.seq,
       refunds: this.refunds,
     });
@@ -484,6 +547,8 @@ export class BankState {
         else this.indexRefund(line.r);
       } else if ("k" in line) {
         this.cancelledKeys.add(line.k);
+      } else if ("p" in line) {
+        this.indexDispute(line.p);
       } else {
         const dropped = new Set(line.x);
         this.deliveries = this.deliveries.filter((d) => !dropped.has(d.id));
@@ -512,6 +577,7 @@ export async function readPersistedState(path: string): Promise<{
   cancelledKeys: string[];
   deliveries: DeliveryRecord[];
   refunds: RefundRecord[];
+  disputes: DisputeRecord[];
 }> {
   const state = await BankState.open(path, { repairTornTail: false });
   return {
@@ -519,5 +585,6 @@ export async function readPersistedState(path: string): Promise<{
     cancelledKeys: [...state.cancelledKeys],
     deliveries: state.deliveries,
     refunds: state.refunds,
+    disputes: state.disputes,
   };
 }

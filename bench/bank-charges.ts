@@ -12,7 +12,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { spawnBank } from "../bank/spawn";
+import { startBank } from "../scripts/lib/stack";
 import { createCharge } from "../lib/bank/client";
 import { randomWebhookSecret } from "../scripts/lib/secrets";
 import { processCpuMs } from "./cpu-accounting";
@@ -76,7 +76,7 @@ async function waitFor(condition: () => boolean, timeoutMs: number): Promise<voi
 export async function benchBankCharges(options: { charges: number; prefill: number }): Promise<BankChargePoint[]> {
   const receiver = await startReceiver();
   const stateDir = await mkdtemp(join(tmpdir(), "bench-bank-"));
-  const bank = await spawnBank({
+  const bank = await startBank({
     env: {
       APP_URL: receiver.url,
       BANK_STATE_FILE: join(stateDir, "bank-state.json"),

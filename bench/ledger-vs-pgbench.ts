@@ -72,7 +72,7 @@ class RecordingConnection implements Queryable {
 }
 
 /**
- * One claim + credit through lib/ledger, as a credit without an external call runs (lib/rewards/claim-reward.ts
+ * One claim + credit through lib/ledger, as a credit without an external call runs (lib/rewards/credit-reward.ts
  * without the Redis reservation): in one READ COMMITTED transaction, claim the row (`insertClaim`), move it to
  * `succeeded` crediting the wallet in the same statement (`completeEntry`), store the first response
  * (`storeResponse`); retried on 40001/40P01. Returns the statements sent when `record` is set, and the row's id.
@@ -104,7 +104,7 @@ export async function creditOnce(
         { actor: "request", guard: { kind: "lease", attempt: entry.attempt }, credit: true },
         db,
       );
-      if (moved.kind !== "moved") throw new Error("bench: fresh claim refused its transition");
+      if (moved.kind !== "moved") throw new Error("bench: the fresh claim's transition did not move the row");
       await storeResponse(ref, jsonStoredResponse(201, { entry: statementEntryView(moved.entry) }), db);
       statements = recorder.statements;
       entryId = entry.id;

@@ -117,7 +117,7 @@ export async function deliverChargeSucceeded(page: Page, userId: string, refId: 
  * Words that must never reach people on the wallet, sign-in, sign-up, tokens and admin pages: the API's vocabulary
  * for programmers. "key" and "parameters" as whole words ("keyboard" is fine).
  */
-export const JARGON = [/\bJSON\b/i, /\bminor units?\b/i, /\bkeys?\b/i, /\bparameters?\b/i] as const;
+const JARGON = [/\bJSON\b/i, /\bminor units?\b/i, /\bkeys?\b/i, /\bparameters?\b/i] as const;
 
 /** The jargon words found in the page's visible text (empty when none). */
 export async function jargonOn(page: Page): Promise<string[]> {

@@ -244,7 +244,7 @@ export const PUBLISHED_SECRETS: readonly string[] = [
 const PLACEHOLDER_PATTERN = /change[-_ ]?me/i;
 
 /** The settings that must hold secrets (contract section 9). */
-export const SECRET_VARIABLES = ["BANK_WEBHOOK_SECRETS", "BETTER_AUTH_SECRET"] as const;
+const SECRET_VARIABLES = ["BANK_WEBHOOK_SECRETS", "BETTER_AUTH_SECRET"] as const;
 export type SecretVariable = (typeof SECRET_VARIABLES)[number];
 
 /**

@@ -11,6 +11,7 @@ export const PROBLEM_CODES = {
   invalid_signature: { status: 400, title: "Invalid signature" },
   unauthenticated: { status: 401, title: "Authentication required" },
   insufficient_funds: { status: 402, title: "Insufficient funds" },
+  debt_outstanding: { status: 402, title: "Debt outstanding" },
   forbidden: { status: 403, title: "Forbidden" },
   not_found: { status: 404, title: "Not found" },
   method_not_allowed: { status: 405, title: "Method not allowed" },
@@ -39,6 +40,7 @@ export const STORED_PROBLEM_CODES: ReadonlySet<ProblemCode> = new Set<ProblemCod
   "insufficient_funds",
   "balance_limit_exceeded",
   "refund_exceeds_topup",
+  "debt_outstanding",
 ]);
 
 export interface Problem {

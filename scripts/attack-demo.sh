@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Issue 10's attack list, from outside the code, against a running `PORT=4000 npm run demo` (curl from several
-# loopback source addresses; needs the demo's .data/runtime.json for `npm run users`). Prints one row per attack.
+# The abuse and security checks of contract section 9, from outside the code, against a running
+# `PORT=4000 npm run demo` (curl from several loopback source addresses; needs the demo's .data/runtime.json for
+# `npm run users`). Prints one row per attack.
 B=http://127.0.0.1:4000
 J='content-type: application/json'
 row() { printf '%s\t%s\n' "$1" "$2"; }

@@ -31,18 +31,28 @@ export function AdminTopupsTable({
       {items.length === 0 ? (
         <p>No top-ups match.</p>
       ) : (
-        <table data-testid="admin-topups" className="cards admin-table">
+        <table data-testid="admin-topups" className="cards admin-table topups-table">
           <caption className="sr-only">Top-ups, newest first</caption>
           <thead>
             <tr>
-              <th scope="col">Top-up</th>
-              <th scope="col">User</th>
-              <th scope="col" className="num">
+              <th scope="col" className="col-ref">
+                Top-up
+              </th>
+              <th scope="col" className="col-user">
+                User
+              </th>
+              <th scope="col" className="num col-amount">
                 Amount
               </th>
-              <th scope="col">Status</th>
-              <th scope="col">Bank charge</th>
-              <th scope="col">Created</th>
+              <th scope="col" className="col-status">
+                Status
+              </th>
+              <th scope="col" className="col-charge">
+                Bank charge
+              </th>
+              <th scope="col" className="col-created">
+                Created
+              </th>
             </tr>
           </thead>
           <tbody>

@@ -9,6 +9,7 @@ const CHECK_TITLES: Record<string, string> = {
   reward_cap: "Rewards stay within the daily cap",
   stored_responses_replayable: "Every stored answer replays the same",
   no_expired_unfinished_rows: "No unfinished top-up is left with an expired lease",
+  lost_disputes_charged_back: "Every lost dispute is charged back once, and every reversal credited back once",
 };
 
 /**

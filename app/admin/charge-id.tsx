@@ -8,7 +8,7 @@ export function ChargeId({ chargeId, none }: { chargeId: string | null; none: st
   if (!chargeId) return <span className="muted">{none}</span>;
   return (
     <span className="charge">
-      <code className="charge-id" data-testid="charge-id">
+      <code className="charge-id" data-testid="charge-id" title={chargeId}>
         {chargeId}
       </code>
       <CopyButton value={chargeId} label={`Copy charge id ${chargeId}`} compact />

@@ -18,6 +18,7 @@ import { ChargeId } from "./charge-id";
 import { AdminTopupsTable } from "./admin-topups-table";
 import { AuditReport } from "./audit-report";
 import { NeedsAttention } from "./needs-attention";
+import { OpenDisputes } from "./open-disputes";
 import { ReconcileNow } from "./reconcile-now";
 import { currentAdmin } from "./require-admin";
 import { TopupCharts } from "./topup-charts";
@@ -47,7 +48,8 @@ function toSearchParams(params: SearchParams): URLSearchParams {
  * The admin page: what needs attention first (stuck top-ups; flagged rows join them), top-up counts by state, the
  * two charts of the last 24 hours, the top-up list with filters (`?status=`, `?user=<email>`, `?stuck=1`), "Reconcile
  * now", webhook anomalies and the invariant report. Admins only (others see a 403 message; visitors are sent to sign
- * in). Every read goes through lib/admin, lib/audit and lib/reconciler.
+ * in), and the open disputes the bank reports (contract section 12). Every read goes through lib/admin, lib/audit,
+ * lib/chargebacks and lib/reconciler.
  */
 export default async function AdminPage({ searchParams }: { searchParams: Promise<SearchParams> }) {
   const admin = await currentAdmin();
@@ -153,52 +155,62 @@ export default async function AdminPage({ searchParams }: { searchParams: Promis
         {anomalies.length === 0 ? (
           <p>No webhook anomalies.</p>
         ) : (
-          <table data-testid="webhook-anomalies" className="cards admin-table">
-            <thead>
-              <tr>
-                <th scope="col">Outcome</th>
-                <th scope="col">Event</th>
-                <th scope="col">Merchant reference</th>
-                <th scope="col">Charge</th>
-                <th scope="col" className="num">
-                  Amount
-                </th>
-                <th scope="col" className="num">
-                  Deliveries
-                </th>
-                <th scope="col">Last seen</th>
-              </tr>
-            </thead>
-            <tbody>
-              {anomalies.map((a) => (
-                <tr key={a.eventId}>
-                  <td data-label="Outcome">
-                    {a.outcome.replaceAll("_", " ")}
-                    {a.detail ? <span className="reason">{a.detail}</span> : null}
-                  </td>
-                  <td data-label="Event" className="clip">
-                    <code title={`${a.eventId} (${a.type})`}>{a.eventId}</code>
-                  </td>
-                  <td data-label="Merchant reference" className="clip">
-                    <code title={a.merchantRef ?? undefined}>{a.merchantRef ?? "—"}</code>
-                  </td>
-                  <td data-label="Charge" className="nowrap">
-                    <ChargeId chargeId={a.chargeId} none="—" />
-                  </td>
-                  <td data-label="Amount" className="num nowrap">
-                    {a.amount === null || a.currency === null ? "—" : formatMoney(a.amount, a.currency)}
-                  </td>
-                  <td data-label="Deliveries" className="num">
-                    {a.deliveries}
-                  </td>
-                  <td data-label="Last seen" className="nowrap">
-                    <LocalTime iso={a.lastSeenAt} detail="seconds" />
-                  </td>
+          // Seven columns of identifiers: at desktop width the table scrolls inside its own box (a phone gets cards).
+          <div className="scroll-box">
+            <table data-testid="webhook-anomalies" className="cards admin-table">
+              <thead>
+                <tr>
+                  <th scope="col">Outcome</th>
+                  <th scope="col">Event</th>
+                  <th scope="col">Merchant reference</th>
+                  <th scope="col">Charge</th>
+                  <th scope="col" className="num">
+                    Amount
+                  </th>
+                  <th scope="col" className="num">
+                    Deliveries
+                  </th>
+                  <th scope="col">Last seen</th>
                 </tr>
-              ))}
-            </tbody>
-          </table>
+              </thead>
+              <tbody>
+                {anomalies.map((a) => (
+                  <tr key={a.eventId}>
+                    <td data-label="Outcome">
+                      {a.outcome.replaceAll("_", " ")}
+                      {a.detail ? <span className="reason">{a.detail}</span> : null}
+                    </td>
+                    <td data-label="Event" className="clip">
+                      <code title={`${a.eventId} (${a.type})`}>{a.eventId}</code>
+                    </td>
+                    <td data-label="Merchant reference" className="clip">
+                      <code title={a.merchantRef ?? undefined}>{a.merchantRef ?? "—"}</code>
+                    </td>
+                    <td data-label="Charge" className="nowrap">
+                      <ChargeId chargeId={a.chargeId} none="—" />
+                    </td>
+                    <td data-label="Amount" className="num nowrap">
+                      {a.amount === null || a.currency === null ? "—" : formatMoney(a.amount, a.currency)}
+                    </td>
+                    <td data-label="Deliveries" className="num">
+                      {a.deliveries}
+                    </td>
+                    <td data-label="Last seen" className="nowrap">
+                      <LocalTime iso={a.lastSeenAt} detail="seconds" />
+                    </td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </div>
         )}
+      </section>
+
+      <section className="card" aria-labelledby="disputes-heading">
+        <h2 id="disputes-heading">Open disputes</h2>
+        <Suspense fallback={<p aria-busy="true">Asking the bank…</p>}>
+          <OpenDisputes />
+        </Suspense>
       </section>
 
       <section className="card" aria-labelledby="audit-heading">

@@ -27,7 +27,7 @@ function formatter(detail: TimeDetail, timeZone: string | undefined): Intl.DateT
 }
 
 /** `iso` formatted in UTC, with the zone named: what the server renders. */
-export function utcText(iso: string, detail: TimeDetail = "short"): string {
+function utcText(iso: string, detail: TimeDetail = "short"): string {
   return `${formatter(detail, "UTC").format(new Date(iso))} UTC`;
 }
 

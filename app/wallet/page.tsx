@@ -44,7 +44,7 @@ export default async function WalletPage() {
 
   return (
     <main className="wallet">
-      {/* "<h1>Wallet</h1>" exactly: the dev-server test edits and looks for this heading. */}
+      {/* The heading below keeps its exact markup, written once in this file: the dev-server test edits it. */}
       <section className="card balance">
         <div className="balance-head">
           <h1>Wallet</h1>
@@ -56,6 +56,12 @@ export default async function WalletPage() {
             {formatMoney(wallet.balance, wallet.currency)}
           </strong>
         </p>
+        {wallet.debt !== undefined && (
+          <p role="status" data-testid="debt" data-debt-minor={wallet.debt}>
+            You owe {formatMoney(wallet.debt, wallet.currency)}: a bank took back a disputed top-up after the money was
+            spent. Your next top-ups repay it first; payments wait until it is repaid.
+          </p>
+        )}
       </section>
 
       <div className="forms">

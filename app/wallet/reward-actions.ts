@@ -10,7 +10,7 @@ import { requireSessionUser } from "@/lib/auth/session-user";
 import { validateRewardRequest } from "@/lib/http/operation-requests";
 import { operationOutcome, type ActionOutcome } from "@/lib/http/respond";
 import { problem } from "@/lib/problems";
-import { claimReward } from "@/lib/rewards/claim-reward";
+import { creditReward } from "@/lib/rewards/credit-reward";
 
 export type RewardFormState = ActionOutcome | null;
 
@@ -34,7 +34,7 @@ export async function rewardAction(_previous: RewardFormState, formData: FormDat
   const input = validateRewardRequest({ adId: fields.data.adId });
   if (!input.ok) return invalid(input.detail);
   const { headers: _headers, ...outcome } = operationOutcome(
-    await claimReward({ userId: user.userId, adId: input.value.adId }),
+    await creditReward({ userId: user.userId, adId: input.value.adId }),
   );
   revalidatePath("/wallet");
   return outcome;

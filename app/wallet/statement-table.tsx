@@ -30,6 +30,11 @@ function describeEntry(entry: StatementEntryView): { what: string; reference: st
     case "refund":
       // Money sent back to the bank on a top-up (contract section 11); the ref id is the refund's own id.
       return { what: "Refund of a top-up", reference: entry.refId };
+    case "chargeback":
+      // A dispute the bank closed against a top-up (contract section 12); the ref id is the bank's dispute id.
+      return { what: "Money taken back: the bank upheld a dispute of a top-up", reference: null };
+    case "chargeback_reversal":
+      return { what: "Money returned: the bank reversed a dispute in your favour", reference: null };
   }
 }
 

@@ -14,7 +14,7 @@ import { pool } from "../db";
 import type { EntryStatus, Queryable } from "../ledger";
 
 /** 24 hourly buckets: the current hour and the 23 before it. */
-export const HOURS = 24;
+const HOURS = 24;
 
 export interface HourlyStatusCounts {
   /** Start of the hour, ISO-8601 UTC. */

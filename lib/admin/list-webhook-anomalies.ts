@@ -17,7 +17,7 @@ export interface WebhookAnomalyView {
 }
 
 /** Most anomalies listed: the admin page shows the latest 50; older ones are in the table and the logs. */
-export const WEBHOOK_ANOMALIES_LIMIT_MAX = 50;
+const WEBHOOK_ANOMALIES_LIMIT_MAX = 50;
 
 const ANOMALIES_SQL = `
 SELECT event_id, type, merchant_ref, charge_id, amount_minor, currency, outcome, detail, deliveries, first_seen_at,

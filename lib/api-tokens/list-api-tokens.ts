@@ -43,7 +43,7 @@ function toSummary(r: TokenRow): ApiTokenSummary {
 const ACTIVE_LIST_MAX = 1000;
 
 /** Inactive tokens per page: 50 rows keep the page short; older ones are a click away. */
-export const INACTIVE_PAGE_SIZE = 50;
+const INACTIVE_PAGE_SIZE = 50;
 
 /**
  * Lists a user's personal API tokens in two parts: every active token (not revoked, not expired), newest first;

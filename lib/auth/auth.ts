@@ -37,9 +37,6 @@ import {
 } from "../limits/auth-throttles";
 import { accountFieldsProblem, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from "./credential-fields";
 
-// The password bounds live with the other account-field rules; re-exported for existing importers.
-export { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from "./credential-fields";
-
 // @node-rs/argon2's Algorithm is an ambient const enum, which isolatedModules cannot read; 2 is Argon2id.
 const ARGON2ID: Algorithm = 2;
 

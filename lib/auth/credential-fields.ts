@@ -18,7 +18,7 @@ export const PASSWORD_MAX_LENGTH = 128;
  * Longest email address accepted, in characters: 254 is the most that fits in an SMTP forward path
  * (RFC 5321 section 4.5.3.1.3, 256 octets including the angle brackets).
  */
-export const EMAIL_MAX_LENGTH = 254;
+const EMAIL_MAX_LENGTH = 254;
 
 /** An email address: surrounding spaces removed, lowercased (better-auth stores it lowercased), at most 254. */
 export const emailField = z.string().trim().toLowerCase().pipe(z.email().max(EMAIL_MAX_LENGTH));
@@ -36,7 +36,7 @@ export const signInPasswordField = z.string().min(1).max(PASSWORD_MAX_LENGTH);
 export const NAME_MAX_LENGTH = 100;
 
 /** A display name: surrounding spaces removed, 1..100 characters. */
-export const nameField = z.string().trim().min(1).max(NAME_MAX_LENGTH);
+const nameField = z.string().trim().min(1).max(NAME_MAX_LENGTH);
 
 /** What the hook refuses an account change with: better-auth's error code and a sentence. */
 export interface AccountFieldsProblem {

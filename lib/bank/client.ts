@@ -118,6 +118,7 @@ function classifyThrown(error: unknown): UnknownOutcome {
   return { kind: "unknown", reason: "network", detail: code ?? (error instanceof Error ? error.message : "unknown") };
 }
 
+/** One bank call: the raw status and parsed JSON, or why there was no answer (shared by lib/bank/disputes.ts). */
 export async function call(
   options: BankCallOptions,
   method: "GET" | "POST",

@@ -97,7 +97,7 @@ export function rawTopLevelMembers(text: string): RawMembers {
 }
 
 /** Contract section 1: a plain JSON integer token, no sign, no leading zero, no fraction or exponent, ≤ 16 digits. */
-export const AMOUNT_TOKEN_PATTERN = /^[1-9][0-9]{0,15}$/;
+const AMOUNT_TOKEN_PATTERN = /^[1-9][0-9]{0,15}$/;
 
 /**
  * Parses an amount from its raw token: returns the integer when the token matches

@@ -8,7 +8,7 @@ import { problem, PROBLEM_CONTENT_TYPE, type ProblemCode } from "../problems";
 import type { OperationResult } from "../ledger";
 
 /** Header on every replayed response (contract section 3). */
-export const REPLAYED_HEADER = "Idempotent-Replayed";
+const REPLAYED_HEADER = "Idempotent-Replayed";
 
 /** A JSON response with `application/json`. Never pass values containing `bigint`. */
 export function jsonResponse(status: number, value: unknown, headers: Record<string, string> = {}): Response {
@@ -50,7 +50,7 @@ export function problemResponse(
  * A stored first response, sent byte for byte: same status, same body text; `Idempotent-Replayed: true`
  * when it is a replay (contract section 3). Error statuses carry the problem media type.
  */
-export function storedResponse(status: number, body: string, replayed: boolean): Response {
+function storedResponse(status: number, body: string, replayed: boolean): Response {
   const headers: Record<string, string> = {
     "content-type": status >= 400 ? PROBLEM_CONTENT_TYPE : "application/json",
     "cache-control": "no-store",

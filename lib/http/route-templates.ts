@@ -3,7 +3,7 @@
  * them and nothing else (a type check there; tests/unit/openapi-document.test.ts compares them with the route files),
  * and the metrics label requests with them, so a label never holds a ref id (bounded cardinality).
  */
-export const API_ROUTE_TEMPLATES = [
+const API_ROUTE_TEMPLATES = [
   "/api/v1/health",
   "/api/v1/health/live",
   "/api/v1/wallet",

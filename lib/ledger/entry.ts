@@ -8,7 +8,6 @@ import type { OperationParams } from "./fingerprint";
 
 /** Lifecycle of a row (contract section 2). `succeeded` and `failed` are terminal. */
 export type EntryStatus = "initiated" | "processing" | "succeeded" | "failed";
-export const UNFINISHED_STATUSES: readonly EntryStatus[] = ["initiated", "processing"];
 
 /**
  * Why a row failed: one union for every door and every operation (contract sections 3 and 5), shown to users in
@@ -21,13 +20,16 @@ export const UNFINISHED_STATUSES: readonly EntryStatus[] = ["initiated", "proces
  * - `refund_exceeds_topup`: a refund's amount is more than what is left to refund of its top-up (a stored 422,
  *   contract section 11). A refund the bank reports failed is `declined_by_bank`; one refused for the balance,
  *   `insufficient_funds`.
+ * - `debt_outstanding`: a payment or a refund found a debt open on the wallet (a stored 402; contract sections 11
+ *   and 12).
  */
 export type FailureReason =
   | "declined_by_bank"
   | "expired"
   | "insufficient_funds"
   | "balance_limit_exceeded"
-  | "refund_exceeds_topup";
+  | "refund_exceeds_topup"
+  | "debt_outstanding";
 
 /** Who moved a row (contract section 2, audit table). */
 export type TransitionActor = "request" | "webhook" | "reconciler" | "admin";

@@ -30,15 +30,25 @@ export interface RefundClaimRequest {
   readonly leaseOwner: string;
   readonly leaseMs: number;
   readonly actor: TransitionActor;
-  /** Stored as the row's first response when the claim is refused for the balance (402) or the remainder (422). */
-  readonly refusals: { readonly insufficientFunds: StoredResponse; readonly exceedsTopup: StoredResponse };
+  /**
+   * Stored as the row's first response when the claim is refused: for the balance (402), for an open debt (402,
+   * contract section 12) or for the top-up's remainder (422).
+   */
+  readonly refusals: {
+    readonly insufficientFunds: StoredResponse;
+    readonly debtOutstanding: StoredResponse;
+    readonly exceedsTopup: StoredResponse;
+  };
 }
 
 export type RefundClaimOutcome =
   /** This call claimed the key and reserved the money: the row is `initiated`, wallet and remainder lowered. */
   | { readonly kind: "reserved"; readonly entry: LedgerEntry; readonly balanceMinor: number }
-  /** This call claimed the key and refused it: the row is `failed` with its stored 402/422; nothing reserved. */
-  | { readonly kind: "refused"; readonly entry: LedgerEntry }
+  /**
+   * This call claimed the key and stored a refusal: the row is `failed` with its stored 402/422; nothing reserved.
+   * (Not an OperationResult `refused`: that one is refused before any claim, with nothing stored.)
+   */
+  | { readonly kind: "stored_refusal"; readonly entry: LedgerEntry }
   /** The key already has a row (another caller's, maybe this request's own lost commit): nothing reserved here. */
   | { readonly kind: "taken" }
   /** The top-up is not a succeeded top-up of this user: nothing claimed, nothing reserved (not stored). */
@@ -46,11 +56,13 @@ export type RefundClaimOutcome =
 
 // One statement (contract section 11). topup and wallet lock the two rows the money comes out of, in that order
 // (every refund statement takes them in this order); at READ COMMITTED a locked row is read in its newest version,
-// so verdict decides on the current remainder and balance. claimed inserts the row: `initiated` with a lease when
+// so verdict decides on the current remainder, debt and balance. A wallet with a debt open is refused before its
+// balance is looked at (contract section 11: a refund waits, like a payment, until credits have repaid the debt;
+// with a debt open the balance is 0 anyway, section 12). claimed inserts the row: `initiated` with a lease when
 // the money is there, `failed` with its stored refusal otherwise; ON CONFLICT makes a loser insert nothing.
 // reserved and debited lower the remainder and the balance only for a row this statement inserted as `initiated`.
 // $1 user id, $2 ref id, $3 amount, $4 currency, $5 fingerprint, $6 params, $7 lease owner, $8 lease ms, $9 actor,
-// $10 top-up entry id, $11 402 body, $12 422 body.
+// $10 top-up entry id, $11 402 insufficient_funds body, $12 422 body, $13 402 debt_outstanding body.
 const CLAIM_REFUND_SQL = `
 WITH topup AS (
   SELECT amount_minor - refunded_minor AS remaining_minor
@@ -58,11 +70,12 @@ WITH topup AS (
    WHERE user_id = $1 AND id = $10 AND type = 'topup' AND status = 'succeeded'
    FOR UPDATE
 ), wallet AS (
-  SELECT balance_minor FROM wallets WHERE user_id = $1 FOR UPDATE
+  SELECT balance_minor, debt_minor FROM wallets WHERE user_id = $1 FOR UPDATE
 ), verdict AS (
   SELECT CASE
            WHEN NOT EXISTS (SELECT 1 FROM topup) THEN 'topup_not_refundable'
            WHEN (SELECT remaining_minor FROM topup) < $3 THEN 'refund_exceeds_topup'
+           WHEN COALESCE((SELECT debt_minor FROM wallet), 0) > 0 THEN 'debt_outstanding'
            WHEN COALESCE((SELECT balance_minor FROM wallet), 0) < $3 THEN 'insufficient_funds'
            ELSE 'reserved'
          END AS v
@@ -73,8 +86,8 @@ WITH topup AS (
   SELECT $1, 'refund', $2, $3, $4, $5, $6::jsonb,
          CASE WHEN v = 'reserved' THEN 'initiated' ELSE 'failed' END,
          CASE WHEN v = 'reserved' THEN NULL ELSE v END,
-         CASE v WHEN 'insufficient_funds' THEN 402 WHEN 'refund_exceeds_topup' THEN 422 END,
-         CASE v WHEN 'insufficient_funds' THEN $11 WHEN 'refund_exceeds_topup' THEN $12 END,
+         CASE v WHEN 'refund_exceeds_topup' THEN 422 WHEN 'reserved' THEN NULL ELSE 402 END,
+         CASE v WHEN 'insufficient_funds' THEN $11 WHEN 'refund_exceeds_topup' THEN $12 WHEN 'debt_outstanding' THEN $13 END,
          CASE WHEN v = 'reserved' THEN $7 END,
          CASE WHEN v = 'reserved' THEN now() + $8::int * interval '1 millisecond' END,
          $10::bigint
@@ -106,10 +119,10 @@ SELECT (SELECT v FROM verdict) AS verdict, (SELECT balance_minor FROM debited) A
 /**
  * Claims a refund's key and reserves its money in one autocommit statement (contract section 11): the row is
  * inserted, the wallet debited and the top-up's refundable remainder lowered together, or, when either would go
- * below zero, the row is inserted `failed` with its stored 402 `insufficient_funds` / 422 `refund_exceeds_topup`
- * and nothing moves. A concurrent claim of the same key waits on the locks and then inserts nothing (`taken`).
+ * below zero or the wallet has a debt open (contract section 12), the row is inserted `failed` with its stored 402
+ * `insufficient_funds` / 402 `debt_outstanding` / 422 `refund_exceeds_topup` and nothing moves. A concurrent claim of the same key waits on the locks and then inserts nothing (`taken`).
  *
- * Returns `reserved`, `refused`, `taken` or `topup_not_refundable` (see {@link RefundClaimOutcome}). Throws database
+ * Returns `reserved`, `stored_refusal`, `taken` or `topup_not_refundable` (see {@link RefundClaimOutcome}). Throws database
  * errors as they come (a 23505 on the claim index cannot happen: ON CONFLICT).
  */
 export async function claimRefund(
@@ -131,19 +144,23 @@ export async function claimRefund(
       request.topupEntryId,
       request.refusals.insufficientFunds.body,
       request.refusals.exceedsTopup.body,
+      request.refusals.debtOutstanding.body,
     ]),
   );
   const row = result.rows[0] as Record<string, unknown>;
   if (row.verdict === "topup_not_refundable") return { kind: "topup_not_refundable" };
-  if (row.id === null || row.id === undefined) return { kind: "taken" };
+  // claimed.* comes through the LEFT JOIN as NULL columns when this call inserted nothing.
+  if (row.id === null) return { kind: "taken" };
   const entry = toLedgerEntry(row);
-  if (entry.status === "failed") return { kind: "refused", entry };
+  if (entry.status === "failed") return { kind: "stored_refusal", entry };
   return { kind: "reserved", entry, balanceMinor: row.balance_minor as number };
 }
 
 // One statement: lock the refund row (prev, for the status it leaves), fail it if it is still unfinished (moved),
 // and only then give its amount back to the top-up's remainder (restored) and the wallet (credited), and append the
-// audit row. The guard is moved's WHERE: a refund's reservation is given back at most once, whoever calls.
+// audit row. The guard is moved's WHERE: a refund's reservation is given back at most once, whoever calls. The give
+// back is a credit like any other: it repays the wallet's debt first (contract section 12; a chargeback may have
+// landed while the refund was in flight), both SET expressions reading the row as it was before the update.
 // $1 user id, $2 refund entry id, $3 bank refund id (kept when null), $4 actor, $5 audit detail.
 const RELEASE_REFUND_SQL = `
 WITH prev AS (
@@ -161,7 +178,10 @@ WITH prev AS (
    WHERE t.user_id = $1 AND t.id = m.refunds_entry_id
   RETURNING t.refunded_minor
 ), credited AS (
-  UPDATE wallets w SET balance_minor = w.balance_minor + m.amount_minor, updated_at = now()
+  UPDATE wallets w
+     SET balance_minor = w.balance_minor + GREATEST(m.amount_minor - w.debt_minor, 0),
+         debt_minor = GREATEST(w.debt_minor - m.amount_minor, 0),
+         updated_at = now()
     FROM moved m
    WHERE w.user_id = $1
   RETURNING w.balance_minor
@@ -178,8 +198,9 @@ export type RefundReleaseOutcome =
   | { readonly kind: "unchanged" };
 
 /**
- * Fails an unfinished refund row as `declined_by_bank` and gives its reservation back to the wallet and to the
- * top-up's refundable remainder, in one statement, at most once per row. Call it only on the bank's word that the
+ * Fails an unfinished refund row as `declined_by_bank` and gives its reservation back to the wallet (repaying an
+ * open debt first, contract section 12) and to the top-up's refundable remainder, in one statement, at most once
+ * per row. Call it only on the bank's word that the
  * refund failed (contract section 11: a `refund.failed` event is a claim until the bank confirms it).
  * `bankRefundId` is recorded on the row when known. Returns `released` or `unchanged`. Throws database errors.
  */

@@ -36,11 +36,13 @@ export type TransitionOutcome =
       readonly fromStatus: EntryStatus;
       readonly balanceMinor: number | null;
     }
-  /** The guard refused: the row is terminal already, or the caller's lease was taken over. */
-  | { readonly kind: "refused"; readonly entry: LedgerEntry };
+  /** The guard did not hold and nothing changed: the row is terminal already, or the caller's lease was taken over. */
+  | { readonly kind: "not_moved"; readonly entry: LedgerEntry };
 
 // One statement: lock the row (prev, to record the status it leaves), move it if the guard holds (moved),
 // credit the wallet when asked and only if the row moved (credited), and append the audit row (logged).
+// A credit repays the wallet's debt first (contract section 12): what the debt takes never reaches the balance,
+// in the same statement (both SET expressions read the row as it was before the update).
 // `moved` names its row by the key parameters, not by a join to `prev`: a join condition is only an index
 // condition when the planner expects the joined table to be large, so a generic plan made on an empty ledger
 // kept a nested loop that scanned every row per credit (case C25). `prev` is joined for its status only (one row).
@@ -67,7 +69,9 @@ WITH prev AS (
   INSERT INTO wallets (user_id, balance_minor, currency)
   SELECT user_id, amount_minor, currency FROM moved WHERE $7::boolean
   ON CONFLICT (user_id) DO UPDATE
-     SET balance_minor = wallets.balance_minor + EXCLUDED.balance_minor, updated_at = now()
+     SET balance_minor = wallets.balance_minor + GREATEST(EXCLUDED.balance_minor - wallets.debt_minor, 0),
+         debt_minor = GREATEST(wallets.debt_minor - EXCLUDED.balance_minor, 0),
+         updated_at = now()
   RETURNING balance_minor
 ), logged AS (
   INSERT INTO ledger_transitions (user_id, entry_id, from_status, to_status, actor, attempt, detail)
@@ -115,7 +119,7 @@ async function transition(ref: EntryRef, spec: TransitionSpec, db: Queryable): P
   }
   const current = await getEntryById(ref, db);
   if (!current) throw new Error(`ledger entry ${ref.userId}/${ref.entryId} does not exist`);
-  return { kind: "refused", entry: current };
+  return { kind: "not_moved", entry: current };
 }
 
 /** Reads one row by its primary key; null when absent. */
@@ -129,7 +133,7 @@ export async function getEntryById(ref: EntryRef, db: Queryable = autocommit()):
  * `initiated` → `processing`: recorded just before the external call, so that from here on the outcome is
  * "the bank may have charged" and nothing may guess it. Lease holders only: `attempt` is the caller's fencing
  * token; `actor` is "request" for the live request, "reconciler" for a re-drive after a take-over.
- * Returns `moved`, or `refused` when the row is no longer `initiated` or the lease was taken over.
+ * Returns `moved`, or `not_moved` when the row is no longer `initiated` or the lease was taken over.
  */
 export function markProcessing(
   ref: EntryRef,
@@ -164,7 +168,7 @@ export interface CompleteOptions {
 /**
  * Moves an unfinished row to `succeeded`, crediting the wallet in the same statement when `credit` is set.
  * Happens at most once per row, whoever calls it and however often (contract section 1).
- * Returns `moved` (with the new balance for credits) or `refused` (already terminal, or fenced out).
+ * Returns `moved` (with the new balance for credits) or `not_moved` (already terminal, or fenced out).
  * Throws database errors (a 23505 on the bank-charge index is a bug, never a replay: contract section 8).
  */
 export function completeEntry(

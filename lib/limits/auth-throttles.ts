@@ -1,24 +1,6 @@
 /**
- * Sign-in, password-change and sign-up throttles (contract section 9, case C22). They run inside better-auth's
- * hooks (lib/auth/auth.ts), so the pages, the server actions and `/api/auth/*` are all throttled by the same
- * counters, keyed on the address resolved once by lib/http/client-address.ts.
- *
- * Failed password attempts (sign-in, or the current password of a password change), per window:
- * - at most 5 per 15 minutes per (email, address) pair;
- * - at most 100 per 15 minutes per address (password spraying over many emails);
- * - at most 50 per hour per email from addresses that email never signed in from (a botnet on one account).
- * A throttled pair never blocks other emails, nor the owner from an address where they signed in before: so a
- * third party cannot lock the owner out (the issue's finding: 5 wrong attempts from anywhere used to lock the
- * account for everyone).
- *
- * An attempt is counted before the password is checked (so N concurrent guesses cannot all pass a check that
- * ran before any of them failed) and refunded when it succeeds or is refused: the counters hold failures only.
- *
- * Sign-ups: at most SIGNUPS_PER_HOUR attempts per address per hour, counted up front and never refunded (a
- * sign-up that fails on a taken email still tells the caller the email exists).
- *
- * Emails are keyed by their SHA-256, so Redis holds no readable address book; IPv6 addresses by their /64, the
- * block one subscriber usually holds (rotating inside it must not reset a limit).
+ * Sign-in, password-change and sign-up throttles run in better-auth's hooks (contract section 9, case C22); the
+ * limits, what counts and why: docs/decisions/010-client-address-and-auth-throttles.md.
  */
 import { createHash } from "node:crypto";
 import { isIPv6 } from "node:net";
@@ -51,7 +33,7 @@ const emailLimiter = new CounterLimiter(PASSWORD_EMAIL_RULE);
 let signUpLimiter: CounterLimiter | undefined;
 
 /** The sign-up rule with this process's SIGNUPS_PER_HOUR. */
-export function signUpRule(): LimitRule {
+function signUpRule(): LimitRule {
   return { name: "signup-address", points: env().SIGNUPS_PER_HOUR, durationS: HOUR_S };
 }
 

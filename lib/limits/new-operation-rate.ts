@@ -1,19 +1,6 @@
 /**
- * OPS_PER_MINUTE (contract section 9): per user and type, at most that many *new* operations in any minute.
- *
- * What counts is a distinct operation key, not a request: copies of one key (a double click, a retry, 500
- * copies released at once) count once, and a key that already has a ledger row is never counted nor refused
- * (it replays as before). rate-limiter-flexible counts events, not distinct keys, so this one is ours: idempotent
- * counting per operation key is the same discipline as the claim and the cap's reservations.
- *
- * Store: one Redis sorted set per user and type, `ops:{<userId>}:<type>`, members the ref ids counted in the
- * last minute, scored by Redis's own clock (one clock for every app instance). One script touches that one key
- * (the `{<userId>}` hash tag keeps it on the user's Cluster slot), so counting is atomic and a resent or
- * replayed script changes nothing (docs/development.md note 21). The window slides: at most OPS_PER_MINUTE keys in any
- * 60 s.
- *
- * Redis off, down or holding garbage: the operation goes on and a warning is logged (contract section 9: the
- * ledger is the guarantee; docs/decisions/011-new-operation-rate.md).
+ * OPS_PER_MINUTE (contract section 9): per user and type, at most that many new operation keys in any minute,
+ * counted once per key by one Redis script and failing open; why and how: docs/decisions/011-new-operation-rate.md.
  */
 import { env } from "../env";
 import { log } from "../log";
@@ -122,15 +109,9 @@ export type NewOperationGate =
   | { readonly kind: "rate_limited"; readonly retryAfterS: number };
 
 /**
- * The order of checks of contract section 9 between authentication and the claim, for top-ups and payments:
- * a key that has a row answers as section 3 says and is never rate limited; only a key with no row can get
- * `rate_limited`. Concurrent copies of one new key count once (the script counts distinct ref ids); the claim
- * then picks one winner among them.
- *
- * The ledger is read only on the refused path: the Redis copy of stored responses answers hot replays, the
- * counter admits a key it has seen in the window, and a refused key is looked up before it is refused, so no
- * key with a row is ever refused. The one cost (docs/decisions/011): a replay whose Redis copy is gone (Redis
- * flushed or failed over) more than a minute after its first request is counted in the window again.
+ * The order of checks of contract section 9 between authentication and the claim, for top-ups and payments: a key
+ * that has a row answers as section 3 says and is never rate limited; only a key with no row can get
+ * `rate_limited` (the order, and its one cost: docs/decisions/011-new-operation-rate.md).
  *
  * @param key the operation's key; @param params its fingerprinted parameters (for the replay copy's check).
  * @throws the database driver's error when PostgreSQL cannot be read (500, nothing written).

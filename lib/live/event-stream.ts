@@ -20,25 +20,25 @@ import { ledgerChangeFeed, type FeedEvent, type LedgerChangeFeed } from "./ledge
  * Streams one user may hold open in one app process: 10 is more tabs of one wallet than a person uses; a script
  * that opens streams in a loop gets 429 instead of holding a process's memory and file descriptors.
  */
-export const STREAMS_PER_USER_MAX = 10;
+const STREAMS_PER_USER_MAX = 10;
 
 /** Streams one process serves at once: 2,000 idle streams cost a few MB; past that the pages poll (503). */
-export const STREAMS_PER_PROCESS_MAX = 2_000;
+const STREAMS_PER_PROCESS_MAX = 2_000;
 
 /**
  * A keep-alive event every 15 s: below the 30-60 s idle timeouts of common proxies (HAProxy's `timeout server` in
  * `npm run cluster` is 60 s), and what the page's watchdog counts on (it gives up after three silent periods).
  */
-export const PING_INTERVAL_MS = 15_000;
+const PING_INTERVAL_MS = 15_000;
 
 /** The browser reconnects 3 s after a broken stream: an app restart is back within that on a quiet machine. */
-export const RETRY_MS = 3_000;
+const RETRY_MS = 3_000;
 
 /**
  * A stream lasts at most 10 minutes, then ends cleanly; the browser reconnects after `retry`, and the principal is
  * authenticated again, so a session signed out or a token revoked stops receiving within 10 minutes.
  */
-export const STREAM_MS_MAX = 10 * 60_000;
+const STREAM_MS_MAX = 10 * 60_000;
 
 const encoder = new TextEncoder();
 

@@ -1,19 +1,6 @@
 /**
- * The live feed of ledger changes behind the pages' live status (docs/decisions/025-live-status-push.md). The
- * database announces every change of a top-up's state on the channel `ledger_changes` when the change commits (a
- * trigger, migration 20261201140000_ledger_change_notify); this module LISTENs on ONE direct connection per
- * process and hands each announcement to the subscribers of that user (the open event streams of
- * app/api/v1/events).
- *
- * The connection is its own `pg.Client`, never one of the pool's: LISTEN is a session's state, which a
- * transaction pooler (DB_POOLER=transaction, PgBouncer) does not keep, so behind one the feed needs
- * DATABASE_LISTEN_URL (a direct address); without it the feed is unavailable and the pages poll.
- *
- * A lost connection (a restart, a failover, a killed backend) is never silent: subscribers get `down` at once
- * (their pages fall back to polling), the feed connects and LISTENs again with back-off, and then sends `ready`
- * (the pages refresh: announcements made while nobody listened are gone). A health probe every
- * {@link PROBE_INTERVAL_MS} catches a connection that died without a word, or one that now reaches a standby
- * after a failover (a standby cannot LISTEN for the primary's announcements).
+ * The live feed of ledger changes: one LISTEN connection per process on `ledger_changes`, handed to each user's
+ * subscribers, never silent when lost; why and how: docs/decisions/025-live-status-push.md.
  */
 import pg from "pg";
 import { z } from "zod";
@@ -21,7 +8,7 @@ import { env } from "../env";
 import { log } from "../log";
 
 /** The channel the trigger announces on. */
-export const LEDGER_CHANGES_CHANNEL = "ledger_changes";
+const LEDGER_CHANGES_CHANNEL = "ledger_changes";
 
 /** The `application_name` of the listener's connection, to find it in `pg_stat_activity`. */
 export const LISTENER_APPLICATION_NAME = "wallet-live";
@@ -80,7 +67,7 @@ export interface FeedOptions {
 }
 
 /** The address the listener connects to, or null when there is none it can use (behind a transaction pooler). */
-export function listenConnectionString(): string | null {
+function listenConnectionString(): string | null {
   const settings = env();
   if (settings.DATABASE_LISTEN_URL) return settings.DATABASE_LISTEN_URL;
   if (settings.DB_POOLER === "transaction") return null;

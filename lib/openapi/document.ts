@@ -187,7 +187,7 @@ function operation(
 const operationBody = (schema: z.ZodType) => ({ required: true, content: { "application/json": { schema } } });
 
 /** Every route of `/api/v1`: the document's paths (and the route labels of the metrics). */
-export const API_PATHS = {
+const API_PATHS = {
   "/api/v1/health": {
     get: operation("Liveness of the app and its stores", {
       tags: ["service"],
@@ -299,7 +299,7 @@ export const API_PATHS = {
           "Idempotent-Replayed": replayedHeader.optional(),
         }),
       },
-      problems: { codes: [...BODY_CODES, ...AUTH_CODES, ...KEY_CODES, "insufficient_funds"] },
+      problems: { codes: [...BODY_CODES, ...AUTH_CODES, ...KEY_CODES, "insufficient_funds", "debt_outstanding"] },
     }),
   },
   "/api/v1/bank/webhook": {
@@ -349,7 +349,8 @@ export const API_PATHS = {
       description:
         "Contract section 11. The claim reserves the amount from the wallet and from the top-up's refundable " +
         "remainder in one statement before the bank is called; `status` is `processing` until the bank's word " +
-        "arrives (webhook or reconciler), then `succeeded`, or `failed` with the reservation given back.",
+        "arrives (webhook or reconciler), then `succeeded`, or `failed` with the reservation given back. While the " +
+        "wallet has a debt open (contract section 12) the refund is refused with a stored 402 `debt_outstanding`.",
       requestParams: { path: refundPathSchema },
       requestBody: operationBody(refundRequestSchema),
       success: {
@@ -366,6 +367,7 @@ export const API_PATHS = {
           "request_in_progress",
           "idempotency_key_reused",
           "insufficient_funds",
+          "debt_outstanding",
           "refund_exceeds_topup",
         ],
       },

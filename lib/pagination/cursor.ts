@@ -28,10 +28,10 @@ export const LIST_LIMIT_MAX = 100;
  * Longest cursor accepted, in characters. An encoded cursor is about 110 characters (a list name, a 16-character
  * scope digest, a millisecond timestamp and a 64-bit id); 256 leaves room and bounds what is parsed.
  */
-export const CURSOR_LENGTH_MAX = 256;
+const CURSOR_LENGTH_MAX = 256;
 
 /** base64url without padding (RFC 4648 section 5), 1..256 characters: the only text a cursor can be. */
-export const CURSOR_PATTERN = /^[A-Za-z0-9_-]{1,256}$/;
+export const CURSOR_PATTERN = new RegExp(`^[A-Za-z0-9_-]{1,${CURSOR_LENGTH_MAX}}$`);
 
 /** Where a page ended: the last row's `created_at` (milliseconds; the column is timestamptz(3)) and `id`. */
 export interface PagePosition {

@@ -1,6 +1,7 @@
 /**
  * Pays from the wallet balance: claim and debit in one transaction (contract sections 1, 3 and 8).
  */
+import { openDebtMinor } from "../chargebacks/wallet-debt";
 import { env } from "../env";
 import { countOperation } from "../metrics/registry";
 import { formatMinor } from "../money";
@@ -37,16 +38,18 @@ export interface CreatePaymentInput {
 }
 
 // The debit decides insufficient funds by itself (contract section 8): no row back means the balance
-// did not cover the amount at the moment of the update. The balance CHECK is only the last line of defence.
+// did not cover the amount at the moment of the update, or a debt is open (contract section 12: payments wait until
+// credits have repaid it). The balance CHECK is only the last line of defence.
 const DEBIT_SQL = `
 UPDATE wallets SET balance_minor = balance_minor - $2, updated_at = now()
- WHERE user_id = $1 AND balance_minor >= $2
+ WHERE user_id = $1 AND balance_minor >= $2 AND debt_minor = 0
 RETURNING balance_minor`;
 
 /**
  * Debits `amountMinor` (minor units) from `userId`'s wallet on `db` (the payment's transaction) if the balance
- * covers it, in one conditional UPDATE (contract section 8: the debit itself decides insufficient funds).
- * Returns the new balance in minor units, or null when the balance was short (or the user has no wallet).
+ * covers it and no debt is open, in one conditional UPDATE (contract section 8: the debit itself decides).
+ * Returns the new balance in minor units, or null when the balance was short, a debt is open (contract section 12)
+ * or the user has no wallet.
  * Throws database errors as they come.
  */
 export async function debitWallet(db: Queryable, userId: string, amountMinor: number): Promise<number | null> {
@@ -100,20 +103,32 @@ async function runPayment(input: CreatePaymentInput): Promise<OperationResult> {
       const ref = { userId: input.userId, entryId: entry.id };
       const guard = { kind: "lease", attempt: entry.attempt } as const;
 
-      const moved =
-        (await debitWallet(tx, input.userId, input.amountMinor)) !== null
-          ? await completeEntry(ref, { actor: "request", guard, credit: false }, tx)
-          : await failEntry(ref, { actor: "request", guard, reason: "insufficient_funds" }, tx);
+      const debited = (await debitWallet(tx, input.userId, input.amountMinor)) !== null;
+      // Refused: an open debt is the reason to name (contract section 12), else the balance was short.
+      const debtMinor = debited ? 0 : await openDebtMinor(tx, input.userId);
+      const moved = debited
+        ? await completeEntry(ref, { actor: "request", guard, credit: false }, tx)
+        : await failEntry(
+            ref,
+            { actor: "request", guard, reason: debtMinor > 0 ? "debt_outstanding" : "insufficient_funds" },
+            tx,
+          );
       // The row was inserted by this transaction and nobody else can see it yet: the guard cannot refuse.
-      if (moved.kind !== "moved") throw new Error(`payment ${input.orderId}: fresh claim refused its transition`);
+      if (moved.kind !== "moved")
+        throw new Error(`payment ${input.orderId}: the fresh claim's transition did not move the row`);
 
       const first =
         moved.entry.status === "succeeded"
           ? jsonStoredResponse(201, { payment: paymentView(moved.entry) })
-          : problemStoredResponse(
-              "insufficient_funds",
-              `The balance does not cover ${formatMinor(input.amountMinor)} ${input.currency}.`,
-            );
+          : debtMinor > 0
+            ? problemStoredResponse(
+                "debt_outstanding",
+                `The wallet owes ${formatMinor(debtMinor)} ${input.currency} from a disputed top-up; payments resume once a credit repays it.`,
+              )
+            : problemStoredResponse(
+                "insufficient_funds",
+                `The balance does not cover ${formatMinor(input.amountMinor)} ${input.currency}.`,
+              );
       return (await storeResponse(ref, first, tx)).response;
     }),
   );

@@ -7,6 +7,7 @@
  * Policy (re-drive window, cancel-then-fail-as-expired, cursor look-back):
  * docs/decisions/003-failure-and-recovery-policy.md.
  */
+import { reconcileDisputes } from "../chargebacks/reconcile-disputes";
 import { repairRewardCounters } from "../rewards/repair-reward-counters";
 import { env } from "../env";
 import { countReconcilePass } from "../metrics/registry";
@@ -123,6 +124,8 @@ interface PassContext {
  * Whenever the reconciler finishes a row whose request is gone, it stores the 201 `{ topup: T }` response first-
  * writer-wins, so a retry of the original request replays (case C12).
  *
+ * Then the disputes changed at the bank since this process's dispute cursor (lib/chargebacks/reconcile-disputes.ts).
+ *
  * Rewards and payments are single-transaction and never unfinished; one found unfinished is reported as an
  * anomaly and left alone.
  *
@@ -151,6 +154,8 @@ export async function reconcileOnce(options: ReconcileOptions = {}): Promise<Rec
 
   const bankDown = await reconcileUnfinishedEntries(ctx);
   const chargesListed = bankDown ? false : await reconcileBankCharges(ctx);
+  // Disputes the webhooks missed (contract section 12): lost ones debit once, reversed ones credit back once.
+  if (chargesListed) await reconcileDisputes(ctx);
 
   if (ctx.unknown || !chargesListed) {
     const remaining = bankDown ? await countExpiredUnfinishedEntries(ctx.userIds) : 0;
@@ -595,7 +600,7 @@ async function reconcileCharge(ctx: PassContext, charge: BankCharge): Promise<bo
         );
         return "done";
       }
-      if (claimed.kind === "refused") return "done";
+      if (claimed.kind === "skipped") return "done";
       // Someone else's: a live request (or another reconciler) committed the row while our claim waited on it.
       entry = claimed.entry;
       claimedOrFound = "lost_claim";
@@ -609,7 +614,7 @@ async function reconcileCharge(ctx: PassContext, charge: BankCharge): Promise<bo
 type MissingRowClaim =
   | { kind: "claimed"; entry: LedgerEntry }
   | { kind: "lost"; entry: LedgerEntry }
-  | { kind: "refused" };
+  | { kind: "skipped" };
 
 /**
  * Claims the key of a succeeded charge that has no row, exactly as a request would (INSERT ... ON CONFLICT DO
@@ -629,7 +634,7 @@ async function claimMissingRow(
       chargeId: charge.id,
       detail: `a succeeded charge in ${charge.currency} has no row, and the wallet currency is ${ctx.walletCurrency}`,
     });
-    return { kind: "refused" };
+    return { kind: "skipped" };
   }
   const claimed = await insertClaimOrLose(pool(), {
     key,

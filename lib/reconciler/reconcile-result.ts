@@ -24,7 +24,6 @@ export const RECONCILE_ANOMALY_KINDS = [
   /** A database constraint refused a transition of this row (a bug; logged with the error). */
   "row_error",
 ] as const;
-export type ReconcileAnomalyKind = (typeof RECONCILE_ANOMALY_KINDS)[number];
 
 export const reconcileAnomalySchema = z
   .strictObject({

@@ -50,8 +50,9 @@ export type RefundResult =
  * Runs one refund exactly once per `(userId, "refund", refundId)`.
  *
  * 1. One statement claims the key and reserves the money (lib/ledger `claimRefund`): the wallet and the top-up's
- *    refundable remainder go down with the claim, or the row is stored `failed` with its 402 `insufficient_funds` /
- *    422 `refund_exceeds_topup` and nothing moves. A payment after this point cannot spend the refunded money.
+ *    refundable remainder go down with the claim, or the row is stored `failed` with its 402 `insufficient_funds`,
+ *    402 `debt_outstanding` (a debt is open, contract section 12) or 422 `refund_exceeds_topup` and nothing moves.
+ *    A payment after this point cannot spend the refunded money.
  * 2. The winner records `processing` and calls `POST /refunds` with `Idempotency-Key: refund:<userId>:<refundId>`
  *    (so a repeat, by this request or the reconciler, never makes a second refund).
  * 3. The bank's answer is settled (./settle-refund.ts): `succeeded` makes the row final, `failed` or a 4xx refusal
@@ -95,6 +96,10 @@ async function runRefund(input: CreateRefundInput): Promise<RefundResult> {
               "insufficient_funds",
               `The balance does not cover a refund of ${formatMinor(input.amountMinor)} ${topup.currency}.`,
             ),
+            debtOutstanding: problemStoredResponse(
+              "debt_outstanding",
+              "The wallet owes money from a disputed top-up; no refund is made until credits have repaid the debt.",
+            ),
             exceedsTopup: problemStoredResponse(
               "refund_exceeds_topup",
               `A refund of ${formatMinor(input.amountMinor)} ${topup.currency} is more than what is left to refund of top-up ${topup.refId}.`,
@@ -105,7 +110,7 @@ async function runRefund(input: CreateRefundInput): Promise<RefundResult> {
 
   let entry: LedgerEntry;
   switch (claim.kind) {
-    case "refused":
+    case "stored_refusal":
       await cacheStoredResponse(key, params, claim.entry.response!);
       return { kind: "response", response: claim.entry.response!, replayed: false };
     case "reserved":

@@ -68,7 +68,7 @@ export interface CapOperation {
   readonly keysExpireAtS: number;
 }
 
-export type ReserveOutcome =
+export type CapReserveOutcome =
   /** This attempt raised the counter by the amount; `counterMinor` is the counter after it. */
   | { readonly kind: "reserved"; readonly counterMinor: number }
   /** The operation is already counted (this attempt resent, or a concurrent duplicate holds it); nothing changed. */
@@ -78,7 +78,7 @@ export type ReserveOutcome =
   /** This attempt was released before its reserve ran (tombstone): nothing changed. */
   | { readonly kind: "after_release" };
 
-export type ReleaseOutcome =
+export type CapReleaseOutcome =
   /** This attempt was the last holder: the amount went back to the counter. */
   | { readonly kind: "released" }
   /** Another attempt of the same operation still holds the reservation: the counter keeps it. */
@@ -92,7 +92,7 @@ export type ReleaseOutcome =
   /** This attempt was released or settled before: nothing changed. */
   | { readonly kind: "noop" };
 
-export type SettleOutcome =
+export type CapSettleOutcome =
   /** The reservation became part of the credited sum (counter unchanged). */
   | { readonly kind: "settled" }
   /** Another attempt settled the operation first; counter unchanged. */
@@ -102,24 +102,24 @@ export type SettleOutcome =
   /** This attempt settled before. */
   | { readonly kind: "noop" };
 
-/** The three operations claimReward needs; tests substitute broken implementations as negative controls. */
+/** The three operations creditReward needs; tests substitute broken implementations as negative controls. */
 export interface RewardCapStore {
   /**
    * Reserves `amountMinor` of the day's `capMinor` for `op` (minor units), seeding a missing counter from
    * the ledger first. Throws {@link CapStoreUnavailableError} on any Redis failure.
    */
-  reserve(op: CapOperation, amountMinor: number, capMinor: number): Promise<ReserveOutcome>;
+  reserve(op: CapOperation, amountMinor: number, capMinor: number): Promise<CapReserveOutcome>;
   /**
    * Gives `op`'s reservation back when its credit did not land, then raises the counter to at least
    * `floorMinor` (the day's credited total in the ledger) when given. Idempotent. Throws
    * {@link CapStoreUnavailableError}.
    */
-  release(op: CapOperation, floorMinor?: number): Promise<ReleaseOutcome>;
+  release(op: CapOperation, floorMinor?: number): Promise<CapReleaseOutcome>;
   /**
    * Records that `op`'s credit of `amountMinor` landed, then raises the counter to at least `floorMinor` when
    * given. Idempotent. Throws {@link CapStoreUnavailableError}.
    */
-  settle(op: CapOperation, amountMinor: number, floorMinor?: number): Promise<SettleOutcome>;
+  settle(op: CapOperation, amountMinor: number, floorMinor?: number): Promise<CapSettleOutcome>;
 }
 
 /** One reward operation's hash as read back (audit, tests). */
@@ -392,11 +392,11 @@ export class RedisRewardCapStore implements RewardCapStore {
    * atomically (case C13). A missing counter is first seeded from the ledger with `SET NX EXAT` (contract
    * section 6): never over an existing counter, so reservations made meanwhile survive.
    *
-   * Returns reserved | already_reserved | over_cap | after_release (see {@link ReserveOutcome}).
+   * Returns reserved | already_reserved | over_cap | after_release (see {@link CapReserveOutcome}).
    * Throws {@link CapStoreUnavailableError} on any Redis failure, including garbage at the counter key; a
    * database error of the seed read is thrown as it comes.
    */
-  async reserve(op: CapOperation, amountMinor: number, capMinor: number): Promise<ReserveOutcome> {
+  async reserve(op: CapOperation, amountMinor: number, capMinor: number): Promise<CapReserveOutcome> {
     for (let round = 0; round < RESERVE_ROUNDS_MAX; round++) {
       const [status, counterMinor] = await this.script("rewardCapReserve", op, [
         amountMinor,
@@ -443,9 +443,9 @@ export class RedisRewardCapStore implements RewardCapStore {
    * Idempotent: a second release, or a release before the reserve ran, changes the counter at most once;
    * the tombstone it leaves makes a reserve that arrives later change nothing (C06).
    *
-   * Returns a {@link ReleaseOutcome}. Throws {@link CapStoreUnavailableError}.
+   * Returns a {@link CapReleaseOutcome}. Throws {@link CapStoreUnavailableError}.
    */
-  async release(op: CapOperation, floorMinor?: number): Promise<ReleaseOutcome> {
+  async release(op: CapOperation, floorMinor?: number): Promise<CapReleaseOutcome> {
     const [status] = await this.script("rewardCapRelease", op, [op.keysExpireAtS, floorArgument(floorMinor)]);
     switch (status) {
       case "released":
@@ -466,9 +466,9 @@ export class RedisRewardCapStore implements RewardCapStore {
    * so the counter never stays below what landed; then the counter is raised to at least `floorMinor` (the day's
    * ledger total, read in the credit's own transaction) when given. Idempotent.
    *
-   * Returns a {@link SettleOutcome}. Throws {@link CapStoreUnavailableError}.
+   * Returns a {@link CapSettleOutcome}. Throws {@link CapStoreUnavailableError}.
    */
-  async settle(op: CapOperation, amountMinor: number, floorMinor?: number): Promise<SettleOutcome> {
+  async settle(op: CapOperation, amountMinor: number, floorMinor?: number): Promise<CapSettleOutcome> {
     const [status] = await this.script("rewardCapSettle", op, [
       amountMinor,
       op.keysExpireAtS,

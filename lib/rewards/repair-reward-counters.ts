@@ -16,10 +16,10 @@ import { capKeysExpireAtS, CapStoreUnavailableError, rewardCapStore, type RedisR
  * master died (docs/development.md note 28); 15 minutes covers a replica that lagged far longer, and a counter older
  * than that which went missing altogether is seeded from the ledger by the next reserve anyway.
  */
-export const REWARD_REPAIR_WINDOW_MS = 15 * 60_000;
+const REWARD_REPAIR_WINDOW_MS = 15 * 60_000;
 
 /** Rows per pass: 1000, one pipelined script each, a few milliseconds of Redis time. */
-export const REWARD_REPAIR_ROWS_MAX = 1000;
+const REWARD_REPAIR_ROWS_MAX = 1000;
 
 const RECENT_DAYS_SQL = `
 SELECT user_id, day, credited_minor

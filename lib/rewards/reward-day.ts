@@ -5,7 +5,7 @@
  */
 
 /** `YYYY-MM-DD`, the form of a reward day inside ref ids and Redis keys. */
-export const REWARD_DAY_PATTERN = /^(\d{4})-(\d{2})-(\d{2})$/;
+const REWARD_DAY_PATTERN = /^(\d{4})-(\d{2})-(\d{2})$/;
 
 const formatters = new Map<string, Intl.DateTimeFormat>();
 

@@ -43,7 +43,7 @@ export type AdjustmentOutcome =
  * being the failed top-up's owner. Throws a TypeError when the bank's charge id is not a valid ref id (contract
  * section 1): such a charge is reported, never credited under another name.
  */
-export function adjustmentKey(topup: LedgerEntry, chargeId: string): OperationKey {
+function adjustmentKey(topup: LedgerEntry, chargeId: string): OperationKey {
   return operationKey(topup.userId, "adjustment", chargeId);
 }
 
@@ -115,7 +115,8 @@ export async function creditAdjustment(
       db,
     );
     // The row was inserted by this transaction and nobody else can see it yet: the guard cannot refuse.
-    if (moved.kind !== "moved") throw new Error(`adjustment ${key.refId}: fresh claim refused its transition`);
+    if (moved.kind !== "moved")
+      throw new Error(`adjustment ${key.refId}: the fresh claim's transition did not move the row`);
     return { kind: "credited", adjustment: moved.entry };
   };
   if (door.db) return work(door.db);

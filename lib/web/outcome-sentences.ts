@@ -78,6 +78,11 @@ export const PROBLEM_SENTENCES: Readonly<Record<ProblemCode, (context: SentenceC
   unauthenticated: () => "You are signed out. Sign in again; nothing was charged.",
   insufficient_funds: (c) =>
     `Not enough money in your wallet for this ${NOUN[c.kind]}${ofAmount(c)}. Nothing was paid.`,
+  // Contract section 12: a chargeback left a debt that payments wait for.
+  debt_outstanding: (c) =>
+    c.kind === "refund"
+      ? "This wallet owes money because a bank took back a disputed top-up. Nothing was refunded; refund once the debt is repaid."
+      : "Your wallet owes money because a bank took back a disputed top-up. Add money first; nothing was paid.",
   // Case C15: the credit would not fit under the wallet's balance ceiling (MAX_BALANCE_MINOR).
   balance_limit_exceeded: (c) =>
     `This ${NOUN[c.kind]}${ofAmount(c)} would take your wallet over its balance limit, so nothing was charged or credited.`,

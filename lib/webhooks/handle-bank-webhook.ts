@@ -15,6 +15,8 @@
  *   only when the bank confirms the charge succeeded (an adjustment is money moved on the bank's word, not an event's);
  * - the outcome recorded for an event is the one of the delivery that applied it, written in the same transaction
  *   as the row's move (case C19).
+ * - a dispute event (`charge.disputed`, `charge.dispute_closed`) goes to lib/chargebacks/handle-dispute-event.ts
+ *   first: the dispute is asked from the bank and applied as the bank reports it (contract section 12).
  * Rows are settled by lib/topups/settle-topup.ts, the one settlement function of the request, the webhook and the
  * reconciler. Events are deduplicated by the row's state, not by a cache (case C04).
  */
@@ -23,6 +25,7 @@ import { z } from "zod";
 import { cancelCharge, getCharge, type BankCallOptions } from "../bank/client";
 import { parseMerchantRef } from "../bank/merchant-ref";
 import { verifyWebhookSignature, type SignatureFailureReason } from "../bank/signature";
+import { APPLIED_DISPUTE_OUTCOMES, handleDisputeEvent, type DisputeOutcome } from "../chargebacks/handle-dispute-event";
 import { pool, withTransaction } from "../db";
 import { env } from "../env";
 import { findEntryByKey, isTerminal, operationKey, type LedgerEntry, type Queryable } from "../ledger";
@@ -75,10 +78,12 @@ export type WebhookOutcome =
   | "anomaly_unknown_merchant_ref"
   | `anomaly_${SettlementAnomalyKind}`
   /** Refund events (contract section 11; lib/refunds/handle-refund-event.ts). */
-  | RefundWebhookOutcome;
+  | RefundWebhookOutcome
+  /** Dispute events (lib/chargebacks/handle-dispute-event.ts, contract section 12). */
+  | DisputeOutcome;
 
 /** Outcomes that mean "this delivery applied the event": the recorded outcome of its event, whoever came first. */
-const APPLIED_OUTCOMES: readonly WebhookOutcome[] = ["credited", "failed", "adjusted"];
+const APPLIED_OUTCOMES: readonly WebhookOutcome[] = ["credited", "failed", "adjusted", ...APPLIED_DISPUTE_OUTCOMES];
 
 export type WebhookResult =
   | { readonly kind: "invalid_signature"; readonly reason: SignatureFailureReason }
@@ -114,7 +119,11 @@ export async function handleBankWebhook(
     nowSeconds,
   });
   if (!verified.ok) return { kind: "invalid_signature", reason: verified.reason };
-
+  const dispute = await handleDisputeEvent(rawBody, {
+    record: (db, event, text, outcome, detail) => recordEvent(db ?? pool(), event, text, outcome, detail),
+    bank: { bankUrl: settings.BANK_URL, timeoutMs: CONFIRM_TIMEOUT_MS },
+  });
+  if (dispute) return dispute;
   // Refund events have their own handler (contract section 11).
   const refundEvent = parseRefundEvent(rawBody.toString("utf8"));
   if (refundEvent)
@@ -159,13 +168,18 @@ function parseEvent(rawBody: Buffer): ParsedEvent {
   try {
     text = new TextDecoder("utf-8", { fatal: true }).decode(rawBody);
   } catch {
-    return { kind: "unusable", reason: "the body is not UTF-8", value: undefined, text: rawBody.toString("utf8") };
+    return {
+      kind: "unusable",
+      reason: "the body is not valid UTF-8 text",
+      value: undefined,
+      text: rawBody.toString("utf8"),
+    };
   }
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
-    return { kind: "unusable", reason: "the body is not JSON", value: undefined, text };
+    return { kind: "unusable", reason: "the body is not a well-formed event", value: undefined, text };
   }
   const checked = bankEventSchema.safeParse(value);
   if (!checked.success) {
@@ -328,7 +342,7 @@ ON CONFLICT (event_id) DO UPDATE
 
 async function recordEvent(
   db: Queryable,
-  event: BankEvent,
+  event: Pick<BankEvent, "id" | "data"> & { readonly type: string },
   payload: string,
   outcome: WebhookOutcome,
   detail: string | null,

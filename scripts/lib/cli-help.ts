@@ -5,7 +5,7 @@
  */
 
 /** True when the command line asks for help: `--help` or `-h` before any `--`. */
-export function asksForHelp(argv: readonly string[]): boolean {
+function asksForHelp(argv: readonly string[]): boolean {
   const end = argv.indexOf("--");
   return (end === -1 ? argv : argv.slice(0, end)).some((arg) => arg === "--help" || arg === "-h");
 }

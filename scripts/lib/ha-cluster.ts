@@ -776,7 +776,7 @@ async function waitForStreamingReplicas(nodes: readonly PgNode[], count: number,
   }
 }
 
-export function readPostmasterPid(dataDir: string): number | null {
+function readPostmasterPid(dataDir: string): number | null {
   try {
     const pid = Number(readFileSync(join(dataDir, "postmaster.pid"), "utf8").split("\n")[0]);
     return Number.isInteger(pid) && pid > 0 ? pid : null;

@@ -11,7 +11,7 @@ import { freePort, sleep } from "./ports";
 import { spawnService, type Service } from "./processes";
 
 /** Where Debian's package installs the binary. */
-export const PGBOUNCER_BINARY = "/usr/sbin/pgbouncer";
+const PGBOUNCER_BINARY = "/usr/sbin/pgbouncer";
 
 /** True when apt's pgbouncer is installed. */
 export function pgbouncerInstalled(): boolean {

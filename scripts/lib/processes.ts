@@ -16,7 +16,7 @@ import { dirname } from "node:path";
  * How long a service gets between SIGTERM and SIGKILL. 10 s: Next.js and the sandbox bank close in well under
  * a second; redis-server without persistence exits at once; anything slower than this is stuck.
  */
-export const DEFAULT_STOP_TIMEOUT_MS = 10_000;
+const DEFAULT_STOP_TIMEOUT_MS = 10_000;
 
 /** Lines of output kept per service for error messages. 200 lines covers a full stack trace plus context. */
 const RECENT_LINES_MAX = 200;

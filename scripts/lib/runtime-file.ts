@@ -37,7 +37,7 @@ export function removeRuntimeInfo(root?: string): void {
 }
 
 /** Reads the runtime file; null when it is missing or unreadable. */
-export function readRuntimeInfo(root?: string): RuntimeInfo | null {
+function readRuntimeInfo(root?: string): RuntimeInfo | null {
   const file = runtimeFilePath(root);
   if (!existsSync(file)) return null;
   try {

@@ -34,9 +34,11 @@ import {
   killRecordedGroup,
   recordGroup,
   registerCleanup,
+  signalGroup,
   spawnService,
   type GroupRecord,
   type Service,
+  type ServiceExit,
 } from "./processes";
 import { startRedisServer, type RedisServer } from "./redis-server";
 import { randomAuthSecret, randomWebhookSecret } from "./secrets";
@@ -105,6 +107,50 @@ export function spawnBank(options: { name?: string; env: ServiceEnv; log?: strin
   });
 }
 
+/** A sandbox bank started by {@link startBank} and ready: its service handle, port and base URL. */
+export interface RunningBank extends Service {
+  port: number;
+  /** e.g. `http://127.0.0.1:40123`. */
+  url: string;
+  /** Crash: SIGKILL the bank's process group at once, no chance to save. Resolves with its exit status. */
+  kill(): Promise<ServiceExit>;
+}
+
+/**
+ * Starts the sandbox bank on 127.0.0.1 for a test or a benchmark and resolves once its `GET /health` answers 200
+ * (within `readyTimeoutMs`, default 60 s). `env` holds the bank's settings (bank/config.ts) on top of PATH and
+ * HOME only, so a developer's shell cannot change what a test runs against; `BANK_PORT` defaults to a free port.
+ * Its output stays in memory ({@link Service.recentOutput}) unless `log` names a file.
+ *
+ * @throws Error with the end of the bank's output when it exits or is not ready in time.
+ */
+export async function startBank(options: {
+  env: Record<string, string>;
+  log?: string;
+  readyTimeoutMs?: number;
+}): Promise<RunningBank> {
+  const port = Number(options.env.BANK_PORT ?? 0) || (await freePort());
+  const url = `http://127.0.0.1:${port}`;
+  const service = spawnBank({
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...options.env, BANK_PORT: String(port) },
+    log: options.log ?? "silent",
+  });
+  try {
+    await waitForService(service, `${url}/health`, { timeoutMs: options.readyTimeoutMs });
+  } catch (error) {
+    signalGroup(service.pid, "SIGKILL");
+    await service.stop();
+    throw error;
+  }
+  const kill = async (): Promise<ServiceExit> => {
+    if (!service.exitStatus()) signalGroup(service.pid, "SIGKILL");
+    const exit = await service.exited;
+    await service.stop();
+    return exit;
+  };
+  return { ...service, port, url, kill };
+}
+
 /**
  * Spawns the built app, `next start -H <host> -p <port>` (or, with `dev`, the development server `next dev`,
  * which compiles on request and hot-reloads edited files), run by node directly so that stopping its process
@@ -145,7 +191,7 @@ export function spawnApp(options: {
 }
 
 /** SIGNUPS_PER_HOUR of test stacks' apps (unless `env` overrides it): far above the sign-ups of one run. */
-export const TEST_STACK_SIGNUPS_PER_HOUR = "100000";
+const TEST_STACK_SIGNUPS_PER_HOUR = "100000";
 
 /**
  * OPS_PER_MINUTE of the storm's and the benchmarks' apps: they measure the money path under load and faults,

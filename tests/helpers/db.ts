@@ -71,7 +71,7 @@ export function testDatabaseUrl(name: string): string {
 }
 
 /** Runs `work` on a connection to the test server's `postgres` database (for CREATE/DROP DATABASE). */
-export async function withAdminClient<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
+async function withAdminClient<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
   const url = testDatabaseUrl("postgres");
   assertLocalDatabase(url);
   const client = new pg.Client({ connectionString: url });

@@ -5,6 +5,7 @@ import { createHmac } from "node:crypto";
 import { createApiTokenOrThrow } from "../../lib/api-tokens/create-api-token";
 import { createTestUser, type TestUser } from "./db";
 import { appUrl, bankUrl, testStack } from "./stack";
+import { waitFor } from "./wait";
 
 export interface ApiUser extends TestUser {
   token: string;
@@ -62,14 +63,12 @@ export async function api(
 
 /** Polls `GET /api/v1/topups/{refId}` until its status is terminal (every 100 ms, at most `timeoutMs`). */
 export async function waitForTopupStatus(token: string, refId: string, timeoutMs = 15_000): Promise<any> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const result = await api(`/api/v1/topups/${encodeURIComponent(refId)}`, { token });
-    const status = result.json?.topup?.status;
-    if (status === "succeeded" || status === "failed") return result.json.topup;
-    if (Date.now() > deadline) throw new Error(`top-up ${refId} still ${status} after ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  const result = await waitFor(
+    () => api(`/api/v1/topups/${encodeURIComponent(refId)}`, { token }),
+    (read) => read.json?.topup?.status === "succeeded" || read.json?.topup?.status === "failed",
+    { what: `top-up ${refId} to finish`, timeoutMs, intervalMs: 100 },
+  );
+  return result.json.topup;
 }
 
 /** The sandbox bank's charges for a merchant reference (via `GET /charges?since=` filtered here). */
@@ -77,6 +76,23 @@ export async function bankChargesFor(merchantRef: string): Promise<any[]> {
   const response = await fetch(`${bankUrl()}/charges?since=1970-01-01T00:00:00.000Z&limit=1000`);
   const body = (await response.json()) as { charges: { merchantRef: string }[] };
   return body.charges.filter((c) => c.merchantRef === merchantRef);
+}
+
+/**
+ * Polls the stack's bank (every 50 ms, at most `timeoutMs`, default 10 s) until the first charge of `merchantRef`
+ * passes `accept` (default: settled, no longer `pending`), and returns it. Throws on the deadline.
+ */
+export async function waitForBankCharge(
+  merchantRef: string,
+  accept: (charge: { status: string }) => boolean = (charge) => charge.status !== "pending",
+  timeoutMs = 10_000,
+): Promise<any> {
+  const [charge] = await waitFor(
+    () => bankChargesFor(merchantRef),
+    ([first]) => first !== undefined && accept(first),
+    { what: `the bank's charge of ${merchantRef} to reach the expected status`, timeoutMs, intervalMs: 50 },
+  );
+  return charge;
 }
 
 /**

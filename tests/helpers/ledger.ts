@@ -1,7 +1,7 @@
 /**
  * Helpers for ledger tests: building claim requests, staging races on real PostgreSQL sessions, and reading
  * back what the database holds. Races are staged, not hoped for: a blocking session is detected through
- * pg_stat_activity, never by sleeping.
+ * pg_stat_activity (waitForBlockedSessions in ./wait.ts), never by sleeping.
  */
 import pg from "pg";
 import { randomUUID } from "node:crypto";
@@ -38,23 +38,6 @@ export async function dedicatedClient(name: string): Promise<pg.Client> {
   const client = new pg.Client({ connectionString: testStack().databaseUrl, application_name: name });
   await client.connect();
   return client;
-}
-
-/**
- * Waits until `count` sessions whose application_name starts with `namePrefix` are blocked on a lock
- * (wait_event_type = 'Lock'). Polls pg_stat_activity every 5 ms; throws after `timeoutMs`.
- */
-export async function waitForBlockedSessions(namePrefix: string, count: number, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const result = await testPool().query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE $1 AND wait_event_type = 'Lock'`,
-      [`${namePrefix}%`],
-    );
-    if ((result.rows[0]?.n ?? 0) >= count) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${count} blocked sessions named ${namePrefix}*`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
 }
 
 /** Rows of a key (0 or 1 when the claim index holds). */

@@ -77,20 +77,3 @@ export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T)
   });
   return { promise, resolve };
 }
-
-/**
- * Waits until some session is blocked by the PostgreSQL backend `blockerPid` (pg_blocking_pids), polling every
- * 5 ms; throws after `timeoutMs`. Exact, unlike waiting for any session in a lock wait.
- */
-export async function waitForSessionBlockedBy(blockerPid: number, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const result = await testPool().query<{ n: number }>(
-      "SELECT count(*)::int AS n FROM pg_stat_activity WHERE $1 = ANY (pg_blocking_pids(pid))",
-      [blockerPid],
-    );
-    if ((result.rows[0]?.n ?? 0) > 0) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for a session blocked by backend ${blockerPid}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}

@@ -15,7 +15,6 @@ import { freePort } from "../../scripts/lib/ports";
 import type { Service } from "../../scripts/lib/processes";
 import { projectRoot } from "../../scripts/lib/stack";
 import { createUser } from "../../lib/users/create-user";
-import { closeDb } from "../../lib/db";
 import { startExtraApp } from "../helpers/extra-app";
 import { postJsonFrom, requestFrom, submitPageFormFrom } from "../helpers/from-address";
 import { api, createApiUser } from "../helpers/http";
@@ -43,7 +42,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await proxied?.stop();
-  await closeDb();
 });
 
 async function newAccount(label: string): Promise<string> {

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { spawnBank, type SpawnedBank } from "../../bank/spawn";
+import { startBank as startSandboxBank, type RunningBank } from "../../scripts/lib/stack";
 import { freePort } from "../../scripts/lib/ports";
 import { signalGroup, type Service } from "../../scripts/lib/processes";
 import { startExtraApp } from "../helpers/extra-app";
@@ -17,6 +17,7 @@ import { testPool } from "../helpers/db";
 import { createApiUser, type ApiUser } from "../helpers/http";
 import { balanceOf, freshRefId } from "../helpers/ledger";
 import { testStack } from "../helpers/stack";
+import { waitFor } from "../helpers/wait";
 
 /** The sandbox's slow switch delay here: long enough to kill the app while it waits, short enough for a test. */
 const BANK_SLOW_MS = 4000;
@@ -25,14 +26,14 @@ const APP_BANK_TIMEOUT_MS = 2000;
 
 let stateDir = "";
 let bankPort = 0;
-let bank: SpawnedBank | null = null;
+let bank: RunningBank | null = null;
 let app: Service | null = null;
 let appUrl = "";
 let appStarts = 0;
 let admin: ApiUser;
 
-async function startBank(): Promise<SpawnedBank> {
-  bank = await spawnBank({
+async function startBank(): Promise<RunningBank> {
+  bank = await startSandboxBank({
     env: {
       BANK_PORT: String(bankPort),
       APP_URL: appUrl || "http://127.0.0.1:9",
@@ -103,13 +104,12 @@ async function waitForRow(
   refId: string,
   accept: (row: NonNullable<Awaited<ReturnType<typeof rowOf>>>) => boolean,
 ) {
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const row = await rowOf(userId, refId);
-    if (row && accept(row)) return row;
-    if (Date.now() > deadline) throw new Error(`row ${refId} did not reach the expected state: ${JSON.stringify(row)}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  const row = await waitFor(
+    () => rowOf(userId, refId),
+    (read) => read !== undefined && read !== null && accept(read),
+    { what: `row ${refId} to reach the expected state`, timeoutMs: 20_000 },
+  );
+  return row!;
 }
 
 async function bankCharges(merchantRef: string): Promise<Array<{ id: string; status: string }>> {
@@ -186,6 +186,7 @@ describe("admin routes", () => {
       "succeeded_charges_credited",
       "refunds_within_topups",
       "bank_refunds_recorded",
+      "lost_disputes_charged_back",
     ]);
   });
 });
@@ -200,11 +201,11 @@ describe("kill -9 in the middle of a top-up", () => {
       (response) => ({ kind: "answered" as const, status: response.status }),
       () => ({ kind: "connection_lost" as const }),
     );
-    const deadline = Date.now() + 10_000;
-    while ((await bankCharges(merchantRef)).length === 0) {
-      if (Date.now() > deadline) throw new Error("the bank never saw the charge");
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await waitFor(
+      () => bankCharges(merchantRef),
+      (charges) => charges.length > 0,
+      { what: "the bank to see the charge" },
+    );
     await killApp();
     expect(await inFlight).toEqual({ kind: "connection_lost" });
     const orphan = await rowOf(user.id, refId);

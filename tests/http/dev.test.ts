@@ -39,6 +39,7 @@ import {
 } from "../../scripts/lib/processes";
 import { runtimeFilePath } from "../../scripts/lib/runtime-file";
 import { projectRoot } from "../../scripts/lib/stack";
+import { waitFor } from "../helpers/wait";
 
 /** Folders of the checkout not copied: dependencies (linked instead), build output, state, reports, VCS. */
 const NOT_COPIED = new Set([
@@ -138,15 +139,8 @@ async function exitOf(service: Service, timeoutMs: number): Promise<ServiceExit>
 }
 
 /** Polls `read` until `accept` holds for its result, for at most `timeoutMs`; returns the accepted result. */
-async function pollUntil<T>(read: () => Promise<T>, accept: (value: T) => boolean, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: T | undefined;
-  for (;;) {
-    last = await read();
-    if (accept(last)) return last;
-    if (Date.now() > deadline) throw new Error(`not seen within ${timeoutMs} ms; last: ${String(last).slice(0, 500)}`);
-    await sleep(500);
-  }
+function pollUntil<T>(read: () => Promise<T>, accept: (value: T) => boolean, timeoutMs: number): Promise<T> {
+  return waitFor(read, accept, { what: "the dev server's answer", timeoutMs, intervalMs: 500 });
 }
 
 /** GET `path` on the dev server (optionally with a cookie); the body as text ("" on a network error). */
@@ -258,7 +252,10 @@ describe("npm run dev", () => {
       const marker = `edited-${randomBytes(4).toString("hex")}`;
       const pageFile = join(copyRoot, "app", "wallet", "page.tsx");
       const pageSource = readFileSync(pageFile, "utf8");
-      expect(pageSource, "app/wallet/page.tsx changed: update this test's edit").toContain("<h1>Wallet</h1>");
+      expect(
+        pageSource.split("<h1>Wallet</h1>").length - 1,
+        "app/wallet/page.tsx must hold the heading's markup exactly once (the edit below replaces the first one)",
+      ).toBe(1);
       writeFileSync(pageFile, pageSource.replace("<h1>Wallet</h1>", `<h1>Wallet ${marker}</h1>`));
       await pollUntil(
         () => getText("/wallet", cookie),

@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { api, createApiUser } from "../helpers/http";
 import { freshRefId } from "../helpers/ledger";
 import { appUrl } from "../helpers/stack";
+import { waitFor } from "../helpers/wait";
 
 /** An open stream: the frames read so far (`event` and parsed `data`), and its close. */
 interface OpenStream {
@@ -61,11 +62,7 @@ async function openStream(token: string | null): Promise<OpenStream> {
 }
 
 async function until(check: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
-  const startedMs = Date.now();
-  while (!check()) {
-    if (Date.now() - startedMs > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+  await waitFor(check, (ok) => ok, { what, timeoutMs, intervalMs: 25 });
 }
 
 describe("GET /api/v1/events", () => {

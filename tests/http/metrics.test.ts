@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort } from "../../scripts/lib/ports";
 import type { Service } from "../../scripts/lib/processes";
 import { startExtraApp } from "../helpers/extra-app";
-import { bankChargesFor, createApiUser, signWebhookBody, type ApiUser } from "../helpers/http";
+import { createApiUser, signWebhookBody, waitForBankCharge, type ApiUser } from "../helpers/http";
 import { freshRefId, seedBalance } from "../helpers/ledger";
 import { testStack } from "../helpers/stack";
 
@@ -113,13 +113,7 @@ describe("GET /api/v1/metrics", () => {
       expect((await call("/api/v1/rewards", { token: user.token, body: { adId } })).status).toBe(201);
     // Webhooks: the first top-up's charge succeeded at the bank; delivered twice, then once badly signed.
     const merchantRef = `topup:${user.id}:${refIds[0]}`;
-    let charge: { id: string; status: string } | undefined;
-    const deadline = Date.now() + 10_000;
-    while (!charge || charge.status === "pending") {
-      if (Date.now() > deadline) throw new Error("the bank never settled the charge");
-      [charge] = await bankChargesFor(merchantRef);
-      if (!charge || charge.status === "pending") await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    const charge = await waitForBankCharge(merchantRef);
     const event = JSON.stringify({
       id: `evt_metrics_${refIds[0]}`,
       type: "charge.succeeded",

@@ -4,6 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { api, createApiUser } from "../helpers/http";
 import { balanceOf, countRows, freshRefId, seedBalance } from "../helpers/ledger";
+import { waitFor } from "../helpers/wait";
 
 describe("POST /api/v1/payments", () => {
   it("201 with the payment, replayed byte for byte with Idempotent-Replayed", async () => {
@@ -92,11 +93,11 @@ describe("in-flight duplicates (contract section 3)", () => {
     const refId = freshRefId("sbx-slow-inflight");
     const first = api("/api/v1/topups", { token: user.token, body: { refId, amount: 300 } });
     // Wait until the first request's claim is visible, so the duplicates below are losers for sure.
-    const deadline = Date.now() + 10_000;
-    while ((await countRows(user.id, "topup", refId)) === 0) {
-      if (Date.now() > deadline) throw new Error("the first request never claimed");
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await waitFor(
+      () => countRows(user.id, "topup", refId),
+      (rows) => rows > 0,
+      { what: "the first request to claim" },
+    );
     const mismatchStarted = Date.now();
     const mismatch = await api("/api/v1/topups", { token: user.token, body: { refId, amount: 301 } });
     expect(mismatch.status).toBe(422);

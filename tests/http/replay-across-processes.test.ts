@@ -22,6 +22,9 @@ async function startSecondApp(): Promise<string> {
   return `http://127.0.0.1:${port}`;
 }
 
+/** Each request gets its own bound, so a hang names its step instead of running into the test's time limit. */
+const REQUEST_TIMEOUT_MS = 30_000;
+
 describe("replay across processes", () => {
   it("a payment and a top-up answered by one process replay byte for byte from a freshly started one", async () => {
     const user = await createApiUser();
@@ -39,6 +42,11 @@ describe("replay across processes", () => {
         method: "POST",
         headers: { "content-type": "application/json", authorization: `Bearer ${user.token}` },
         body: JSON.stringify(body),
+        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      }).catch((error: unknown) => {
+        throw new Error(`POST ${path} to the second app gave no answer within ${REQUEST_TIMEOUT_MS} ms`, {
+          cause: error,
+        });
       });
     const paidAgain = await send("/api/v1/payments", { orderId, amount: 120 });
     const toppedAgain = await send("/api/v1/topups", { refId, amount: 80 });
@@ -47,5 +55,5 @@ describe("replay across processes", () => {
     expect(paidAgain.headers.get("idempotent-replayed")).toBe("true");
     expect(toppedAgain.status).toBe(201);
     expect(await toppedAgain.text()).toBe(topped.text);
-  }, 90_000);
+  }, 180_000);
 });

@@ -11,9 +11,18 @@ import { freePort } from "../../scripts/lib/ports";
 import type { Service } from "../../scripts/lib/processes";
 import { startExtraApp } from "../helpers/extra-app";
 import { testPool } from "../helpers/db";
-import { api, bankChargesFor, createApiUser, signWebhookBody, waitForTopupStatus, type ApiUser } from "../helpers/http";
+import {
+  api,
+  bankChargesFor,
+  createApiUser,
+  signWebhookBody,
+  waitForBankCharge,
+  waitForTopupStatus,
+  type ApiUser,
+} from "../helpers/http";
 import { balanceOf, claimRequest, freshRefId } from "../helpers/ledger";
 import { appUrl, bankUrl } from "../helpers/stack";
+import { waitFor } from "../helpers/wait";
 
 function eventBody(
   id: string,
@@ -51,16 +60,9 @@ async function succeededAtTheBank(user: ApiUser, amount: number) {
   const refId = freshRefId("sbx-nohook-c14");
   expect((await api("/api/v1/topups", { token: user.token, body: { refId, amount } })).status).toBe(201);
   const merchantRef = `topup:${user.id}:${refId}`;
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const [charge] = await bankChargesFor(merchantRef);
-    if (charge?.status === "succeeded") {
-      const data = { chargeId: charge.id, merchantRef, amount, currency: "USD" };
-      return { refId, merchantRef, data };
-    }
-    if (Date.now() > deadline) throw new Error(`charge of ${merchantRef} did not succeed within 10 s`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  const charge = await waitForBankCharge(merchantRef, (found) => found.status === "succeeded");
+  const data = { chargeId: charge.id, merchantRef, amount, currency: "USD" };
+  return { refId, merchantRef, data };
 }
 
 /** A top-up row waiting for the bank (claimed and `processing`), as a live request leaves it, with no charge made. */
@@ -111,15 +113,15 @@ describe("C14: a stale charge.failed never fails a charge that succeeded", () =>
     expect((await waitForTopupStatus(user.token, refId)).status).toBe("succeeded");
     const merchantRef = `topup:${user.id}:${refId}`;
     // The bank sent the stale failure first and held the success until the failure was answered.
-    const deadline = Date.now() + 15_000;
-    let deliveries: Array<{ type: string; status: string; attempts: Array<{ startedAt: string; status?: number }> }>;
-    for (;;) {
-      const response = await fetch(`${bankUrl()}/_sandbox/deliveries?${new URLSearchParams({ merchantRef })}`);
-      deliveries = ((await response.json()) as { deliveries: typeof deliveries }).deliveries;
-      if (deliveries.length === 2 && deliveries.every((d) => d.status === "delivered")) break;
-      if (Date.now() > deadline) throw new Error(`deliveries not finished: ${JSON.stringify(deliveries)}`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    type Delivery = { type: string; status: string; attempts: Array<{ startedAt: string; status?: number }> };
+    const deliveries = await waitFor(
+      async () => {
+        const response = await fetch(`${bankUrl()}/_sandbox/deliveries?${new URLSearchParams({ merchantRef })}`);
+        return ((await response.json()) as { deliveries: Delivery[] }).deliveries;
+      },
+      (found) => found.length === 2 && found.every((d) => d.status === "delivered"),
+      { what: "both deliveries to finish", timeoutMs: 15_000, intervalMs: 50 },
+    );
     const failure = deliveries.find((d) => d.type === "charge.failed")!;
     const success = deliveries.find((d) => d.type === "charge.succeeded")!;
     expect(failure.attempts.map((a) => a.status)).toEqual([200]);

@@ -17,14 +17,14 @@ import { promisify } from "node:util";
 import { join } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { spawnBank, type SpawnedBank } from "../../bank/spawn";
 import { readMigrationFiles } from "../../lib/migrate";
 import { freePort, isPortFree, sleep, waitForHttp } from "../../scripts/lib/ports";
 import { signalGroup, spawnService, type Service, type ServiceExit } from "../../scripts/lib/processes";
 import { randomAuthSecret } from "../../scripts/lib/secrets";
-import { projectRoot } from "../../scripts/lib/stack";
+import { projectRoot, startBank, type RunningBank } from "../../scripts/lib/stack";
 import { createScratchDatabase, dropScratchDatabases } from "../helpers/db";
 import { testStack } from "../helpers/stack";
+import { waitFor } from "../helpers/wait";
 
 /**
  * Bounds, far above what each takes on an idle 2-core machine (npm and tsx start in ~2 s, the checks take well
@@ -35,7 +35,7 @@ const RUN_TIMEOUT_MS = 90_000;
 const RECONCILED_TIMEOUT_MS = 60_000;
 
 const started: Service[] = [];
-let bank: SpawnedBank | null = null;
+let bank: RunningBank | null = null;
 let bankStateDir = "";
 
 /** Settings of an `npm start` against `databaseUrl`: only what the test gives, nothing of the test stack's. */
@@ -80,12 +80,14 @@ async function exitOf(service: Service, timeoutMs: number): Promise<ServiceExit>
  */
 async function serve(name: string, args: string[], env: Record<string, string>): Promise<Service> {
   const server = npm(name, ["start", ...args], env);
-  const deadline = Date.now() + RUN_TIMEOUT_MS;
-  while (!server.recentOutput().includes("wallet serving on")) {
-    if (server.exitStatus()) throw new Error(`npm start exited:\n${server.recentOutput()}`);
-    if (Date.now() > deadline) throw new Error(`npm start did not serve within ${RUN_TIMEOUT_MS} ms`);
-    await sleep(200);
-  }
+  await waitFor(
+    () => {
+      if (server.exitStatus()) throw new Error(`npm start exited:\n${server.recentOutput()}`);
+      return server.recentOutput().includes("wallet serving on");
+    },
+    (serving) => serving,
+    { what: "npm start to serve", timeoutMs: RUN_TIMEOUT_MS, intervalMs: 200 },
+  );
   await waitForHttp(`http://127.0.0.1:${env.PORT}/api/v1/health`, RUN_TIMEOUT_MS);
   return server;
 }
@@ -106,7 +108,7 @@ const migrationNames = readMigrationFiles().map((file) => file.name);
 
 beforeAll(async () => {
   bankStateDir = await mkdtemp(join(tmpdir(), "start-test-bank-"));
-  bank = await spawnBank({
+  bank = await startBank({
     env: {
       BANK_STATE_FILE: join(bankStateDir, "bank-state.json"),
       BANK_WEBHOOK_SECRETS: testStack().webhookSecrets,
@@ -171,15 +173,16 @@ describe("npm start", () => {
         body: JSON.stringify({ refId, amount: 500 }),
       });
       expect(topup.status, await topup.clone().text()).toBe(201);
-      const deadline = Date.now() + RECONCILED_TIMEOUT_MS;
-      let status = "";
-      while (status !== "succeeded" && Date.now() < deadline) {
-        await sleep(500);
-        const current = await fetch(`http://127.0.0.1:${port}/api/v1/topups/${refId}`, {
-          headers: { authorization: `Bearer ${token}` },
-        });
-        status = ((await current.json()) as { topup: { status: string } }).topup.status;
-      }
+      const status = await waitFor(
+        async () => {
+          const current = await fetch(`http://127.0.0.1:${port}/api/v1/topups/${refId}`, {
+            headers: { authorization: `Bearer ${token}` },
+          });
+          return ((await current.json()) as { topup: { status: string } }).topup.status;
+        },
+        (read) => read === "succeeded",
+        { what: `the reconciler to finish top-up ${refId}`, timeoutMs: RECONCILED_TIMEOUT_MS, intervalMs: 500 },
+      );
       expect(status).toBe("succeeded");
 
       // SIGTERM to npm alone, as a container runtime sends it to its first process: a clean stop, exit 0.

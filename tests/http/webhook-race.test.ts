@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { spawnBank, type SpawnedBank } from "../../bank/spawn";
+import { startBank, type RunningBank } from "../../scripts/lib/stack";
 import { freePort } from "../../scripts/lib/ports";
 import type { Service } from "../../scripts/lib/processes";
 import { startExtraApp } from "../helpers/extra-app";
@@ -17,12 +17,13 @@ import { testPool } from "../helpers/db";
 import { createApiUser } from "../helpers/http";
 import { balanceOf, freshRefId } from "../helpers/ledger";
 import { testStack } from "../helpers/stack";
+import { waitFor } from "../helpers/wait";
 
 /** Top-ups raced at once: enough that both orders (webhook first, request first) occur, small for 2 cores. */
 const RACES = 12;
 
 let stateDir = "";
-let bank: SpawnedBank | null = null;
+let bank: RunningBank | null = null;
 let app: Service | null = null;
 let appUrl = "";
 
@@ -31,7 +32,7 @@ beforeAll(async () => {
   stateDir = await mkdtemp(join(tmpdir(), "c05-bank-"));
   const appPort = await freePort();
   appUrl = `http://127.0.0.1:${appPort}`;
-  bank = await spawnBank({
+  bank = await startBank({
     env: {
       APP_URL: appUrl,
       BANK_STATE_FILE: join(stateDir, "bank-state.json"),
@@ -87,12 +88,15 @@ describe("C05: webhook and the request's own completion in the same tick", () =>
     const deadline = Date.now() + 20_000;
     for (const refId of refIds) {
       const merchantRef = `topup:${user.id}:${refId}`;
-      let deliveries = await deliveriesFor(merchantRef);
-      while (deliveries.length === 0 || deliveries.some((d) => d.status === "pending")) {
-        if (Date.now() > deadline) throw new Error(`webhook of ${refId} still pending`);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-        deliveries = await deliveriesFor(merchantRef);
-      }
+      const deliveries = await waitFor(
+        () => deliveriesFor(merchantRef),
+        (found) => found.length > 0 && found.every((d) => d.status !== "pending"),
+        {
+          what: `the webhook of ${refId} to be delivered`,
+          timeoutMs: Math.max(0, deadline - Date.now()),
+          intervalMs: 50,
+        },
+      );
       for (const delivery of deliveries) {
         expect(delivery.status).toBe("delivered");
         expect(delivery.attempts.map((a) => a.status)).toEqual([200]);

@@ -7,7 +7,14 @@
 import { describe, expect, it } from "vitest";
 import { listWebhookAnomalies } from "../../lib/admin/list-webhook-anomalies";
 import { testPool } from "../helpers/db";
-import { api, bankChargesFor, createApiUser, signWebhookBody, waitForTopupStatus, type ApiUser } from "../helpers/http";
+import {
+  api,
+  createApiUser,
+  signWebhookBody,
+  waitForBankCharge,
+  waitForTopupStatus,
+  type ApiUser,
+} from "../helpers/http";
 import { balanceOf, freshRefId } from "../helpers/ledger";
 import { randomWebhookSecret } from "../../scripts/lib/secrets";
 
@@ -15,13 +22,7 @@ import { randomWebhookSecret } from "../../scripts/lib/secrets";
 async function settledCharge(
   merchantRef: string,
 ): Promise<{ id: string; status: string; amount: number; currency: string }> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const [charge] = await bankChargesFor(merchantRef);
-    if (charge && charge.status !== "pending") return charge;
-    if (Date.now() > deadline) throw new Error(`charge of ${merchantRef} not settled within 10 s`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  return waitForBankCharge(merchantRef);
 }
 
 /** A top-up through the API whose bank charge has settled, and whose webhook the bank will never send. */

@@ -6,11 +6,10 @@
  */
 import { createHash, randomUUID } from "node:crypto";
 import Redis from "ioredis";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createApiToken, createApiTokenOrThrow } from "../../lib/api-tokens/create-api-token";
 import { findPrincipalByToken } from "../../lib/api-tokens/find-principal-by-token";
 import { revokeAllApiTokens } from "../../lib/api-tokens/revoke-api-token";
-import { closeDb } from "../../lib/db";
 import { env } from "../../lib/env";
 import { operationKey } from "../../lib/ledger/keys";
 import {
@@ -23,14 +22,9 @@ import {
 } from "../../lib/limits/auth-throttles";
 import { CounterLimiter } from "../../lib/limits/counter-limiter";
 import { admitNewOperation, NEW_OPERATION_WINDOW_MS, newOperationRateKey } from "../../lib/limits/new-operation-rate";
-import { closeRedis, redis } from "../../lib/redis";
+import { redis } from "../../lib/redis";
 import { createTestUser, testPool } from "../helpers/db";
 import { testStack } from "../helpers/stack";
-
-afterAll(async () => {
-  await closeRedis();
-  await closeDb();
-});
 
 /** A fresh TEST-NET-3 style address per call (RFC 5737 ranges are never real clients). */
 let addressCounter = 0;

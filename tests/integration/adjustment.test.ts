@@ -9,12 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runAudit } from "@/lib/audit/run-audit";
 import { createCharge } from "@/lib/bank/client";
 import { signWebhook } from "@/lib/bank/signature";
-import { closeDb } from "@/lib/db";
 import { claimOperation, findEntryByKey } from "@/lib/ledger/claim";
 import { failEntry, getEntryById, markProcessing } from "@/lib/ledger/transitions";
 import { resetChargeCursors } from "@/lib/reconciler/charge-cursor";
 import { reconcileOnce } from "@/lib/reconciler/reconcile-once";
-import { closeRedis } from "@/lib/redis";
 import { createTopup } from "@/lib/topups/create-topup";
 import { storeFinishedTopupResponse } from "@/lib/topups/topup-response";
 import { handleBankWebhook } from "@/lib/webhooks/handle-bank-webhook";
@@ -29,9 +27,9 @@ import {
   startTestBank,
   storedResponseOf,
   waitForChargeStatus,
-  waitUntilBlockedBy,
   type TestBank,
 } from "./reconciler-fixtures";
+import { waitForBlockedSessions } from "../helpers/wait";
 
 let bank: TestBank;
 
@@ -43,8 +41,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await bank?.stop();
-  await closeRedis();
-  await closeDb();
 });
 
 const AMOUNT_MINOR = 2750;
@@ -113,7 +109,7 @@ describe("adjustments: a succeeded charge whose top-up already failed", () => {
         reconcileOnce(passOptions(bank.url, [user.id])),
       ]);
       // The first claimant waits on the wallet (its credit), the other two on its uncommitted adjustment row.
-      await waitUntilBlockedBy(await backendPid(holder), 20_000, 3);
+      await waitForBlockedSessions({ blockedBy: await backendPid(holder) }, 3, 20_000);
       await holder.query("COMMIT");
       outcomes = await racing;
     } finally {

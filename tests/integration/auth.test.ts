@@ -20,6 +20,7 @@ import { API_TOKEN_PATTERN, createApiTokenOrThrow } from "../../lib/api-tokens/c
 import { findPrincipalByToken } from "../../lib/api-tokens/find-principal-by-token";
 import { listApiTokens } from "../../lib/api-tokens/list-api-tokens";
 import { revokeApiToken } from "../../lib/api-tokens/revoke-api-token";
+import { waitFor } from "../helpers/wait";
 
 const PASSWORD = "correct horse battery staple";
 
@@ -164,16 +165,15 @@ describe("createUser", () => {
       ]);
       const pending = createUser({ email, password: PASSWORD, role: "user" });
       // Wait (up to 10 s, 20 ms apart) until the app's INSERT is blocked on our transaction, instead of sleeping.
-      let waiting = false;
-      for (let i = 0; i < 500 && !waiting; i++) {
-        const rows = await queryOnce(
-          privateDatabaseUrl,
-          `SELECT 1 FROM pg_stat_activity WHERE application_name = 'wallet-app' AND wait_event_type = 'Lock' AND query ILIKE 'insert into "user"%'`,
-        );
-        waiting = rows.length > 0;
-        if (!waiting) await new Promise((resolve) => setTimeout(resolve, 20));
-      }
-      expect(waiting).toBe(true);
+      await waitFor(
+        () =>
+          queryOnce(
+            privateDatabaseUrl,
+            `SELECT 1 FROM pg_stat_activity WHERE application_name = 'wallet-app' AND wait_event_type = 'Lock' AND query ILIKE 'insert into "user"%'`,
+          ),
+        (rows) => rows.length > 0,
+        { what: "the app's INSERT to wait on our transaction" },
+      );
       await holder.query("COMMIT");
       expect(await pending).toEqual({ kind: "duplicate_email" });
       // The path under test: better-auth reported its own failure (unique violation), not "already exists".
@@ -405,15 +405,16 @@ describe("checking credentials writes nothing", () => {
   async function rowsWritten(): Promise<number> {
     await closeDb();
     // Wait (up to 10 s, 50 ms apart) for the closed pool's backends to finish exiting.
-    for (let i = 0; i < 200; i++) {
-      const live = await queryOnce(
-        privateDatabaseUrl,
-        `SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND application_name = 'wallet-app'`,
-        [databaseName],
-      );
-      if (live.length === 0) break;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    await waitFor(
+      () =>
+        queryOnce(
+          privateDatabaseUrl,
+          `SELECT 1 FROM pg_stat_activity WHERE datname = $1 AND application_name = 'wallet-app'`,
+          [databaseName],
+        ),
+      (live) => live.length === 0,
+      { what: "the closed pool's backends to exit", intervalMs: 50 },
+    );
     const rows = await queryOnce<{ written: string }>(
       privateDatabaseUrl,
       `SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0)::text AS written FROM pg_stat_user_tables`,

@@ -5,16 +5,15 @@
  * Races are staged: a session holds the wallet row's lock while the competitors queue behind it.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { closeDb } from "@/lib/db";
 import { env } from "@/lib/env";
 import { claimOperation } from "@/lib/ledger/claim";
 import type { LedgerEntry } from "@/lib/ledger/entry";
 import { markProcessing } from "@/lib/ledger/transitions";
 import { createPayment } from "@/lib/payments/create-payment";
 import { reconcileOnce } from "@/lib/reconciler/reconcile-once";
-import { closeRedis, ensureRedisConnected, redis } from "@/lib/redis";
+import { ensureRedisConnected, redis } from "@/lib/redis";
 import { capCounterKey } from "@/lib/rewards/cap-store";
-import { claimReward } from "@/lib/rewards/claim-reward";
+import { creditReward } from "@/lib/rewards/credit-reward";
 import { admitTopup } from "@/lib/topups/admit-topup";
 import { createTestUser } from "../helpers/db";
 import { balanceOf, claimRequest, dedicatedClient, freshRefId, seedBalance, transitionsOf } from "../helpers/ledger";
@@ -26,15 +25,10 @@ import {
   startTestBank,
   storedResponseOf,
   stuckTopup,
-  waitUntilBlockedBy,
   type TestBank,
 } from "./reconciler-fixtures";
+import { waitForBlockedSessions } from "../helpers/wait";
 import { rewardDay } from "@/lib/rewards/reward-day";
-
-afterAll(async () => {
-  await closeRedis();
-  await closeDb();
-});
 
 const maxBalance = () => env().MAX_BALANCE_MINOR;
 
@@ -109,7 +103,7 @@ describe("C15: the headroom gate in front of the bank", () => {
       await holder.query("BEGIN");
       await holder.query("SELECT 1 FROM wallets WHERE user_id = $1 FOR UPDATE", [user.id]);
       const racing = [first, second].map((entry) => admitTopup(entry, entry.attempt, "request"));
-      await waitUntilBlockedBy(await backendPid(holder), 10_000, 2);
+      await waitForBlockedSessions({ blockedBy: await backendPid(holder) }, 2, 10_000);
       await holder.query("COMMIT");
       const kinds = (await Promise.all(racing)).map((outcome) => outcome.kind).sort();
       expect(kinds).toEqual(["admitted", "no_room"]);
@@ -139,11 +133,11 @@ describe("C15: rewards and payments near the ceiling", () => {
     const user = await createTestUser();
     await seedBalance(user.id, maxBalance());
     const now = new Date();
-    const first = await claimReward({ userId: user.id, adId: "ad-c15", now });
+    const first = await creditReward({ userId: user.id, adId: "ad-c15", now });
     expect(first).toMatchObject({ kind: "response", replayed: false, response: { status: 422 } });
     const firstBody = first.kind === "response" ? first.response.body : "";
     expect(problemCode(firstBody)).toBe("balance_limit_exceeded");
-    const again = await claimReward({ userId: user.id, adId: "ad-c15", now });
+    const again = await creditReward({ userId: user.id, adId: "ad-c15", now });
     expect(again).toEqual({ kind: "response", replayed: true, response: { status: 422, body: firstBody } });
     expect(await balanceOf(user.id)).toBe(maxBalance());
     const day = rewardDay(now, "UTC");
@@ -161,7 +155,7 @@ describe("C15: rewards and payments near the ceiling", () => {
       currency: "USD",
     });
     expect(paid).toMatchObject({ kind: "response", response: { status: 201 } });
-    const other = await claimReward({ userId: user.id, adId: "ad-c15-b", now });
+    const other = await creditReward({ userId: user.id, adId: "ad-c15-b", now });
     expect(other).toMatchObject({ kind: "response", response: { status: 201 } });
     expect(Number(await client.get(capCounterKey(user.id, day)))).toBe(5);
   });
@@ -171,7 +165,7 @@ describe("C15: rewards and payments near the ceiling", () => {
     await seedBalance(user.id, maxBalance() - 100);
     const topup = await claimedTopup(user.id, 98);
     expect((await admitTopup(topup, topup.attempt, "request")).kind).toBe("admitted");
-    const reward = await claimReward({ userId: user.id, adId: "ad-c15-pending" });
+    const reward = await creditReward({ userId: user.id, adId: "ad-c15-pending" });
     expect(reward).toMatchObject({ kind: "response", response: { status: 422 } });
   });
 

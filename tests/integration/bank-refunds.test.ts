@@ -7,13 +7,14 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { spawnBank, type SpawnedBank } from "@/bank/spawn";
 import { readPersistedState } from "@/bank/state";
 import { createCharge, type BankCallOptions } from "@/lib/bank/client";
 import { merchantRefFor } from "@/lib/bank/merchant-ref";
 import { createRefund, getRefund } from "@/lib/bank/refunds-client";
 import { verifyWebhookSignature } from "@/lib/bank/signature";
 import { randomWebhookSecret } from "@/scripts/lib/secrets";
+import { startBank, type RunningBank } from "@/scripts/lib/stack";
+import { waitFor } from "../helpers/wait";
 
 const SECRET = randomWebhookSecret();
 /** Upper bound for any wait on an event in this file. */
@@ -29,19 +30,9 @@ let receiver: Server;
 let receiverUrl = "";
 let stateDir = "";
 let stateFile = "";
-let bank: SpawnedBank;
+let bank: RunningBank;
 let options: BankCallOptions;
 const user = `u${randomUUID().replaceAll("-", "").slice(0, 12)}`;
-
-async function waitFor<T>(read: () => T | Promise<T>, accept: (value: T) => boolean): Promise<T> {
-  const deadline = Date.now() + WAIT_MS;
-  for (;;) {
-    const value = await read();
-    if (accept(value)) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${WAIT_MS} ms: ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 function bankEnv(): Record<string, string> {
   return {
@@ -80,7 +71,7 @@ beforeAll(async () => {
   receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
   stateDir = await mkdtemp(join(tmpdir(), "bank-refunds-test-"));
   stateFile = join(stateDir, "bank-state.json");
-  bank = await spawnBank({ env: bankEnv() });
+  bank = await startBank({ env: bankEnv() });
   options = { bankUrl: bank.url, timeoutMs: 5000 };
 });
 
@@ -162,6 +153,7 @@ describe("sandbox bank: refunds", () => {
     const event = await waitFor(
       () => received.find((r) => r.event.data.refundId === made.refund.id),
       (r) => r !== undefined,
+      { what: `the webhook of refund ${made.refund.id}`, timeoutMs: WAIT_MS },
     );
     expect(event?.event).toMatchObject({
       type: "refund.succeeded",
@@ -191,6 +183,7 @@ describe("sandbox bank: refunds", () => {
     const event = await waitFor(
       () => received.find((r) => r.event.data.refundId === made.refund.id),
       (r) => r !== undefined,
+      { what: `the webhook of refund ${made.refund.id}`, timeoutMs: WAIT_MS },
     );
     expect(event?.event.type).toBe("refund.failed");
     expect(await getRefund(made.refund.id, options)).toMatchObject({ kind: "found", refund: { status: "failed" } });
@@ -207,13 +200,14 @@ describe("sandbox bank: refunds", () => {
     const persisted = await readPersistedState(stateFile);
     expect(persisted.refunds.find((r) => r.id === made.refund.id)).toMatchObject({ merchantRef, amount: 300 });
     await bank.kill();
-    bank = await spawnBank({ env: bankEnv() });
+    bank = await startBank({ env: bankEnv() });
     options = { bankUrl: bank.url, timeoutMs: 5000 };
     const replay = await createRefund({ merchantRef, chargeId, amountMinor: 300 }, options);
     expect(replay).toMatchObject({ kind: "refund", replayed: true, refund: { id: made.refund.id } });
     await waitFor(
       () => received.filter((r) => r.event.data.refundId === made.refund.id),
       (all) => all.length === 1,
+      { what: `one webhook of refund ${made.refund.id} after the restart`, timeoutMs: WAIT_MS },
     );
     expect((await getRefund(made.refund.id, options)).kind).toBe("found");
   });

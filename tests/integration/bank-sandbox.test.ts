@@ -8,13 +8,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { spawnBank, type SpawnedBank } from "@/bank/spawn";
+import { startBank, type RunningBank } from "@/scripts/lib/stack";
 import { readPersistedState } from "@/bank/state";
 import { retryDelayMs } from "@/bank/faults";
 import { cancelCharge, createCharge, getCharge, listChargesSince, type BankCallOptions } from "@/lib/bank/client";
 import { merchantRefFor } from "@/lib/bank/merchant-ref";
 import { verifyWebhookSignature } from "@/lib/bank/signature";
 import { randomWebhookSecret } from "@/scripts/lib/secrets";
+import { waitFor } from "../helpers/wait";
 
 // ---------------------------------------------------------------------------------------------------------------
 // Fast schedule for tests. Each number is small enough to keep the file under ~30 s and large enough to be
@@ -133,15 +134,9 @@ class WebhookReceiver {
 }
 
 /** Polls `read` until `accept` holds (for bank state, which has no push channel); bounded by `timeoutMs`. */
-async function eventually<T>(read: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = WAIT_MS): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (accept(value)) return value;
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms: ${JSON.stringify(value)}`);
-    // 25 ms between reads of a local service: cheap, and far below every duration asserted here.
-    await new Promise((r) => setTimeout(r, 25));
-  }
+function eventually<T>(read: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = WAIT_MS): Promise<T> {
+  // 25 ms between reads of a local service: cheap, and far below every duration asserted here.
+  return waitFor(read, accept, { what: "the bank's state", timeoutMs, intervalMs: 25 });
 }
 
 interface DeliveryView {
@@ -180,7 +175,7 @@ function ref(prefix = ""): string {
 const receiver = new WebhookReceiver();
 let stateDir = "";
 let mainStateFile = "";
-let bank: SpawnedBank;
+let bank: RunningBank;
 let options: BankCallOptions;
 
 function bankEnv(stateFile: string): Record<string, string> {
@@ -203,7 +198,7 @@ beforeAll(async () => {
   await receiver.start();
   stateDir = await mkdtemp(join(tmpdir(), "bank-sandbox-test-"));
   mainStateFile = join(stateDir, "main", "bank-state.json");
-  bank = await spawnBank({ env: bankEnv(mainStateFile) });
+  bank = await startBank({ env: bankEnv(mainStateFile) });
   options = { bankUrl: bank.url, timeoutMs: 5000 };
 });
 
@@ -597,8 +592,8 @@ describe("sandbox bank: restarts and outages", () => {
 
   it("keeps charges and cancelled keys across a crash, and resumes undelivered webhooks", async () => {
     const stateFile = join(stateDir, "restart", "bank-state.json");
-    let second: SpawnedBank | undefined;
-    const first = await spawnBank({ env: bankEnv(stateFile) });
+    let second: RunningBank | undefined;
+    const first = await startBank({ env: bankEnv(stateFile) });
     try {
       const firstOptions = { bankUrl: first.url, timeoutMs: 5000 };
       expect((await postJson(`${first.url}/_sandbox/webhooks/pause`, {})).status).toBe(200);
@@ -613,10 +608,10 @@ describe("sandbox bank: restarts and outages", () => {
         (ds) => ds.length === 1 && ds[0]!.status === "pending",
       );
       // Crash: SIGKILL gives no chance to save; only what was persisted before acknowledging survives.
-      expect(await first.kill()).toBe("SIGKILL");
+      expect((await first.kill()).signal).toBe("SIGKILL");
       expect(receiver.for(merchantRef)).toEqual([]);
 
-      second = await spawnBank({ env: bankEnv(stateFile) });
+      second = await startBank({ env: bankEnv(stateFile) });
       const secondOptions = { bankUrl: second.url, timeoutMs: 5000 };
       // Pausing is not persisted: the pending delivery goes out after the restart.
       await receiver.waitFor(() => receiver.for(merchantRef).length >= 1);
@@ -636,7 +631,8 @@ describe("sandbox bank: restarts and outages", () => {
       });
 
       // Graceful stop exits 0; then the bank is down and every call is an unknown outcome.
-      expect(await second.stop()).toBe(0);
+      await second.stop();
+      expect(second.exitStatus()).toEqual({ code: 0, signal: null });
       const down = { bankUrl: second.url, timeoutMs: 2000 };
       expect(await createCharge({ merchantRef: ref(), amountMinor: 1, currency: "USD" }, down)).toEqual({
         kind: "unknown",

@@ -11,12 +11,13 @@
  * Each test makes its own users with random ids, so this file runs in parallel with others.
  */
 import { randomBytes, randomUUID } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { DatabaseError, type PoolClient } from "pg";
-import { closeDb, pool, prisma, withTransaction } from "../../lib/db";
+import { pool, prisma, withTransaction } from "../../lib/db";
 import { BANK_CHARGE_INDEX, CLAIM_INDEX } from "../../lib/ledger/constants";
 import { classifyDbError, isRetryableTransactionError, type DbErrorVerdict } from "../../lib/ledger/db-errors";
 import { withTransactionRetry, type TransactionRetryInfo } from "../../lib/ledger/retry";
+import { waitFor } from "../helpers/wait";
 
 /** Longest wait for another session to show up as blocked. Lock waits begin within milliseconds; 10 s is slack. */
 const BLOCKED_WAIT_MS_MAX = 10_000;
@@ -33,10 +34,6 @@ function assertLocalDatabase(): void {
 
 beforeAll(() => {
   assertLocalDatabase();
-});
-
-afterAll(async () => {
-  await closeDb();
 });
 
 /** Creates a user with a random id and email, and a USD wallet holding `balanceMinor`. Returns the user id. */
@@ -152,18 +149,20 @@ async function backendPid(client: PoolClient): Promise<number> {
 
 /**
  * Resolves once PostgreSQL reports session `waiterPid` blocked on a lock held by `holderPid` (pg_blocking_pids).
- * Polls the server; no sleeping: each round trip is the pace. Throws after BLOCKED_WAIT_MS_MAX.
+ * Polls the server with no pause: each round trip is the pace. Throws after BLOCKED_WAIT_MS_MAX.
  */
 async function waitUntilBlocked(waiterPid: number, holderPid: number): Promise<void> {
-  const deadline = Date.now() + BLOCKED_WAIT_MS_MAX;
-  while (Date.now() < deadline) {
-    const result = await pool().query<{ blocked: boolean }>(
-      `SELECT $2::int = ANY (pg_blocking_pids($1::int)) AS blocked`,
-      [waiterPid, holderPid],
-    );
-    if (result.rows[0]?.blocked) return;
-  }
-  throw new Error(`session ${waiterPid} never blocked on session ${holderPid}`);
+  await waitFor(
+    async () => {
+      const result = await pool().query<{ blocked: boolean }>(
+        `SELECT $2::int = ANY (pg_blocking_pids($1::int)) AS blocked`,
+        [waiterPid, holderPid],
+      );
+      return result.rows[0]?.blocked === true;
+    },
+    (blocked) => blocked,
+    { what: `session ${waiterPid} to block on session ${holderPid}`, timeoutMs: BLOCKED_WAIT_MS_MAX, intervalMs: 0 },
+  );
 }
 
 function deferred<T>() {

@@ -21,6 +21,7 @@ import { createTestUser, testPool } from "../helpers/db";
 import { startCuttingProxy, type CuttingProxy } from "../helpers/cutting-proxy";
 import { balanceOf, claimRequest, countRows, freshRefId, seedBalance } from "../helpers/ledger";
 import { testStack } from "../helpers/stack";
+import { waitFor } from "../helpers/wait";
 
 let proxy: CuttingProxy;
 
@@ -151,11 +152,11 @@ describe("the pool's error handler", () => {
       const pid = (await client.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
       client.release(); // idle in the pool now
       await testPool().query("SELECT pg_terminate_backend($1)", [pid]);
-      const deadline = Date.now() + 5_000;
-      while (!warn.mock.calls.some((call) => call[1] === "idle database connection dropped")) {
-        if (Date.now() > deadline) throw new Error("the pool's error handler logged nothing within 5 s");
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      await waitFor(
+        () => warn.mock.calls.some((call) => call[1] === "idle database connection dropped"),
+        (logged) => logged,
+        { what: "the pool's error handler to log the dropped connection", timeoutMs: 5_000 },
+      );
       expect(warn.mock.calls.find((call) => call[1] === "idle database connection dropped")?.[0]).toMatchObject({
         code: "57P01",
       });

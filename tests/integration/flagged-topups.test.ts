@@ -4,17 +4,12 @@
  * one below the limit is not (negative control: the flag, not the failure count alone, puts a row there); a
  * flagged row that reached its final state since no longer needs a person.
  */
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { listFlaggedTopups } from "../../lib/admin/list-flagged-topups";
-import { closeDb } from "../../lib/db";
 import { claimOperation } from "../../lib/ledger/claim";
 import { completeEntry, recordSettleFailure } from "../../lib/ledger/transitions";
 import { createTestUser } from "../helpers/db";
 import { claimRequest, freshRefId } from "../helpers/ledger";
-
-afterAll(async () => {
-  await closeDb();
-});
 
 const ATTEMPTS_MAX = 3;
 

@@ -8,8 +8,7 @@
  * until every render is seen waiting on it in pg_stat_activity, then all are released at once; an unconditional
  * replace, the obvious alternative, hands those renders different references (second negative control).
  */
-import { afterAll, describe, expect, it } from "vitest";
-import { closeDb } from "../../lib/db";
+import { describe, expect, it } from "vitest";
 import { validateTopupRequest } from "../../lib/http/operation-requests";
 import { rawTopLevelMembers } from "../../lib/http/raw-json";
 import { insertClaim } from "../../lib/ledger/claim";
@@ -18,10 +17,7 @@ import { type FormType, isFormRefId, mintFormRefId } from "../../lib/web/form-re
 import { verifyFormRefId } from "../../lib/web/verify-form-ref-id";
 import { createTestUser, testPool } from "../helpers/db";
 import { claimRequest, countRows, dedicatedClient } from "../helpers/ledger";
-
-afterAll(async () => {
-  await closeDb();
-});
+import { waitForBlockedSessions } from "../helpers/wait";
 
 /** What renders the form: given the user and the form, the reference the page shows. */
 type FormRefMinter = (userId: string, type: FormType) => Promise<string>;
@@ -90,21 +86,6 @@ function c20Holds(submits: FormSubmit[]): boolean {
   );
 }
 
-/** Until `count` sessions run `statementPrefix` while waiting on a lock (5 ms polls, 10 s at most). */
-async function waitForLockWaiters(statementPrefix: string, count: number): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const result = await testPool().query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM pg_stat_activity
-        WHERE wait_event_type = 'Lock' AND ltrim(query, E' \n') LIKE $1`,
-      [`${statementPrefix}%`],
-    );
-    if ((result.rows[0]?.n ?? 0) >= count) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${count} sessions blocked in ${statementPrefix}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
 /**
  * Stages renders racing for the replacement of a claimed reference: claims the stored reference, locks its row in
  * an open transaction, starts `renders` renders of `mint`, waits until each is blocked on that lock (its read saw
@@ -122,7 +103,7 @@ async function racingRendersAfterClaim(
     await holder.query("BEGIN");
     await holder.query("SELECT 1 FROM form_references WHERE user_id = $1 AND type = 'topup' FOR UPDATE", [user.id]);
     const pending = Array.from({ length: renders }, () => mint(user.id, "topup"));
-    await waitForLockWaiters("INSERT INTO form_references", renders);
+    await waitForBlockedSessions({ queryPrefix: "INSERT INTO form_references" }, renders);
     await holder.query("COMMIT");
     const shown = await Promise.all(pending);
     const stored = await testPool().query<{ n: number }>(

@@ -5,19 +5,18 @@
  * control shows the loss is real: a feed that does not reconnect hears nothing after the kill.
  */
 import { afterAll, describe, expect, it } from "vitest";
-import { closeDb } from "../../lib/db";
 import { claimOperation } from "../../lib/ledger/claim";
 import { completeEntry, markProcessing } from "../../lib/ledger/transitions";
 import { type FeedEvent, LISTENER_APPLICATION_NAME, LedgerChangeFeed } from "../../lib/live/ledger-change-feed";
 import { createTestUser, testPool } from "../helpers/db";
 import { claimRequest, freshRefId } from "../helpers/ledger";
 import { testStack } from "../helpers/stack";
+import { waitFor } from "../helpers/wait";
 
 const feeds: LedgerChangeFeed[] = [];
 
 afterAll(async () => {
   await Promise.all(feeds.map((feed) => feed.close()));
-  await closeDb();
 });
 
 /** A feed on the test database, and what one subscriber of `userId` heard. */
@@ -31,12 +30,7 @@ function subscribed(userId: string, options: { reconnect?: boolean } = {}) {
 
 /** Waits until `predicate` holds on what was heard (the announcement travels through PostgreSQL). */
 async function until(heard: FeedEvent[], predicate: (events: FeedEvent[]) => boolean, timeoutMs = 10_000) {
-  const startedMs = Date.now();
-  while (!predicate(heard)) {
-    if (Date.now() - startedMs > timeoutMs)
-      throw new Error(`not heard within ${timeoutMs} ms: ${JSON.stringify(heard)}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+  await waitFor(() => heard, predicate, { what: "the announcement", timeoutMs, intervalMs: 25 });
 }
 
 function changes(heard: FeedEvent[]): string[] {

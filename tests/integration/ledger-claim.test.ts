@@ -3,16 +3,20 @@
  * deterministically: concurrent sessions are released in the same tick, and a blocked session is detected in
  * pg_stat_activity.
  */
-import { afterAll, describe, expect, it } from "vitest";
-import { awaitStoredResponse, claimOperation, findEntryByKey, insertClaim } from "../../lib/ledger/claim";
+import { describe, expect, it } from "vitest";
+import {
+  awaitStoredResponse,
+  claimOperation,
+  findEntryByKey,
+  insertClaim,
+  insertClaimOrLose,
+} from "../../lib/ledger/claim";
+import { CLAIM_INDEX } from "../../lib/ledger/constants";
+import type { Queryable } from "../../lib/ledger/queryable";
 import { storeResponse } from "../../lib/ledger/transitions";
-import { closeDb } from "../../lib/db";
 import { createTestUser, testPool } from "../helpers/db";
-import { claimRequest, countRows, dedicatedClient, transitionsOf, waitForBlockedSessions } from "../helpers/ledger";
-
-afterAll(async () => {
-  await closeDb();
-});
+import { claimRequest, countRows, dedicatedClient, freshRefId, transitionsOf } from "../helpers/ledger";
+import { waitForBlockedSessions } from "../helpers/wait";
 
 describe("insertClaim", () => {
   it("three sessions released at the same instant on one key: one gets the row, two get nothing and then read it", async () => {
@@ -55,7 +59,7 @@ describe("insertClaim", () => {
         await holder.query("BEGIN");
         expect(await insertClaim(holder, request)).not.toBeNull();
         const pending = waiters.map((client) => insertClaim(client, request));
-        await waitForBlockedSessions(`${prefix}-waiter`, 2);
+        await waitForBlockedSessions({ applicationNamePrefix: `${prefix}-waiter` }, 2);
         await holder.query(ending);
         const results = await Promise.all(pending);
         const winners = results.filter((r) => r !== null);
@@ -161,6 +165,14 @@ describe("claimOperation and the loser's path", () => {
     expect(await countRows(user.id, "topup", request.key.refId)).toBe(1);
   });
 
+  it("a request that finds its own claim but sends other parameters is refused (mismatch), never carried on as the winner", async () => {
+    const user = await createTestUser();
+    const request = claimRequest(user.id, { leaseOwner: "request-c" });
+    expect(await insertClaim(testPool(), request)).not.toBeNull();
+    const other = { ...request, amountMinor: 2000, params: { amount: 2000, currency: "USD" } };
+    expect(await claimOperation(other, 0)).toEqual({ kind: "mismatch", fields: ["amount"] });
+  });
+
   it("reading a key that has no row gives null (the caller claims again)", async () => {
     const user = await createTestUser();
     expect(await awaitStoredResponse(claimRequest(user.id).key, { amount: 1000, currency: "USD" }, 0)).toBeNull();
@@ -196,5 +208,58 @@ describe("claimOperation and the loser's path", () => {
     } finally {
       await client.end();
     }
+  });
+});
+
+describe("insertClaimOrLose: a duplicate raised as an error", () => {
+  /**
+   * A real connection that sends the claim's INSERT without its ON CONFLICT clause (and unnamed), so that
+   * PostgreSQL itself raises the duplicate as a 23505 instead of returning no row: the shape a layer between the
+   * ledger and the database that turns the conflict into an error would hand back.
+   */
+  function withoutOnConflict(client: Queryable): Queryable {
+    return {
+      query: (config: unknown) => {
+        const { text, values } = config as { text: string; values: unknown[] };
+        const bare = text.replace("ON CONFLICT (user_id, type, ref_id) DO NOTHING", "");
+        if (bare === text) throw new Error("the claim's INSERT no longer has the expected ON CONFLICT clause");
+        return client.query({ text: bare, values });
+      },
+    } as Queryable;
+  }
+
+  it("C01: a 23505 that PostgreSQL raises on the claim index is a lost claim (null), and nothing more is written", async () => {
+    const user = await createTestUser();
+    const request = claimRequest(user.id);
+    const first = await insertClaim(testPool(), request);
+    expect(first).not.toBeNull();
+    const client = await dedicatedClient("claim-or-lose");
+    try {
+      // The same statement on the same key, with the duplicate surfacing as PostgreSQL's error.
+      const raised = await insertClaim(withoutOnConflict(client), request).catch((error: unknown) => error);
+      expect(raised).toMatchObject({ code: "23505", constraint: CLAIM_INDEX });
+      expect(await insertClaimOrLose(withoutOnConflict(client), request)).toBeNull();
+    } finally {
+      await client.end();
+    }
+    expect(await countRows(user.id, "topup", request.key.refId)).toBe(1);
+    expect(await transitionsOf(user.id, first!.id)).toHaveLength(1);
+  });
+
+  it("a 23505 on another index (a second adjustment of one top-up under another key) is rethrown, never a lost claim", async () => {
+    const user = await createTestUser();
+    const topup = await insertClaim(testPool(), claimRequest(user.id));
+    const adjustment = (refId: string) => ({
+      ...claimRequest(user.id, { type: "adjustment", refId }),
+      adjustsEntryId: topup!.id,
+    });
+    expect(await claimOperation(adjustment(freshRefId("ch")), 0)).toMatchObject({ kind: "claimed" });
+    const second = adjustment(freshRefId("ch"));
+    await expect(claimOperation(second, 0)).rejects.toMatchObject({
+      code: "23505",
+      constraint: "ledger_entries_user_id_adjusts_entry_id_key",
+    });
+    await expect(insertClaimOrLose(testPool(), second)).rejects.toMatchObject({ code: "23505" });
+    expect(await countRows(user.id, "adjustment", second.key.refId)).toBe(0);
   });
 });

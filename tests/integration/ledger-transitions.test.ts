@@ -2,16 +2,19 @@
  * Guarded transitions (contract section 2): one test per state and transition, the fencing token, and the
  * audit trail. Real PostgreSQL.
  */
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { claimOperation } from "../../lib/ledger/claim";
-import { attachCharge, completeEntry, failEntry, getEntryById, markProcessing } from "../../lib/ledger/transitions";
-import { closeDb } from "../../lib/db";
+import {
+  attachCharge,
+  completeEntry,
+  failEntry,
+  getEntryById,
+  markProcessing,
+  recordSettleFailure,
+  storeResponse,
+} from "../../lib/ledger/transitions";
 import { createTestUser, testPool } from "../helpers/db";
 import { balanceOf, claimRequest, transitionsOf } from "../helpers/ledger";
-
-afterAll(async () => {
-  await closeDb();
-});
 
 async function claimed(userId: string, amountMinor = 1000) {
   const outcome = await claimOperation(claimRequest(userId, { amountMinor }), 0);
@@ -43,6 +46,29 @@ describe("lifecycle", () => {
       { from: "initiated", to: "processing", actor: "request", attempt: 1 },
       { from: "processing", to: "succeeded", actor: "request", attempt: 1 },
     ]);
+  });
+
+  it("a credit repays the wallet's debt first, in the same statement: only the rest reaches the balance", async () => {
+    const user = await createTestUser();
+    await testPool().query(
+      "INSERT INTO wallets (user_id, balance_minor, debt_minor, currency) VALUES ($1, 0, 700, 'USD')",
+      [user.id],
+    );
+    const small = await claimed(user.id, 300);
+    await completeEntry(small.ref, { actor: "webhook", guard: { kind: "status_only" }, credit: true });
+    const afterSmall = await testPool().query(
+      "SELECT balance_minor::int AS balance_minor, debt_minor::int AS debt_minor FROM wallets WHERE user_id = $1",
+      [user.id],
+    );
+    expect(afterSmall.rows[0]).toEqual({ balance_minor: 0, debt_minor: 400 });
+    const large = await claimed(user.id, 1000);
+    const done = await completeEntry(large.ref, { actor: "webhook", guard: { kind: "status_only" }, credit: true });
+    expect(done).toMatchObject({ kind: "moved", balanceMinor: 600 });
+    const afterLarge = await testPool().query(
+      "SELECT balance_minor::int AS balance_minor, debt_minor::int AS debt_minor FROM wallets WHERE user_id = $1",
+      [user.id],
+    );
+    expect(afterLarge.rows[0]).toEqual({ balance_minor: 600, debt_minor: 0 });
   });
 
   it("initiated → succeeded directly when the bank's answer arrives before processing was recorded", async () => {
@@ -116,10 +142,10 @@ describe("lifecycle", () => {
     const guard = { kind: "status_only" } as const;
     expect((await completeEntry(ref, { actor: "webhook", guard, credit: true })).kind).toBe("moved");
     const again = await completeEntry(ref, { actor: "webhook", guard, credit: true });
-    expect(again).toMatchObject({ kind: "refused", entry: { status: "succeeded" } });
+    expect(again).toMatchObject({ kind: "not_moved", entry: { status: "succeeded" } });
     const late = await failEntry(ref, { actor: "webhook", guard, reason: "declined_by_bank" });
-    expect(late).toMatchObject({ kind: "refused", entry: { status: "succeeded", failureReason: null } });
-    expect((await markProcessing(ref, 1)).kind).toBe("refused");
+    expect(late).toMatchObject({ kind: "not_moved", entry: { status: "succeeded", failureReason: null } });
+    expect((await markProcessing(ref, 1)).kind).toBe("not_moved");
     expect(await balanceOf(user.id)).toBe(1000);
   });
 
@@ -130,7 +156,7 @@ describe("lifecycle", () => {
       completeEntry(ref, { actor: "webhook", guard: { kind: "status_only" }, credit: true }),
       completeEntry(ref, { actor: "request", guard: { kind: "lease", attempt: entry.attempt }, credit: true }),
     ]);
-    expect([fromWebhook.kind, fromRequest.kind].sort()).toEqual(["moved", "refused"]);
+    expect([fromWebhook.kind, fromRequest.kind].sort()).toEqual(["moved", "not_moved"]);
     expect(fromWebhook.entry.status).toBe("succeeded");
     expect(fromRequest.entry.status).toBe("succeeded");
     expect(await balanceOf(user.id)).toBe(1000);
@@ -159,8 +185,8 @@ describe("leases and fencing", () => {
       guard: { kind: "lease", attempt: entry.attempt },
       credit: true,
     });
-    expect(stale).toMatchObject({ kind: "refused", entry: { status: "initiated", attempt: 2 } });
-    expect((await markProcessing(ref, entry.attempt)).kind).toBe("refused");
+    expect(stale).toMatchObject({ kind: "not_moved", entry: { status: "initiated", attempt: 2 } });
+    expect((await markProcessing(ref, entry.attempt)).kind).toBe("not_moved");
     expect(await balanceOf(user.id)).toBe(0);
     const fresh = await completeEntry(ref, { actor: "reconciler", guard: { kind: "lease", attempt: 2 }, credit: true });
     expect(fresh).toMatchObject({ kind: "moved", entry: { status: "succeeded", attempt: 2 } });
@@ -183,5 +209,77 @@ describe("leases and fencing", () => {
       /append-only/,
     );
     expect(await transitionsOf(user.id, entry.id)).toHaveLength(1);
+  });
+});
+
+/** The detail of the entry's latest audit transition. */
+async function lastAuditDetail(userId: string, entryId: number): Promise<string | null> {
+  const audit = await testPool().query(
+    "SELECT detail FROM ledger_transitions WHERE user_id = $1 AND entry_id = $2 ORDER BY id DESC LIMIT 1",
+    [userId, entryId],
+  );
+  return audit.rows[0].detail;
+}
+
+describe("what the transitions tell their callers", () => {
+  it("completeEntry records its audit detail (the webhook's event id) on the transition", async () => {
+    const user = await createTestUser();
+    const { entry, ref } = await claimed(user.id);
+    await completeEntry(ref, { actor: "webhook", guard: { kind: "status_only" }, credit: true, detail: "event evt_3" });
+    expect(await lastAuditDetail(user.id, entry.id)).toBe("event evt_3");
+  });
+
+  it("markProcessing's actor defaults to the request and records a re-drive's reconciler", async () => {
+    const user = await createTestUser();
+    const first = await claimed(user.id);
+    await markProcessing(first.ref, first.entry.attempt);
+    const second = await claimed(user.id);
+    await markProcessing(second.ref, second.entry.attempt, { actor: "reconciler" });
+    expect((await transitionsOf(user.id, first.entry.id)).at(-1)?.actor).toBe("request");
+    expect((await transitionsOf(user.id, second.entry.id)).at(-1)?.actor).toBe("reconciler");
+  });
+
+  it("a transition of a row that does not exist throws, naming the row (never a silent refusal)", async () => {
+    const user = await createTestUser();
+    const missing = { userId: user.id, entryId: 2 ** 40 };
+    await expect(
+      completeEntry(missing, { actor: "webhook", guard: { kind: "status_only" }, credit: true }),
+    ).rejects.toThrow(`ledger entry ${user.id}/${2 ** 40} does not exist`);
+    expect(await getEntryById(missing)).toBeNull();
+    expect(await attachCharge(missing, "ch_missing")).toBeNull();
+  });
+
+  it("storeResponse on a row that does not exist throws (no response stored, none to replay)", async () => {
+    const user = await createTestUser();
+    await expect(storeResponse({ userId: user.id, entryId: 2 ** 40 }, { status: 201, body: "{}" })).rejects.toThrow(
+      `ledger entry ${user.id}/${2 ** 40}: response neither stored nor present`,
+    );
+  });
+
+  it("recordSettleFailure returns the running count, and the flag time from the attempt that reaches the maximum on", async () => {
+    const user = await createTestUser();
+    const { ref } = await claimed(user.id);
+    expect(await recordSettleFailure(ref, "credit refused (1)", 3)).toEqual({ failures: 1, flaggedAt: null });
+    expect(await recordSettleFailure(ref, "credit refused (2)", 3)).toEqual({ failures: 2, flaggedAt: null });
+    const third = await recordSettleFailure(ref, "credit refused (3)", 3);
+    expect(third?.failures).toBe(3);
+    expect(third?.flaggedAt).toBeInstanceOf(Date);
+    // The first flag time is kept: later failures do not move it.
+    const fourth = await recordSettleFailure(ref, "credit refused (4)", 3);
+    expect(fourth).toEqual({ failures: 4, flaggedAt: third?.flaggedAt });
+    const stored = await testPool().query(
+      "SELECT settle_failures, settle_last_error, status FROM ledger_entries WHERE user_id = $1 AND id = $2",
+      [user.id, ref.entryId],
+    );
+    expect(stored.rows[0]).toEqual({
+      settle_failures: 4,
+      settle_last_error: "credit refused (4)",
+      status: "initiated",
+    });
+  });
+
+  it("recordSettleFailure on a row that does not exist returns null", async () => {
+    const user = await createTestUser();
+    expect(await recordSettleFailure({ userId: user.id, entryId: 2 ** 40 }, "credit refused", 3)).toBeNull();
   });
 });

@@ -17,6 +17,7 @@ import {
   readMigrationFiles,
 } from "../../lib/migrate";
 import { createScratchDatabase, dropScratchDatabases, testDatabaseUrl } from "../helpers/db";
+import { waitFor } from "../helpers/wait";
 
 const scratchDirs: string[] = [];
 
@@ -230,9 +231,5 @@ describe("checkMigrations (npm start's migration check)", () => {
 
 /** Polls `condition` every 20 ms for at most 10 s (the runs reach the lock within milliseconds). */
 async function waitUntil(condition: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 10_000;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error("condition not met within 10 s");
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  await waitFor(condition, (ok) => ok, { what: "both migration runs to wait for the lock" });
 }

@@ -3,18 +3,13 @@
  * claim and against the classic broken alternative, check-then-insert. The scenario's assertions pass for
  * the claim and fail for check-then-insert, which is the evidence that the concurrency tests bite.
  */
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type pg from "pg";
 import { insertClaim, type ClaimRequest } from "../../lib/ledger/claim";
 import { ENTRY_COLUMNS, toLedgerEntry, type LedgerEntry } from "../../lib/ledger/entry";
 import { fingerprint } from "../../lib/ledger/fingerprint";
-import { closeDb } from "../../lib/db";
 import { createTestUser } from "../helpers/db";
 import { claimRequest, countRows, dedicatedClient } from "../helpers/ledger";
-
-afterAll(async () => {
-  await closeDb();
-});
 
 /** Resolves for everyone once all sessions have arrived: the sessions are released in the same tick. */
 type Barrier = () => Promise<void>;

@@ -1,15 +1,10 @@
 /**
  * Payments: claim and debit in one transaction (contract sections 1, 3 and 8). Real PostgreSQL.
  */
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createPayment } from "../../lib/payments/create-payment";
-import { closeDb } from "../../lib/db";
 import { createTestUser, testPool } from "../helpers/db";
 import { balanceOf, countRows, freshRefId, seedBalance } from "../helpers/ledger";
-
-afterAll(async () => {
-  await closeDb();
-});
 
 const pay = (userId: string, orderId: string, amountMinor: number) =>
   createPayment({ userId, orderId, amountMinor, currency: "USD" });

@@ -8,13 +8,10 @@
  *    ("prepared statement already exists") or 26000 ("does not exist") in its output.
  * Skipped, saying why, when pgbouncer is not installed (`.ci/run` installs it).
  */
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pgbouncerInstalled, startPgBouncer, type PgBouncer } from "../../scripts/lib/pgbouncer";
-import { projectRoot, testStackJson } from "../../scripts/lib/stack";
+import { testStackJson } from "../../scripts/lib/stack";
+import { runChildVitest, type ChildVitestRun } from "../helpers/child-vitest";
 import { testStack } from "../helpers/stack";
 
 const SUITES = ["tests/integration/ledger-claim.test.ts", "tests/integration/payments.test.ts"];
@@ -42,62 +39,18 @@ afterAll(async () => {
   await bouncer?.stop();
 });
 
-interface ChildRun {
-  status: number | null;
-  passed: number;
-  failed: number;
-  output: string;
-}
-
 /** Runs the suites in a child vitest whose stack's database is PgBouncer, with `settings` in its environment. */
-function runSuitesThroughPooler(settings: Record<string, string>): ChildRun {
-  const stack = testStack();
-  const reportDir = mkdtempSync(join(tmpdir(), "pgbouncer-suites-"));
-  const report = join(reportDir, "report.json");
-  const environment: Record<string, string> = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (value === undefined || key.startsWith("VITEST") || key === "DATABASE_URL") continue;
-    environment[key] = value;
-  }
-  const childEnvironment: Record<string, string | undefined> = {
-    ...environment,
-    ...settings,
-    TEST_STACK: testStackJson({ ...stack, databaseUrl: bouncer!.url }),
-  };
-  try {
-    const child = spawnSync(
-      process.execPath,
-      [
-        "node_modules/vitest/vitest.mjs",
-        "run",
-        "--project",
-        "integration",
-        "--reporter=default",
-        "--reporter=json",
-        `--outputFile.json=${report}`,
-        ...SUITES,
-      ],
-      {
-        cwd: projectRoot,
-        env: childEnvironment as NodeJS.ProcessEnv,
-        encoding: "utf8",
-        timeout: CHILD_TIMEOUT_MS,
-        maxBuffer: 64 * 1024 * 1024,
-      },
-    );
-    let passed = 0;
-    let failed = 0;
-    try {
-      const json = JSON.parse(readFileSync(report, "utf8")) as { numPassedTests: number; numFailedTests: number };
-      passed = json.numPassedTests;
-      failed = json.numFailedTests;
-    } catch {
-      // No report: the run crashed; the status says so.
-    }
-    return { status: child.status, passed, failed, output: `${child.stdout}\n${child.stderr}` };
-  } finally {
-    rmSync(reportDir, { recursive: true, force: true });
-  }
+function runSuitesThroughPooler(settings: Record<string, string>): ChildVitestRun {
+  return runChildVitest({
+    project: "integration",
+    files: SUITES,
+    env: {
+      ...settings,
+      DATABASE_URL: undefined,
+      TEST_STACK: testStackJson({ ...testStack(), databaseUrl: bouncer!.url }),
+    },
+    timeoutMs: CHILD_TIMEOUT_MS,
+  });
 }
 
 describe("the ledger through PgBouncer in transaction pooling", () => {

@@ -27,9 +27,10 @@ import {
   storeResponse,
 } from "../../lib/ledger/transitions";
 import { migrate } from "../../lib/migrate";
+import { debitIntoDebt } from "../../lib/chargebacks/apply-dispute";
+import { openDebtMinor } from "../../lib/chargebacks/wallet-debt";
 import { debitWallet } from "../../lib/payments/create-payment";
 import { raiseRewardDayCredit, readRewardDayCredited } from "../../lib/rewards/raise-reward-day-credit";
-import { closeDb } from "../../lib/db";
 import { createScratchDatabase, dropScratchDatabases } from "../helpers/db";
 import { claimRequest } from "../helpers/ledger";
 
@@ -45,6 +46,8 @@ const MONEY_PATH_STATEMENTS = [
   "ledger_select_by_id",
   "ledger_select_by_key",
   "payment_debit",
+  "wallet_debt",
+  "chargeback_debit",
   "reward_cap_day_raise",
   "reward_cap_day_read",
 ];
@@ -115,7 +118,8 @@ async function inTransaction<T>(session: pg.Client, work: () => Promise<T>): Pro
 /**
  * One round of every money-path statement on `session`, through lib/: a top-up's claim, processing, charge id,
  * credit and stored response (twice: the second finds it stored), a read by key; a payment's claim, debit, debit
- * transition and response in one transaction; a failed claim; a reward day's raise, refusal and read.
+ * transition, debt read and response in one transaction; a failed claim; a chargeback's debit; a reward day's raise,
+ * refusal and read.
  */
 async function moneyPathRound(session: pg.Client, userId: string): Promise<void> {
   const topupRequest = claimRequest(userId, { type: "topup" });
@@ -139,6 +143,7 @@ async function moneyPathRound(session: pg.Client, userId: string): Promise<void>
     if (!payment) throw new Error("C25: a fresh payment key was not claimed");
     const ref = { userId, entryId: payment.id };
     if ((await debitWallet(session, userId, 10)) === null) throw new Error("C25: the debit found no funds");
+    await openDebtMinor(session, userId);
     await completeEntry(
       ref,
       { actor: "request", guard: { kind: "lease", attempt: payment.attempt }, credit: false },
@@ -155,6 +160,9 @@ async function moneyPathRound(session: pg.Client, userId: string): Promise<void>
     session,
   );
   await getEntryById({ userId, entryId: failing.id }, session);
+
+  // A chargeback's debit (contract section 12); the next round's top-up credit repays any debt it leaves.
+  await debitIntoDebt(session, userId, 1, "USD");
 
   const day = `2026-01-${String(1 + Math.floor(Math.random() * 28)).padStart(2, "0")}`;
   await raiseRewardDayCredit(session, { userId, day, amountMinor: 5, capMinor: 5 });
@@ -233,7 +241,6 @@ describe("C25: money-path plans survive a ledger that grows after they were made
     await session?.end().catch(() => {});
     await admin?.end().catch(() => {});
     await dropScratchDatabases();
-    await closeDb();
   });
 
   it("the ledger grew to 100k rows with no ANALYZE in between (the cached plans are the empty ledger's)", async () => {

@@ -4,8 +4,6 @@
  * other test files, some of which credit wallets directly on purpose).
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { closeDb } from "@/lib/db";
-import { closeRedis } from "@/lib/redis";
 import { claimOperation } from "@/lib/ledger/claim";
 import { completeEntry } from "@/lib/ledger/transitions";
 import { runAudit } from "@/lib/audit/run-audit";
@@ -24,7 +22,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await bank?.stop();
-  await Promise.all([closeDb(), closeRedis()]);
 });
 
 beforeEach(() => {
@@ -64,6 +61,7 @@ describe("audit", () => {
       "succeeded_charges_credited",
       "refunds_within_topups",
       "bank_refunds_recorded",
+      "lost_disputes_charged_back",
     ]);
     expect(report.ok).toBe(true);
     for (const check of report.checks) expect(check, check.name).toMatchObject({ ok: true, violations: [] });
@@ -76,7 +74,7 @@ describe("audit", () => {
     expect(report.ok).toBe(false);
     expect(failing(report)).toEqual(["balance_matches_ledger"]);
     expect(report.checks[0]!.violations).toEqual([
-      `user ${user.id}: wallet balance 1751 but succeeded credits minus debits are 1750`,
+      `user ${user.id}: wallet balance minus debt 1751 but succeeded credits minus debits are 1750`,
     ]);
   });
 
@@ -121,7 +119,7 @@ describe("audit", () => {
     const report = await audit(user.id);
     expect(failing(report)).toEqual(["stored_responses_replayable"]);
     expect(report.checks.find((c) => c.name === "stored_responses_replayable")!.violations).toEqual([
-      expect.stringContaining("body is not JSON"),
+      expect.stringContaining("the stored body cannot be read back"),
     ]);
   });
 
@@ -157,8 +155,9 @@ describe("audit", () => {
     const closed = `http://127.0.0.1:${await freePort()}`;
     const report = await audit(user.id, closed);
     expect(report.ok).toBe(false);
-    expect(failing(report)).toEqual(["topups_match_bank_charges", "succeeded_charges_credited"]);
-    for (const name of ["topups_match_bank_charges", "succeeded_charges_credited"])
+    const bankChecks = ["topups_match_bank_charges", "succeeded_charges_credited", "lost_disputes_charged_back"];
+    expect(failing(report)).toEqual(bankChecks);
+    for (const name of bankChecks)
       expect(report.checks.find((c) => c.name === name)!.violations).toEqual([
         expect.stringMatching(/^bank unreachable/),
       ]);

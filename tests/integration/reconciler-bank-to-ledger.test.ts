@@ -3,7 +3,6 @@
  * succeeded top-up. Real PostgreSQL and real sandbox banks; each test reconciles only its own users.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { closeDb } from "@/lib/db";
 import { createCharge } from "@/lib/bank/client";
 import { merchantRefFor } from "@/lib/bank/merchant-ref";
 import { claimOperation, findEntryByKey } from "@/lib/ledger/claim";
@@ -37,7 +36,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all([syncBank?.stop(), slowBank?.stop()]);
-  await closeDb();
 });
 
 beforeEach(() => {

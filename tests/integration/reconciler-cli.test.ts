@@ -10,7 +10,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { closeDb } from "@/lib/db";
 import { freePort } from "@/scripts/lib/ports";
 import { createTestUser, testPool } from "../helpers/db";
 import { balanceOf } from "../helpers/ledger";
@@ -64,7 +63,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await bank?.stop();
   if (emptyDir) rmSync(emptyDir, { recursive: true, force: true });
-  await closeDb();
 });
 
 describe("npm run reconcile", () => {

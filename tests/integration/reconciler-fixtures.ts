@@ -9,7 +9,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type pg from "pg";
-import { spawnBank, type SpawnedBank } from "@/bank/spawn";
+import { startBank, type RunningBank } from "@/scripts/lib/stack";
 import { createCharge, getCharge, type BankCharge } from "@/lib/bank/client";
 import { merchantRefFor } from "@/lib/bank/merchant-ref";
 import { claimOperation } from "@/lib/ledger/claim";
@@ -20,13 +20,14 @@ import { freePort } from "@/scripts/lib/ports";
 import { randomWebhookSecret } from "@/scripts/lib/secrets";
 import { testPool } from "../helpers/db";
 import { claimRequest, freshRefId } from "../helpers/ledger";
+import { waitFor } from "../helpers/wait";
 
 /** Budget of one bank call in these tests: a local bank answers in milliseconds; 5 s only bounds a hang. */
 export const BANK_TIMEOUT_MS = 5000;
 
 export interface TestBank {
   readonly url: string;
-  readonly process: SpawnedBank;
+  readonly process: RunningBank;
   stop(): Promise<void>;
 }
 
@@ -45,7 +46,7 @@ export interface TestBankOptions {
 export async function startTestBank(options: TestBankOptions = {}): Promise<TestBank> {
   const stateDir = await mkdtemp(join(tmpdir(), "reconciler-bank-"));
   const closedPort = await freePort();
-  const bank = await spawnBank({
+  const bank = await startBank({
     env: {
       APP_URL: `http://127.0.0.1:${closedPort}`,
       BANK_STATE_FILE: join(stateDir, "bank-state.json"),
@@ -56,8 +57,6 @@ export async function startTestBank(options: TestBankOptions = {}): Promise<Test
       BANK_WEBHOOK_MAX_ATTEMPTS: "1",
       BANK_WEBHOOK_TIMEOUT_MS: "500",
       BANK_SHUTDOWN_GRACE_MS: "200",
-      // "info" at least: spawnBank waits for the info-level "bank listening" line (its output stays in memory).
-      BANK_LOG_LEVEL: "info",
     },
   });
   return {
@@ -180,48 +179,18 @@ export async function waitForChargeStatus(
   status: BankCharge["status"],
   timeoutMs = 10_000,
 ): Promise<BankCharge> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const charge = await bankChargeOf(bankUrl, merchantRef);
-    if (charge?.status === status) return charge;
-    if (Date.now() > deadline)
-      throw new Error(
-        `charge of ${merchantRef} is ${charge?.status ?? "missing"}, not ${status}, after ${timeoutMs} ms`,
-      );
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  const charge = await waitFor(
+    () => bankChargeOf(bankUrl, merchantRef),
+    (found) => found?.status === status,
+    { what: `the charge of ${merchantRef} to be ${status}`, timeoutMs },
+  );
+  return charge!;
 }
 
 /** The database pid of a dedicated client (to find the sessions it blocks). */
 export async function backendPid(client: pg.Client): Promise<number> {
   const result = await client.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
   return result.rows[0]!.pid;
-}
-
-/**
- * Waits until at least `count` sessions are blocked by the session `blockerPid` (pg_blocking_pids), directly or
- * through a chain (a second waiter for a row lock queues behind the first waiter, not behind the holder), polling
- * every 5 ms, at most `timeoutMs`. Precise where a name filter is not: other test files' sessions never match.
- */
-export async function waitUntilBlockedBy(blockerPid: number, timeoutMs = 10_000, count = 1): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const result = await testPool().query<{ n: number }>(
-      `WITH RECURSIVE waits AS (
-         SELECT pid, pg_blocking_pids(pid) AS blockers FROM pg_stat_activity
-       ), behind (pid) AS (
-         SELECT pid FROM waits WHERE $1::int = ANY (blockers)
-         UNION
-         SELECT w.pid FROM waits w JOIN behind b ON b.pid = ANY (w.blockers)
-       )
-       SELECT count(*)::int AS n FROM behind`,
-      [blockerPid],
-    );
-    if ((result.rows[0]?.n ?? 0) >= count) return;
-    if (Date.now() > deadline)
-      throw new Error(`fewer than ${count} sessions blocked by pid ${blockerPid} within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
 }
 
 /** Audit rows of one entry, oldest first, with their detail. */

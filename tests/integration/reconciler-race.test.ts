@@ -6,7 +6,6 @@
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import type pg from "pg";
-import { closeDb } from "@/lib/db";
 import { createCharge } from "@/lib/bank/client";
 import { merchantRefFor } from "@/lib/bank/merchant-ref";
 import { findEntryByKey, insertClaim } from "@/lib/ledger/claim";
@@ -22,9 +21,9 @@ import {
   passOptions,
   startTestBank,
   storedResponseOf,
-  waitUntilBlockedBy,
   type TestBank,
 } from "./reconciler-fixtures";
+import { waitForBlockedSessions } from "../helpers/wait";
 
 let bank: TestBank;
 
@@ -34,7 +33,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await bank?.stop();
-  await closeDb();
 });
 
 beforeEach(() => {
@@ -84,7 +82,7 @@ async function holdClaimAndStartPass(
     if (done.kind !== "moved") throw new Error("the holder's completion must move the row");
   }
   const pass = reconcileOnce(passOptions(bank.url, [userId]));
-  await waitUntilBlockedBy(pid);
+  await waitForBlockedSessions({ blockedBy: pid });
   return { client, pass };
 }
 

@@ -8,12 +8,11 @@
 import { randomUUID } from "node:crypto";
 import type { Cluster } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { closeDb } from "../../lib/db";
 import { cacheStoredResponse, readCachedReplay } from "../../lib/ledger/replay-cache";
 import { operationKey } from "../../lib/ledger/keys";
 import { createClusterClient, ensureRedisConnected, parseClusterNodes } from "../../lib/redis";
 import { capCounterKey, capKeysExpireAtS, RedisRewardCapStore, type CapOperation } from "../../lib/rewards/cap-store";
-import { claimReward } from "../../lib/rewards/claim-reward";
+import { creditReward } from "../../lib/rewards/credit-reward";
 import { startRedisCluster, type RedisCluster } from "../../scripts/lib/redis-cluster";
 import { createTestUser } from "../helpers/db";
 
@@ -31,7 +30,6 @@ beforeAll(async () => {
 afterAll(async () => {
   client?.disconnect();
   await cluster?.stop();
-  await closeDb();
 });
 
 const operation = (userId: string, adId: string): CapOperation => ({
@@ -68,7 +66,7 @@ describe("the reward cap store on a Redis Cluster", () => {
     const user = await createTestUser();
     const store = new RedisRewardCapStore(client);
     const now = new Date(`${DAY}T10:00:00Z`);
-    const result = await claimReward(
+    const result = await creditReward(
       { userId: user.id, adId: "ad-cluster", now },
       { capStore: store, rules: { amountMinor: 5, dailyCapMinor: 50, timeZone: "UTC", currency: "USD" } },
     );

@@ -13,6 +13,7 @@ import { handleBankWebhook } from "@/lib/webhooks/handle-bank-webhook";
 import type { BankRefund } from "@/lib/bank/refunds-client";
 import { testPool } from "../helpers/db";
 import { freshRefId } from "../helpers/ledger";
+import { waitFor } from "../helpers/wait";
 import { testStack } from "../helpers/stack";
 
 /** Forwards every request to `targetUrl` and counts `POST /refunds` per Idempotency-Key. */
@@ -77,13 +78,12 @@ export async function waitForBankRefund(
   merchantRef: string,
   status: BankRefund["status"],
 ): Promise<BankRefund> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const refund = (await bankRefundsOf(bankUrl, chargeId)).find((r) => r.merchantRef === merchantRef);
-    if (refund?.status === status) return refund;
-    if (Date.now() > deadline) throw new Error(`bank refund ${merchantRef} not ${status}: ${JSON.stringify(refund)}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+  const refund = await waitFor(
+    async () => (await bankRefundsOf(bankUrl, chargeId)).find((r) => r.merchantRef === merchantRef),
+    (found) => found?.status === status,
+    { what: `the bank's refund ${merchantRef} to be ${status}`, timeoutMs: 15_000, intervalMs: 25 },
+  );
+  return refund!;
 }
 
 /** Delivers a refund event for `refund` to the real handler as signed bytes; returns the handler's result. */

@@ -5,19 +5,21 @@
  * Redis and sandbox bank. Run: `npx vitest run --project integration tests/integration/refunds-control.test.ts`.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createBalanceCheck } from "@/lib/audit/checks/balance-matches-ledger";
+import { merchantRefFor } from "@/lib/bank/merchant-ref";
 import { getRefund } from "@/lib/bank/refunds-client";
-import { closeDb } from "@/lib/db";
+import { applyBankDispute } from "@/lib/chargebacks/apply-dispute";
 import { findEntryByKey } from "@/lib/ledger/claim";
 import { releaseRefund } from "@/lib/ledger/refunds";
 import { failEntry } from "@/lib/ledger/transitions";
 import { createPayment } from "@/lib/payments/create-payment";
-import { closeRedis } from "@/lib/redis";
 import { createRefund } from "@/lib/refunds/create-refund";
 import { refundMerchantRefFor } from "@/lib/refunds/refund-ref";
 import type { LedgerEntry } from "@/lib/ledger/entry";
 import type { BankRefund } from "@/lib/bank/refunds-client";
 import { createTestUser, testPool } from "../helpers/db";
 import { freshRefId } from "../helpers/ledger";
+import { bankDisputeOf, ledgerOf } from "./chargeback-fixtures";
 import { deliverRefundEvent, moneyOf, succeededTopup, waitForBankRefund } from "./refund-fixtures";
 import { BANK_TIMEOUT_MS, startTestBank, type TestBank } from "./reconciler-fixtures";
 
@@ -31,8 +33,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await bank?.stop();
-  await closeRedis();
-  await closeDb();
 });
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -194,5 +194,59 @@ describe("refund negative control 3: a handler that trusts refund.failed", () =>
     const outcome = await staleFailure(trustingDelivery);
     expect(() => assertNothingGivenBack(outcome)).toThrow();
     expect(outcome).toEqual({ balance: 1000, status: "failed" });
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// 4. A reservation given back while a chargeback's debt is open repays the debt first (contract sections 11, 12).
+// ---------------------------------------------------------------------------------------------------------------
+
+/**
+ * A refund of 600 on a top-up of 1000 that the bank fails; before its failure arrives, a dispute of the top-up is
+ * lost and its chargeback takes the 400 left and leaves 600 owed. Then `refund.failed` is delivered once.
+ */
+async function failedRefundAfterChargeback(deliver: FailureDelivery) {
+  const user = await createTestUser();
+  const topup = await succeededTopup(user.id, 1000);
+  const refundId = freshRefId("sbx-refund-fail-debt");
+  await createRefund({ userId: user.id, topupRefId: topup.refId, refundId, amountMinor: 600 });
+  const opened = await fetch(`${bank.url}/_sandbox/disputes`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ chargeId: topup.bankChargeId, plan: ["lost"] }),
+  });
+  expect(opened.status).toBe(201);
+  const lost = await bankDisputeOf(bank.url, merchantRefFor(user.id, topup.refId), "lost");
+  expect(await applyBankDispute(lost, { actor: "reconciler", detail: "control: lost dispute" })).toMatchObject({
+    kind: "applied",
+  });
+  expect(await ledgerOf(user.id)).toMatchObject({ balance: 0, debt: 600 });
+  const failed = await waitForBankRefund(
+    bank.url,
+    topup.bankChargeId!,
+    refundMerchantRefFor(user.id, refundId),
+    "failed",
+  );
+  await deliver(failed, `evt_debt_${refundId}`);
+  const { balance, debt } = await ledgerOf(user.id);
+  const audit = await createBalanceCheck({ userIds: [user.id] }).run();
+  return { balance, debt, balanceCheckOk: audit.ok };
+}
+
+/** The assertions of "a give-back is a credit: it repays the debt first" (with 7.1 holding). */
+function assertDebtRepaidFirst(outcome: { balance: number; debt: number; balanceCheckOk: boolean }): void {
+  expect(outcome).toEqual({ balance: 0, debt: 0, balanceCheckOk: true });
+}
+
+describe("refund negative control 4: a give-back that ignores the wallet's debt", () => {
+  it("the real handler passes: the 600 given back repay the 600 owed", async () => {
+    assertDebtRepaidFirst(await failedRefundAfterChargeback(realDelivery));
+  });
+
+  it("a give-back to the balance alone fails them: a balance and a debt side by side", async () => {
+    const outcome = await failedRefundAfterChargeback(giveBackThenFail);
+    expect(() => assertDebtRepaidFirst(outcome)).toThrow();
+    // 7.1 alone cannot tell (balance − debt is the same): the repayment rule is what this control pins.
+    expect(outcome).toEqual({ balance: 600, debt: 600, balanceCheckOk: true });
   });
 });

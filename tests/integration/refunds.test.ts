@@ -6,18 +6,19 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runAudit } from "@/lib/audit/run-audit";
-import { closeDb } from "@/lib/db";
+import { merchantRefFor } from "@/lib/bank/merchant-ref";
+import { applyBankDispute } from "@/lib/chargebacks/apply-dispute";
 import { claimRefund } from "@/lib/ledger/refunds";
 import { findEntryByKey } from "@/lib/ledger/claim";
 import { problemStoredResponse } from "@/lib/problems";
 import { createPayment } from "@/lib/payments/create-payment";
 import { resetChargeCursors } from "@/lib/reconciler/charge-cursor";
 import { reconcileOnce } from "@/lib/reconciler/reconcile-once";
-import { closeRedis } from "@/lib/redis";
 import { createRefund, type RefundResult } from "@/lib/refunds/create-refund";
 import { refundMerchantRefFor } from "@/lib/refunds/refund-ref";
 import { createTestUser, testPool } from "../helpers/db";
 import { dedicatedClient, freshRefId, transitionsOf } from "../helpers/ledger";
+import { bankDisputeOf } from "./chargeback-fixtures";
 import {
   bankRefundsOf,
   deliverRefundEvent,
@@ -26,7 +27,8 @@ import {
   succeededTopup,
   waitForBankRefund,
 } from "./refund-fixtures";
-import { backendPid, passOptions, startTestBank, waitUntilBlockedBy, type TestBank } from "./reconciler-fixtures";
+import { waitForBlockedSessions } from "../helpers/wait";
+import { backendPid, passOptions, startTestBank, type TestBank } from "./reconciler-fixtures";
 
 let bank: TestBank;
 let proxy: Awaited<ReturnType<typeof startCountingProxy>>;
@@ -43,8 +45,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await proxy?.stop();
   await bank?.stop();
-  await closeRedis();
-  await closeDb();
 });
 
 function responseOf(result: RefundResult) {
@@ -78,7 +78,7 @@ describe("refunds: exactly once", () => {
     ]);
     const input = { userId: user.id, topupRefId: topup.refId, refundId, amountMinor: 400 };
     const both = [createRefund(input), createRefund(input)];
-    await waitUntilBlockedBy(holder.pid, 10_000, 2);
+    await waitForBlockedSessions({ blockedBy: holder.pid }, 2);
     await holder.release();
     const [first, second] = (await Promise.all(both)).map(responseOf);
     expect(first).toEqual(second);
@@ -99,7 +99,7 @@ describe("refunds: exactly once", () => {
     const a = { userId: user.id, topupRefId: topup.refId, refundId: freshRefId("a"), amountMinor: 700 };
     const b = { userId: user.id, topupRefId: topup.refId, refundId: freshRefId("b"), amountMinor: 500 };
     const racing = [createRefund(a), createRefund(b)];
-    await waitUntilBlockedBy(holder.pid, 10_000, 2);
+    await waitForBlockedSessions({ blockedBy: holder.pid }, 2);
     await holder.release();
     const answers = (await Promise.all(racing)).map(responseOf);
     const statuses = answers.map((x) => x.status).sort();
@@ -130,6 +130,35 @@ describe("refunds: exactly once", () => {
     expect(proxy.refundPosts.get(refundMerchantRefFor(user.id, input.refundId))).toBeUndefined();
   });
 
+  it("a wallet owing a chargeback's debt: 402 debt_outstanding stored, nothing reserved, no bank call", async () => {
+    const user = await createTestUser();
+    const topup = await succeededTopup(user.id, 1000);
+    const other = await succeededTopup(user.id, 500);
+    const paid = await createPayment({ userId: user.id, orderId: freshRefId("o"), amountMinor: 1500, currency: "USD" });
+    expect(paid.kind === "response" && paid.response.status).toBe(201);
+    // The bank loses a dispute of the second top-up: its chargeback finds the balance at 0, so 500 become debt.
+    const opened = await fetch(`${bank.url}/_sandbox/disputes`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ chargeId: other.bankChargeId, plan: ["lost"] }),
+    });
+    expect(opened.status).toBe(201);
+    const lost = await bankDisputeOf(bank.url, merchantRefFor(user.id, other.refId), "lost");
+    expect(await applyBankDispute(lost, { actor: "reconciler", detail: "test: lost dispute" })).toMatchObject({
+      kind: "applied",
+    });
+    const input = { userId: user.id, topupRefId: topup.refId, refundId: freshRefId("debt"), amountMinor: 100 };
+    const first = responseOf(await createRefund(input));
+    expect(first).toMatchObject({ status: 402, body: { code: "debt_outstanding" } });
+    expect(responseOf(await createRefund(input))).toEqual(first);
+    expect(await moneyOf(user.id, topup.id)).toEqual({ balance: 0, refunded: 0 });
+    expect(proxy.refundPosts.get(refundMerchantRefFor(user.id, input.refundId))).toBeUndefined();
+    const row = await findEntryByKey({ userId: user.id, type: "refund", refId: input.refundId });
+    expect(row).toMatchObject({ status: "failed", failureReason: "debt_outstanding" });
+    const audit = await runAudit({ userIds: [user.id] });
+    expect(audit.checks.find((c) => c.name === "balance_matches_ledger")).toMatchObject({ ok: true });
+  });
+
   it("refuses a top-up that is unknown (404) and one that did not succeed (409 topup_not_refundable), claiming nothing", async () => {
     const user = await createTestUser();
     expect(await createRefund({ userId: user.id, topupRefId: "nope", refundId: "r1", amountMinor: 1 })).toEqual({
@@ -156,7 +185,7 @@ describe("refunds: exactly once", () => {
       amountMinor: 1000,
     });
     const payment = createPayment({ userId: user.id, orderId: freshRefId("o"), amountMinor: 1000, currency: "USD" });
-    await waitUntilBlockedBy(holder.pid, 10_000, 2);
+    await waitForBlockedSessions({ blockedBy: holder.pid }, 2);
     await holder.release();
     const [refunded, paid] = [responseOf(await refund), responseOf((await payment) as RefundResult)];
     // Exactly one of them got the 1000: the other was refused for the balance.
@@ -193,7 +222,7 @@ describe("refunds: the bank's word", () => {
       row.id,
     ]);
     const deliveries = [1, 2, 3].map(() => deliverRefundEvent("refund.succeeded", bankRefund, `evt_${refundId}`));
-    await waitUntilBlockedBy(refundLock.pid, 10_000, 3);
+    await waitForBlockedSessions({ blockedBy: refundLock.pid }, 3);
     await refundLock.release();
     const pass = reconcileOnce(passOptions(proxy.url, [user.id]));
     await holder.release();
@@ -268,7 +297,7 @@ describe("refunds: the bank's word", () => {
       leaseOwner: "crashed-request",
       leaseMs: 1,
       actor: "admin",
-      refusals: { insufficientFunds: refusal, exceedsTopup: refusal },
+      refusals: { insufficientFunds: refusal, debtOutstanding: refusal, exceedsTopup: refusal },
     });
     expect(claimed.kind).toBe("reserved");
     expect(await moneyOf(user.id, topup.id)).toEqual({ balance: 700, refunded: 300 });

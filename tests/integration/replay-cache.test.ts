@@ -6,10 +6,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import Redis from "ioredis";
 import { startRedisServer, type RedisServer } from "../../scripts/lib/redis-server";
-import { cacheStoredResponse, readCachedReplay, replayCacheKey } from "../../lib/ledger/replay-cache";
+import {
+  cacheStoredResponse,
+  REPLAY_CACHE_TTL_S,
+  readCachedReplay,
+  replayCacheKey,
+} from "../../lib/ledger/replay-cache";
 import { claimOperation } from "../../lib/ledger/claim";
 import { storeResponse } from "../../lib/ledger/transitions";
-import { closeDb } from "../../lib/db";
 import { createTestUser, testPool } from "../helpers/db";
 import { claimRequest } from "../helpers/ledger";
 
@@ -26,7 +30,6 @@ beforeAll(async () => {
 afterAll(async () => {
   client.disconnect();
   await server.stop();
-  await closeDb();
 });
 
 /** A claimed row with a stored response, as a finished operation leaves it. */
@@ -129,6 +132,38 @@ describe("replay cache", () => {
     await expect(cacheStoredResponse(request.key, request.params, response, down)).resolves.toBeUndefined();
     expect(await readCachedReplay(request.key, request.params, down)).toBeNull();
     down.disconnect();
+  });
+
+  it("a copy expires after REPLAY_CACHE_TTL_S (24 h), so an old replay reads the ledger again", async () => {
+    const { request, response } = await finishedOperation();
+    await cacheStoredResponse(request.key, request.params, response, client);
+    const ttlS = await client.ttl(replayCacheKey(request.key));
+    expect(REPLAY_CACHE_TTL_S).toBe(86_400);
+    expect(ttlS).toBeGreaterThan(REPLAY_CACHE_TTL_S - 60);
+    expect(ttlS).toBeLessThanOrEqual(REPLAY_CACHE_TTL_S);
+  });
+
+  it("writing connects a lazy client that has not connected yet; reading never waits for a client that is not ready", async () => {
+    const { request, response } = await finishedOperation();
+    const lazy = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 0, enableOfflineQueue: false });
+    lazy.on("error", () => {});
+    try {
+      expect(lazy.status).toBe("wait");
+      await cacheStoredResponse(request.key, request.params, response, lazy);
+      expect(lazy.status).toBe("ready");
+      expect(await readCachedReplay(request.key, request.params, client)).toEqual({ kind: "replay", response });
+    } finally {
+      lazy.disconnect();
+    }
+    // A client that queues commands until it connects: a read must not connect it and wait, it answers null.
+    const queued = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 0 });
+    queued.on("error", () => {});
+    try {
+      expect(await readCachedReplay(request.key, request.params, queued)).toBeNull();
+      expect(queued.status).toBe("wait");
+    } finally {
+      queued.disconnect();
+    }
   });
 
   it("keys carry the user as a Redis Cluster hash tag", () => {

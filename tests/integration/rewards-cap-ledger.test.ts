@@ -10,9 +10,8 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { closeDb } from "../../lib/db";
 import { createRewardCapCheck } from "../../lib/audit/checks/reward-cap";
-import { claimReward } from "../../lib/rewards/claim-reward";
+import { creditReward } from "../../lib/rewards/credit-reward";
 import { repairRewardCounters } from "../../lib/rewards/repair-reward-counters";
 import { capCounterKey, capKeysExpireAtS, capOperationKey, RedisRewardCapStore } from "../../lib/rewards/cap-store";
 import type { RewardRules } from "../../lib/rewards/rules";
@@ -31,11 +30,10 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await redis?.stop();
-  await closeDb();
 });
 
 const reward = (userId: string, adId: string, ledgerCap = true) =>
-  claimReward({ userId, adId, now: NOW }, { capStore: redis.store, rules: RULES, ledgerCap });
+  creditReward({ userId, adId, now: NOW }, { capStore: redis.store, rules: RULES, ledgerCap });
 
 async function rewardAll(userId: string, adIds: string[], ledgerCap = true): Promise<number[]> {
   const statuses: number[] = [];

@@ -5,8 +5,6 @@
  */
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { closeDb } from "../../lib/db";
-import { closeRedis } from "../../lib/redis";
 import {
   capCounterKey,
   capKeysExpireAtS,
@@ -30,8 +28,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await own?.stop();
-  await closeRedis();
-  await closeDb();
 });
 
 function operation(userId: string, adId: string, attemptId: string = randomUUID()): CapOperation {

@@ -3,10 +3,8 @@
  * just before and just after local midnight in zones other than UTC, DST days, and the whole reward path
  * across a midnight.
  */
-import { afterAll, describe, expect, it } from "vitest";
-import { closeDb } from "../../lib/db";
-import { closeRedis } from "../../lib/redis";
-import { claimReward } from "../../lib/rewards/claim-reward";
+import { describe, expect, it } from "vitest";
+import { creditReward } from "../../lib/rewards/credit-reward";
 import { getRewardProgress } from "../../lib/rewards/get-reward-progress";
 import { nextRewardDay, rewardDay, rewardDayEndsAt } from "../../lib/rewards/reward-day";
 import { rewardCapStore } from "../../lib/rewards/cap-store";
@@ -14,11 +12,6 @@ import type { RewardRules } from "../../lib/rewards/rules";
 import type { OperationResult } from "../../lib/ledger";
 import { createTestUser } from "../helpers/db";
 import { balanceOf, countRows } from "../helpers/ledger";
-
-afterAll(async () => {
-  await closeRedis();
-  await closeDb();
-});
 
 const at = (iso: string) => new Date(iso);
 
@@ -64,7 +57,7 @@ describe("rewardDay and rewardDayEndsAt", () => {
   });
 });
 
-describe("claimReward across a local midnight (injected clock, Asia/Tokyo, cap 10)", () => {
+describe("creditReward across a local midnight (injected clock, Asia/Tokyo, cap 10)", () => {
   const rules: RewardRules = { amountMinor: 5, dailyCapMinor: 10, timeZone: "Asia/Tokyo", currency: "USD" };
   const beforeMidnight = at("2026-03-14T14:59:59.999Z");
   const afterMidnight = at("2026-03-14T15:00:00.000Z");
@@ -78,7 +71,7 @@ describe("claimReward across a local midnight (injected clock, Asia/Tokyo, cap 1
 
   it("keys, caps and replays each local day separately", async () => {
     const user = await createTestUser();
-    const claim = (adId: string, now: Date) => claimReward({ userId: user.id, adId, now }, { rules });
+    const claim = (adId: string, now: Date) => creditReward({ userId: user.id, adId, now }, { rules });
 
     const first = await claim("ad-1", beforeMidnight);
     expect(status(first)).toBe("201");

@@ -16,7 +16,7 @@ import { rewardRowCount } from "../helpers/rewards";
 let server: RedisServer;
 const previousRedisUrl = process.env.REDIS_URL;
 
-type Lib = typeof import("../../lib/rewards/claim-reward") &
+type Lib = typeof import("../../lib/rewards/credit-reward") &
   typeof import("../../lib/payments/create-payment") &
   typeof import("../../lib/rewards/cap-store") & {
     closeRedis: () => Promise<void>;
@@ -28,7 +28,7 @@ beforeAll(async () => {
   server = await startRedisServer();
   process.env.REDIS_URL = server.url;
   lib = {
-    ...(await import("../../lib/rewards/claim-reward")),
+    ...(await import("../../lib/rewards/credit-reward")),
     ...(await import("../../lib/payments/create-payment")),
     ...(await import("../../lib/rewards/cap-store")),
     closeRedis: (await import("../../lib/redis")).closeRedis,
@@ -46,7 +46,7 @@ afterAll(async () => {
 describe("rewards through REDIS_URL when Redis goes down", () => {
   it("credits while Redis is up; after it stops, 503 cap_store_unavailable with no row, while a payment still succeeds", async () => {
     const user = await createTestUser();
-    const credited = await lib.claimReward({ userId: user.id, adId: "ad-up" });
+    const credited = await lib.creditReward({ userId: user.id, adId: "ad-up" });
     expect(credited).toMatchObject({ kind: "response", replayed: false, response: { status: 201 } });
     // The reservation went to this file's server, through the app's own client.
     const probe = new Redis(server.url);
@@ -58,7 +58,7 @@ describe("rewards through REDIS_URL when Redis goes down", () => {
     }
 
     await server.stop();
-    const refused = await lib.claimReward({ userId: user.id, adId: "ad-down" });
+    const refused = await lib.creditReward({ userId: user.id, adId: "ad-down" });
     expect(refused).toMatchObject({ kind: "refused", code: "cap_store_unavailable" });
     expect(await rewardRowCount(user.id)).toBe(1);
 
@@ -72,7 +72,7 @@ describe("rewards through REDIS_URL when Redis goes down", () => {
     expect(await balanceOf(user.id)).toBe(1);
 
     // A replay of the reward credited before the outage needs no Redis (the row answers it).
-    expect(await lib.claimReward({ userId: user.id, adId: "ad-up" })).toMatchObject({
+    expect(await lib.creditReward({ userId: user.id, adId: "ad-up" })).toMatchObject({
       kind: "response",
       replayed: true,
     });
@@ -80,7 +80,7 @@ describe("rewards through REDIS_URL when Redis goes down", () => {
 
   it("no Redis configured at all (a store without a client) is the same 503", async () => {
     const user = await createTestUser();
-    const refused = await lib.claimReward(
+    const refused = await lib.creditReward(
       { userId: user.id, adId: "ad-off" },
       { capStore: new lib.RedisRewardCapStore(null) },
     );

@@ -4,23 +4,16 @@
  * because pausing, flushing or stopping the stack's shared Redis would disturb other test files; the cap store
  * is injected, on a client with exactly the app's options.
  */
-import { afterAll, describe, expect, it } from "vitest";
-import { closeDb } from "../../lib/db";
-import { closeRedis } from "../../lib/redis";
+import { describe, expect, it } from "vitest";
 import { createRewardCapCheck } from "../../lib/audit/checks/reward-cap";
 import { capCounterKey, capKeysExpireAtS, CapStoreUnavailableError } from "../../lib/rewards/cap-store";
-import { claimReward } from "../../lib/rewards/claim-reward";
+import { creditReward } from "../../lib/rewards/credit-reward";
 import { createPayment } from "../../lib/payments/create-payment";
 import { rewardDay } from "../../lib/rewards/reward-day";
 import type { OperationResult } from "../../lib/ledger";
 import { createTestUser } from "../helpers/db";
 import { balanceOf, countRows } from "../helpers/ledger";
 import { creditedRewardsMinor, rewardRowCount, startOwnRedis, type OwnRedis } from "../helpers/rewards";
-
-afterAll(async () => {
-  await closeRedis();
-  await closeDb();
-});
 
 const CAP_MINOR = 50;
 
@@ -50,12 +43,12 @@ describe("rewards with a misbehaving Redis", () => {
       expect(own.client.options.commandTimeout).toBe(500);
       const user = await createTestUser();
       const day = today();
-      expect(statusOf(await claimReward({ userId: user.id, adId: "before" }, { capStore: own.store }))).toBe(201);
+      expect(statusOf(await creditReward({ userId: user.id, adId: "before" }, { capStore: own.store }))).toBe(201);
 
       // CLIENT PAUSE WRITE holds every script (EVAL/EVALSHA count as writes) for PAUSE_MS.
       await own.admin.call("CLIENT", "PAUSE", String(PAUSE_MS), "WRITE");
       const startedMs = Date.now();
-      const stalled = await claimReward({ userId: user.id, adId: "during" }, { capStore: own.store });
+      const stalled = await creditReward({ userId: user.id, adId: "during" }, { capStore: own.store });
       expect(stalled).toMatchObject({ kind: "refused", code: "cap_store_unavailable" });
       expect(Date.now() - startedMs).toBeLessThan(PAUSE_MS);
       expect(await countRows(user.id, "reward", `during:${day}`)).toBe(0);
@@ -75,7 +68,7 @@ describe("rewards with a misbehaving Redis", () => {
       expect(state.counterMinor).toBe(5);
 
       // The user's retry is a new attempt: it reserves and lands normally.
-      expect(statusOf(await claimReward({ userId: user.id, adId: "during" }, { capStore: own.store }))).toBe(201);
+      expect(statusOf(await creditReward({ userId: user.id, adId: "during" }, { capStore: own.store }))).toBe(201);
       expect((await own.store.readDay(user.id, day)).counterMinor).toBe(10);
       expect(await balanceOf(user.id)).toBe(10);
       expect(await createRewardCapCheck({ userIds: [user.id], capStore: own.store }).run()).toMatchObject({ ok: true });
@@ -86,7 +79,7 @@ describe("rewards with a misbehaving Redis", () => {
     await withOwnRedis(async (own) => {
       const user = await createTestUser();
       const day = today();
-      await claimReward({ userId: user.id, adId: "before" }, { capStore: own.store });
+      await creditReward({ userId: user.id, adId: "before" }, { capStore: own.store });
       await own.admin.call("CLIENT", "PAUSE", String(PAUSE_MS), "WRITE");
       const op = {
         userId: user.id,
@@ -108,12 +101,14 @@ describe("rewards with a misbehaving Redis", () => {
       const user = await createTestUser();
       const day = today();
       for (let i = 0; i < 4; i++) {
-        expect(statusOf(await claimReward({ userId: user.id, adId: `early-${i}` }, { capStore: own.store }))).toBe(201);
+        expect(statusOf(await creditReward({ userId: user.id, adId: `early-${i}` }, { capStore: own.store }))).toBe(
+          201,
+        );
       }
       await own.admin.flushall();
       const results = await Promise.all(
         Array.from({ length: 20 }, (_, i) =>
-          claimReward({ userId: user.id, adId: `after-flush-${i}` }, { capStore: own.store }),
+          creditReward({ userId: user.id, adId: `after-flush-${i}` }, { capStore: own.store }),
         ),
       );
       const statuses = results.map(statusOf);
@@ -129,10 +124,10 @@ describe("rewards with a misbehaving Redis", () => {
     await withOwnRedis(async (own) => {
       const user = await createTestUser();
       const day = today();
-      const first = await claimReward({ userId: user.id, adId: "ad-1" }, { capStore: own.store });
+      const first = await creditReward({ userId: user.id, adId: "ad-1" }, { capStore: own.store });
       expect(statusOf(first)).toBe(201);
       await own.admin.set(capCounterKey(user.id, day), "not-a-number", "KEEPTTL");
-      expect(await claimReward({ userId: user.id, adId: "ad-2" }, { capStore: own.store })).toMatchObject({
+      expect(await creditReward({ userId: user.id, adId: "ad-2" }, { capStore: own.store })).toMatchObject({
         kind: "refused",
         code: "cap_store_unavailable",
       });
@@ -140,7 +135,7 @@ describe("rewards with a misbehaving Redis", () => {
       expect(await balanceOf(user.id)).toBe(5);
       expect(await own.admin.get(capCounterKey(user.id, day))).toBe("not-a-number");
       // A key with a row never touches the cap (contract section 6).
-      const replay = await claimReward({ userId: user.id, adId: "ad-1" }, { capStore: own.store });
+      const replay = await creditReward({ userId: user.id, adId: "ad-1" }, { capStore: own.store });
       expect(replay).toMatchObject({ kind: "response", replayed: true });
       // The audit names the broken counter.
       const audit = await createRewardCapCheck({ userIds: [user.id], capStore: own.store }).run();
@@ -153,10 +148,10 @@ describe("rewards with a misbehaving Redis", () => {
     const own = await startOwnRedis();
     try {
       const user = await createTestUser();
-      expect(statusOf(await claimReward({ userId: user.id, adId: "ad-up" }, { capStore: own.store }))).toBe(201);
+      expect(statusOf(await creditReward({ userId: user.id, adId: "ad-up" }, { capStore: own.store }))).toBe(201);
       await own.server.stop();
       const startedMs = Date.now();
-      const refused = await claimReward({ userId: user.id, adId: "ad-down" }, { capStore: own.store });
+      const refused = await creditReward({ userId: user.id, adId: "ad-down" }, { capStore: own.store });
       expect(refused).toMatchObject({ kind: "refused", code: "cap_store_unavailable" });
       // ensureRedisConnected waits at most 1 s for a reconnect, once for the reserve and once for the release:
       // about 2 s, bounded here at 4 s to leave a loaded CI machine room.
@@ -183,7 +178,7 @@ describe("rewards with a misbehaving Redis", () => {
     await withOwnRedis(async (own) => {
       const user = await createTestUser();
       const day = today();
-      await claimReward({ userId: user.id, adId: "ad-1" }, { capStore: own.store });
+      await creditReward({ userId: user.id, adId: "ad-1" }, { capStore: own.store });
       expect(await createRewardCapCheck({ userIds: [user.id], capStore: own.store }).run()).toMatchObject({ ok: true });
 
       // A reservation whose request died before releasing it: in flight, then stale.
@@ -214,7 +209,7 @@ describe("rewards with a misbehaving Redis", () => {
     });
   });
 
-  it("every Redis failure reaches claimReward as CapStoreUnavailableError (typed), never as a raw client error", async () => {
+  it("every Redis failure reaches creditReward as CapStoreUnavailableError (typed), never as a raw client error", async () => {
     await withOwnRedis(async (own) => {
       await own.server.stop();
       const op = {

@@ -1,34 +1,30 @@
 /**
- * claimReward against the real PostgreSQL and the stack's real redis-server (contract sections 3 and 6;
+ * creditReward against the real PostgreSQL and the stack's real redis-server (contract sections 3 and 6;
  * cases C10, C13). Every test uses its own users, so the shared Redis and database need no cleaning.
  * Destructive Redis scenarios (pause, flush, garbage, shutdown) live in rewards-redis.test.ts on private servers.
  */
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 
-import { closeDb, pool } from "../../lib/db";
+import { pool } from "../../lib/db";
 import { insertClaim, operationKey, type OperationResult } from "../../lib/ledger";
-import { closeRedis, ensureRedisConnected, redis, type RedisClient } from "../../lib/redis";
+import { ensureRedisConnected, redis, type RedisClient } from "../../lib/redis";
 import { createRewardCapCheck } from "../../lib/audit/checks/reward-cap";
 import {
   capCounterKey,
   rewardCapStore,
   type CapOperation,
-  type ReleaseOutcome,
-  type ReserveOutcome,
+  type CapReleaseOutcome,
+  type CapReserveOutcome,
   type RewardCapStore,
-  type SettleOutcome,
+  type CapSettleOutcome,
 } from "../../lib/rewards/cap-store";
-import { claimReward } from "../../lib/rewards/claim-reward";
+import { creditReward } from "../../lib/rewards/credit-reward";
 import { getRewardProgress } from "../../lib/rewards/get-reward-progress";
 import { rewardDay } from "../../lib/rewards/reward-day";
 import { createTestUser } from "../helpers/db";
 import { balanceOf, countRows, dedicatedClient } from "../helpers/ledger";
-import { creditedRewardsMinor, deferred, rewardRowCount, waitForSessionBlockedBy } from "../helpers/rewards";
-
-afterAll(async () => {
-  await closeRedis();
-  await closeDb();
-});
+import { creditedRewardsMinor, deferred, rewardRowCount } from "../helpers/rewards";
+import { waitForBlockedSessions } from "../helpers/wait";
 
 // The contract's defaults (section 6), which the integration stack runs with.
 const AMOUNT_MINOR = 5;
@@ -63,7 +59,7 @@ function statusOf(result: OperationResult): number | string {
 /** Credits `count` distinct ads one after the other (the user's "earlier today"). */
 async function creditSequentially(userId: string, count: number, prefix = "early"): Promise<void> {
   for (let i = 0; i < count; i++) {
-    const result = await claimReward({ userId, adId: `${prefix}-${i}` });
+    const result = await creditReward({ userId, adId: `${prefix}-${i}` });
     expect(statusOf(result)).toBe(201);
   }
 }
@@ -79,7 +75,7 @@ async function runC13Scenario(capStoreForRace: RewardCapStore | undefined, ledge
   const start = deferred();
   const racers = Array.from({ length: 50 }, async (_, i) => {
     await start.promise;
-    return await claimReward({ userId: user.id, adId: `race-${i}` }, { capStore: capStoreForRace, ledgerCap });
+    return await creditReward({ userId: user.id, adId: `race-${i}` }, { capStore: capStoreForRace, ledgerCap });
   });
   start.resolve();
   const results = await Promise.all(racers);
@@ -108,7 +104,7 @@ class ReadThenIncrementCapStore implements RewardCapStore {
     private readonly racers: number,
   ) {}
 
-  async reserve(op: CapOperation, amountMinor: number, capMinor: number): Promise<ReserveOutcome> {
+  async reserve(op: CapOperation, amountMinor: number, capMinor: number): Promise<CapReserveOutcome> {
     const counterMinor = Number((await this.client.get(capCounterKey(op.userId, op.day))) ?? 0);
     this.arrived += 1;
     if (this.arrived === this.racers) this.everyoneRead.resolve();
@@ -119,22 +115,22 @@ class ReadThenIncrementCapStore implements RewardCapStore {
     return { kind: "reserved", counterMinor: counterMinor + amountMinor };
   }
 
-  async release(op: CapOperation): Promise<ReleaseOutcome> {
+  async release(op: CapOperation): Promise<CapReleaseOutcome> {
     if (!this.reserved.delete(op.attemptId)) return { kind: "noop" };
     await this.client.decrby(capCounterKey(op.userId, op.day), 5);
     return { kind: "released" };
   }
 
-  async settle(): Promise<SettleOutcome> {
+  async settle(): Promise<CapSettleOutcome> {
     return { kind: "settled" };
   }
 }
 
-describe("claimReward", () => {
+describe("creditReward", () => {
   it("credits once per ad and day, stores the 201 and replays it byte for byte", async () => {
     const user = await createTestUser();
-    const first = await claimReward({ userId: user.id, adId: "ad-once" });
-    const second = await claimReward({ userId: user.id, adId: "ad-once" });
+    const first = await creditReward({ userId: user.id, adId: "ad-once" });
+    const second = await creditReward({ userId: user.id, adId: "ad-once" });
     if (first.kind !== "response" || second.kind !== "response") throw new Error("expected responses");
     expect(first.replayed).toBe(false);
     expect(first.response.status).toBe(201);
@@ -187,9 +183,9 @@ describe("claimReward", () => {
     const user = await createTestUser();
     await creditSequentially(user.id, 10);
     expect(await counterOf(user.id)).toBe(CAP_MINOR);
-    const replay = await claimReward({ userId: user.id, adId: "early-3" });
+    const replay = await creditReward({ userId: user.id, adId: "early-3" });
     expect(replay).toMatchObject({ kind: "response", replayed: true, response: { status: 201 } });
-    expect(statusOf(await claimReward({ userId: user.id, adId: "one-more" }))).toBe("daily_cap_reached");
+    expect(statusOf(await creditReward({ userId: user.id, adId: "one-more" }))).toBe("daily_cap_reached");
     expect(await counterOf(user.id)).toBe(CAP_MINOR);
     expect(await balanceOf(user.id)).toBe(CAP_MINOR);
     const progress = await getRewardProgress(user.id);
@@ -200,7 +196,7 @@ describe("claimReward", () => {
   it("C10: 10 concurrent requests for one ad give one row, one credit, identical bodies, and count the cap once", async () => {
     const user = await createTestUser();
     const results = await Promise.all(
-      Array.from({ length: 10 }, () => claimReward({ userId: user.id, adId: "ad-dup" })),
+      Array.from({ length: 10 }, () => creditReward({ userId: user.id, adId: "ad-dup" })),
     );
     const bodies = new Set(
       results.map((r) => (r.kind === "response" ? `${r.response.status} ${r.response.body}` : r.kind)),
@@ -223,7 +219,7 @@ describe("claimReward", () => {
       leaseMs: 30_000,
       actor: "request",
     });
-    expect(await claimReward({ userId: user.id, adId: "ad-x" })).toEqual({ kind: "mismatch", fields: ["amount"] });
+    expect(await creditReward({ userId: user.id, adId: "ad-x" })).toEqual({ kind: "mismatch", fields: ["amount"] });
     expect(await counterOf(user.id)).toBeNull();
     expect(await balanceOf(user.id)).toBe(0);
   });
@@ -245,9 +241,9 @@ describe("claimReward", () => {
         actor: "request",
       });
       const pid = (await blocker.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
-      // The uncommitted row is invisible to the first read, so claimReward reserves and then waits on the claim.
-      const pending = claimReward({ userId: user.id, adId: "ad-y" });
-      await waitForSessionBlockedBy(pid);
+      // The uncommitted row is invisible to the first read, so creditReward reserves and then waits on the claim.
+      const pending = creditReward({ userId: user.id, adId: "ad-y" });
+      await waitForBlockedSessions({ blockedBy: pid });
       expect(await counterOf(user.id)).toBe(15);
       await blocker.query("COMMIT");
       expect(await pending).toEqual({ kind: "mismatch", fields: ["amount"] });
@@ -260,7 +256,7 @@ describe("claimReward", () => {
 
   it("a database error after the reserve (FK violation: no such user) is thrown for a 500, and the reservation is released", async () => {
     const missingUserId = `test_missing_${Date.now()}`;
-    await expect(claimReward({ userId: missingUserId, adId: "ad-fk" })).rejects.toMatchObject({ code: "23503" });
+    await expect(creditReward({ userId: missingUserId, adId: "ad-fk" })).rejects.toMatchObject({ code: "23503" });
     // Seeded from the (empty) ledger, reserved to 5, released back to 0.
     expect(await counterOf(missingUserId)).toBe(0);
     const state = await rewardCapStore().readDay(missingUserId, today());

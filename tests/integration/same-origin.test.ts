@@ -9,7 +9,7 @@
  *   Run it alone: `npx vitest run --project integration tests/integration/same-origin.test.ts`.
  * tests/http/abuse-limits.test.ts sends the same attack over HTTP to the built app.
  */
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { beforeAll, describe, expect, it, vi } from "vitest";
 
 const control = vi.hoisted(() => ({ checkRemoved: false, passes: 0 }));
 
@@ -35,7 +35,6 @@ vi.mock("../../lib/reconciler/reconcile-once", async (importOriginal) => {
 import { randomUUID } from "node:crypto";
 import { POST } from "../../app/api/v1/admin/reconcile/route";
 import { auth } from "../../lib/auth/auth";
-import { closeDb } from "../../lib/db";
 import { env } from "../../lib/env";
 import { createUser } from "../../lib/users/create-user";
 
@@ -48,10 +47,6 @@ beforeAll(async () => {
   const { headers } = await auth().api.signInEmail({ body: { email, password: PASSWORD }, returnHeaders: true });
   adminCookie = headers.get("set-cookie")?.split(";")[0] ?? "";
   expect(adminCookie).toContain("session_token=");
-});
-
-afterAll(async () => {
-  await closeDb();
 });
 
 /** What Chromium sends for `<form method=post enctype=text/plain>` auto-submitted from http://127.0.0.1:<other port>. */

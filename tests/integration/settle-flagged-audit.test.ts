@@ -14,12 +14,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runAudit } from "@/lib/audit/run-audit";
 import { createSucceededChargesCreditedCheck } from "@/lib/audit/checks/succeeded-charges-credited";
 import { createTopupsMatchBankChargesCheck } from "@/lib/audit/checks/topups-match-bank-charges";
-import { closeDb } from "@/lib/db";
 import { env } from "@/lib/env";
 import { getEntryById } from "@/lib/ledger/transitions";
 import { resetChargeCursors } from "@/lib/reconciler/charge-cursor";
 import { reconcileOnce } from "@/lib/reconciler/reconcile-once";
-import { closeRedis } from "@/lib/redis";
 import { createTestUser } from "../helpers/db";
 import { balanceOf } from "../helpers/ledger";
 import {
@@ -41,7 +39,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await bank?.stop();
-  await Promise.all([closeDb(), closeRedis()]);
 });
 
 /** 2^53 - 500: the wallet's balance CHECK (< 2^53) refuses any further credit of 500 or more. */

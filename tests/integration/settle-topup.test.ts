@@ -3,19 +3,14 @@
  * every state of a top-up row, on a real PostgreSQL. The request, the webhook and the reconciler all call it, so
  * what holds here holds for each of them; tests/http and tests/integration/reconciler*.test.ts exercise the doors.
  */
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { BankCharge } from "@/lib/bank/client";
-import { closeDb } from "@/lib/db";
 import { claimOperation } from "@/lib/ledger/claim";
 import { completeEntry, failEntry, getEntryById, markProcessing } from "@/lib/ledger/transitions";
 import type { LedgerEntry } from "@/lib/ledger/entry";
 import { settleTopup, type ChargeEvidence, type SettleDoor } from "@/lib/topups/settle-topup";
 import { createTestUser, testPool } from "../helpers/db";
 import { balanceOf, claimRequest, freshRefId, seedBalance } from "../helpers/ledger";
-
-afterAll(async () => {
-  await closeDb();
-});
 
 const WEBHOOK: SettleDoor = { actor: "webhook", guard: { kind: "status_only" }, detail: "test: webhook" };
 

@@ -8,7 +8,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createCharge } from "@/lib/bank/client";
 import { signWebhook } from "@/lib/bank/signature";
-import { closeDb } from "@/lib/db";
 import { claimOperation } from "@/lib/ledger/claim";
 import { failEntry, getEntryById, markProcessing } from "@/lib/ledger/transitions";
 import { handleBankWebhook } from "@/lib/webhooks/handle-bank-webhook";
@@ -27,7 +26,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await bank?.stop();
-  await closeDb();
 });
 
 type Delivery = (rawBody: string, event: { type: string; merchantRef: string; refId: string }) => Promise<void>;

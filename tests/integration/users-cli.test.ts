@@ -9,9 +9,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { assertLocalDatabase } from "../../scripts/lib/stack";
-import { closeDb } from "../../lib/db";
 import { findPrincipalByToken } from "../../lib/api-tokens/find-principal-by-token";
 import { signInWithPassword } from "../../lib/auth/sign-in-with-password";
 
@@ -64,10 +63,6 @@ function lastLine(text: string): string {
 }
 
 const databaseUrl = process.env.DATABASE_URL;
-
-afterAll(async () => {
-  await closeDb();
-});
 
 describe("npm run users -- create", () => {
   it("creates an admin with --token and prints the token alone as the last line of stdout", async () => {

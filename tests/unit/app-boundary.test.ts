@@ -8,6 +8,9 @@
  *  - lib/ledger/index.ts is the one way in: no code outside lib/ledger imports one of its files, except lib/db.ts,
  *    which sits below the ledger and takes the Queryable type and the retry policy from their own files (through
  *    the index it would load the claim module, which imports lib/db, while lib/db itself is loading).
+ *  - Domain folders (every lib/ folder but lib/ledger and the shared ones) keep their files internal: another lib/
+ *    folder imports only their index.ts or a public file listed in ARCHITECTURE.md ("Domain folders and their
+ *    public files"), which this test reads, so the table and the rule cannot drift apart.
  * Tests may import ledger files directly (white-box tests of one file).
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -145,5 +148,101 @@ describe("lib/ledger's boundary", () => {
     expect(bypassesLedgerIndex("lib/topups/create-topup.ts", "../ledger")).toBe(false);
     expect(bypassesLedgerIndex("lib/ledger/claim.ts", "./keys")).toBe(true);
     expect(bypassesLedgerIndex("app/page.tsx", "@/lib/ledger")).toBe(false);
+  });
+});
+
+/** What ARCHITECTURE.md declares: the shared folders and each domain folder's public files (names without .ts). */
+interface DomainSurface {
+  shared: Set<string>;
+  publicFiles: Map<string, Set<string>>;
+}
+
+/** Reads the "Domain folders and their public files" section of ARCHITECTURE.md. */
+function readDomainSurface(markdown: string): DomainSurface {
+  const section = markdown.split(/^## Domain folders and their public files$/m)[1]?.split(/^## /m)[0] ?? "";
+  const sharedParagraph = section.split(/^The shared folders/m)[1]?.split(/\n\n/)[0] ?? "";
+  const shared = new Set([...sharedParagraph.matchAll(/`lib\/([a-z-]+)`/g)].map((match) => match[1]!));
+  const publicFiles = new Map(
+    [...section.matchAll(/^\| `lib\/([a-z-]+)` \| (.*) \|$/gm)].map((match) => [
+      match[1]!,
+      new Set([...match[2]!.matchAll(/`([a-z0-9/-]+)`/g)].map((name) => name[1]!)),
+    ]),
+  );
+  return { shared, publicFiles };
+}
+
+/** The project-relative target of `specifier` imported by `file`, without extension; null for a package. */
+function importTarget(file: string, specifier: string): string | null {
+  if (specifier.startsWith("@/")) return specifier.slice(2).replace(/\.tsx?$/, "");
+  if (specifier.startsWith(".")) return join(dirname(file), specifier).replace(/\.tsx?$/, "");
+  return null;
+}
+
+/**
+ * Why `file` may not import `specifier` (null: allowed): the target is a file inside another domain folder of lib/
+ * that is neither its index nor one of its public files.
+ */
+function domainImportViolation(file: string, specifier: string, surface: DomainSurface): string | null {
+  const target = importTarget(file, specifier);
+  const [root, folder, ...rest] = (target ?? "").split("/");
+  const name = rest.join("/");
+  if (root !== "lib" || folder === undefined || name === "") return null;
+  if (folder === "ledger" || surface.shared.has(folder)) return null;
+  if (file.startsWith(`lib/${folder}/`) || !file.startsWith("lib/")) return null;
+  if (name === "index" || surface.publicFiles.get(folder)?.has(name)) return null;
+  return `lib/${folder}/${name} is internal to lib/${folder} (not in ARCHITECTURE.md's public files)`;
+}
+
+describe("domain folders' boundaries", () => {
+  const surface = readDomainSurface(readFileSync("ARCHITECTURE.md", "utf8"));
+
+  it("ARCHITECTURE.md's table names shared folders and public files that exist", () => {
+    expect(surface.shared.size).toBeGreaterThan(3);
+    expect(surface.publicFiles.get("topups")?.has("settle-topup")).toBe(true);
+    const missing = [
+      ...[...surface.shared].filter((folder) => !statSync(join("lib", folder), { throwIfNoEntry: false })),
+      ...[...surface.publicFiles].flatMap(([folder, names]) =>
+        [...names]
+          .filter((name) => !statSync(join("lib", folder, `${name}.ts`), { throwIfNoEntry: false }))
+          .map((name) => `lib/${folder}/${name}.ts`),
+      ),
+    ];
+    expect(missing).toEqual([]);
+  });
+
+  it("no lib/ folder imports another domain folder's internal files", () => {
+    const violations = files("lib").flatMap((file) =>
+      importSpecifiers(readFileSync(file, "utf8")).flatMap((specifier) => {
+        const why = domainImportViolation(file, specifier, surface);
+        return why ? [`${file}: imports ${specifier}: ${why}`] : [];
+      }),
+    );
+    expect(violations).toEqual([]);
+  });
+
+  it("the check bites on an internal file and lets the public ones through (negative controls)", () => {
+    const fake: DomainSurface = {
+      shared: new Set(["http"]),
+      publicFiles: new Map([["topups", new Set(["settle-topup"])]]),
+    };
+    expect(domainImportViolation("lib/reconciler/x.ts", "../topups/create-topup", fake)).toMatch(/internal/);
+    expect(domainImportViolation("lib/admin/x.ts", "@/lib/payments/create-payment", fake)).toMatch(/internal/);
+    expect(domainImportViolation("lib/admin/x.ts", "../topups/settle-topup", fake)).toBeNull();
+    expect(domainImportViolation("lib/admin/x.ts", "../topups", fake)).toBeNull();
+    expect(domainImportViolation("lib/admin/x.ts", "../topups/index", fake)).toBeNull();
+    expect(domainImportViolation("lib/admin/x.ts", "../topups/checks/scope", fake)).toMatch(/internal/);
+    const nested: DomainSurface = { shared: new Set(), publicFiles: new Map([["audit", new Set(["checks/scope"])]]) };
+    expect(domainImportViolation("lib/admin/x.ts", "../audit/checks/scope", nested)).toBeNull();
+    expect(domainImportViolation("lib/topups/x.ts", "./create-topup", fake)).toBeNull();
+    expect(domainImportViolation("lib/admin/x.ts", "../http/respond", fake)).toBeNull();
+    expect(domainImportViolation("lib/admin/x.ts", "../ledger", fake)).toBeNull();
+    expect(domainImportViolation("app/page.tsx", "@/lib/topups/create-topup", fake)).toBeNull();
+    const read = readDomainSurface(
+      "## Domain folders and their public files\n\nThe shared folders: `lib/http`, `lib/bank`.\n\n" +
+        "| folder | public files |\n|---|---|\n| `lib/topups` | `settle-topup`, `list-topups` |\n\n## Next\n| `lib/x` | `y` |\n",
+    );
+    expect([...read.shared]).toEqual(["http", "bank"]);
+    expect([...read.publicFiles.keys()]).toEqual(["topups"]);
+    expect([...read.publicFiles.get("topups")!]).toEqual(["settle-topup", "list-topups"]);
   });
 });

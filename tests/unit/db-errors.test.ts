@@ -10,6 +10,7 @@
  */
 import { describe, expect, it, vi } from "vitest";
 import { DatabaseError } from "pg";
+import { log } from "../../lib/log";
 import { PrismaClientKnownRequestError } from "@prisma/client/runtime/client";
 import { BANK_CHARGE_INDEX, CLAIM_INDEX } from "../../lib/ledger/constants";
 import {
@@ -23,6 +24,7 @@ import {
   failoverRetryDelayMs,
   TRANSACTION_RETRY_MAX_DELAY_MS,
   transactionRetryDelayMs,
+  type TransactionRetryInfo,
   withTransactionRetry,
 } from "../../lib/ledger/retry";
 
@@ -206,8 +208,16 @@ describe("classifyDbError: walking the chain", () => {
 
   it("rejects a maxDepth that would switch the cap off", () => {
     for (const maxDepth of [-1, 1.5, 65, Number.POSITIVE_INFINITY, Number.NaN]) {
-      expect(() => classifyDbError(new Error("x"), { maxDepth })).toThrow(RangeError);
+      expect(() => classifyDbError(new Error("x"), { maxDepth })).toThrow(
+        new RangeError(`maxDepth must be an integer in 0..64, got ${maxDepth}`),
+      );
     }
+    // Both ends of the range are allowed: 0 inspects the error itself only, 64 is the ceiling.
+    expect(classifyDbError(pgError("23505", CLAIM_INDEX), { maxDepth: 0 })).toEqual({ kind: "already_claimed" });
+    expect(classifyDbError(wrap(pgError("23505", CLAIM_INDEX), 1), { maxDepth: 0 })).toEqual({ kind: "unknown" });
+    expect(classifyDbError(wrap(pgError("23505", CLAIM_INDEX), 20), { maxDepth: 64 })).toEqual({
+      kind: "already_claimed",
+    });
   });
 
   it("terminates on a very long chain and on a wide AggregateError (node budget)", () => {
@@ -229,6 +239,27 @@ describe("classifyDbError: walking the chain", () => {
     const narrow = new AggregateError([new AggregateError(noise(8)), new Error("w", { cause: claim() })]);
     expect(classifyDbError(narrow)).toEqual({
       kind: "already_claimed",
+    });
+  });
+
+  it("the node budget is exact: the 64th object inspected is read, the 65th is not", () => {
+    const noise = (n: number) => Array.from({ length: n }, (_, i) => new Error(`noise ${i}`));
+    // The AggregateError itself is the first object, so the claim error after 62 others is the 64th.
+    const at64 = new AggregateError([...noise(DB_ERRORS_MAX_NODES - 2), pgError("23505", CLAIM_INDEX)]);
+    expect(classifyDbError(at64)).toEqual({ kind: "already_claimed" });
+    const at65 = new AggregateError([...noise(DB_ERRORS_MAX_NODES - 1), pgError("23505", CLAIM_INDEX)]);
+    expect(classifyDbError(at65)).toEqual({ kind: "unknown" });
+  });
+
+  it("null links in the chain (an errors element, meta, a constraint) are skipped, not fatal", () => {
+    const claim = () => pgError("23505", CLAIM_INDEX);
+    expect(classifyDbError(new AggregateError([null, claim()]))).toEqual({ kind: "already_claimed" });
+    expect(classifyDbError(Object.assign(new Error("x", { cause: claim() }), { meta: null }))).toEqual({
+      kind: "already_claimed",
+    });
+    expect(classifyDbError({ originalCode: "23505", constraint: null })).toEqual({
+      kind: "unique_violation",
+      constraint: null,
     });
   });
 
@@ -323,6 +354,9 @@ describe("classifyDbError: other constraint violations", () => {
     // A quoted name with an escaped double quote.
     const quoted = { ...cause, originalMessage: 'violates check constraint "odd""name"' };
     expect(classifyDbError(prismaError("P2010", quoted))).toEqual({ kind: "check_violation", constraint: 'odd"name' });
+    // A message in another form names nothing: the verdict stands, without a name.
+    const unnamed = { ...cause, originalMessage: "check violation" };
+    expect(classifyDbError(prismaError("P2010", unnamed))).toEqual({ kind: "check_violation", constraint: null });
     // A message alone never makes a check_violation.
     expect(classifyDbError(new Error(cause.originalMessage))).toEqual({ kind: "unknown" });
   });
@@ -361,6 +395,33 @@ describe("classifyDbError: other constraint violations", () => {
     expect(classifyDbError(pgError("42704"))).toEqual({ kind: "unknown" }); // C03: ON CONSTRAINT on an index
     const cause: AdapterCause = { originalCode: "22012", originalMessage: "division by zero", kind: "postgres" };
     expect(classifyDbError(prismaError("P2010", cause))).toEqual({ kind: "unknown" });
+  });
+});
+
+describe("classifyDbError: what counts as a SQLSTATE", () => {
+  it("five characters of a PostgreSQL error class (digits, F0, HV, P0, XX): next to a claim conflict, a contradiction", () => {
+    for (const sqlstate of ["0A000", "F0001", "HV000", "P0001", "XX000"]) {
+      const mixed = new AggregateError([pgError("23505", CLAIM_INDEX), pgError(sqlstate)]);
+      expect(classifyDbError(mixed), sqlstate).toEqual({ kind: "unknown" });
+    }
+  });
+
+  it("a code that only contains a SQLSTATE, or is one character off, is not one and is ignored", () => {
+    for (const code of ["x23505", "235050", "2350", "A0000", "P1000"]) {
+      const mixed = new AggregateError([pgError("23505", CLAIM_INDEX), pgError(code)]);
+      expect(classifyDbError(mixed), code).toEqual({ kind: "already_claimed" });
+    }
+    // Only strings: a number that reads like one is not a SQLSTATE.
+    const numeric = new AggregateError([pgError("23505", CLAIM_INDEX), { code: 23505 }]);
+    expect(classifyDbError(numeric)).toEqual({ kind: "already_claimed" });
+  });
+
+  it("an empty constraint or index name is no name: never the claim index, reported as null", () => {
+    expect(classifyDbError(pgError("23505", ""))).toEqual({ kind: "unique_violation", constraint: null });
+    expect(classifyDbError(prismaError("P2002", uniqueCause({ index: "" })))).toEqual({
+      kind: "unique_violation",
+      constraint: null,
+    });
   });
 });
 
@@ -429,9 +490,24 @@ describe("withTransactionRetry", () => {
   it("refuses an attempts value outside 1..10 before running anything", async () => {
     for (const attempts of [0, -1, 1.5, 11, Number.POSITIVE_INFINITY]) {
       const fn = vi.fn(async () => 1);
-      await expect(withTransactionRetry(fn, { attempts })).rejects.toThrow(RangeError);
+      await expect(withTransactionRetry(fn, { attempts })).rejects.toThrow(
+        new RangeError(`attempts must be an integer in 1..10, got ${attempts}`),
+      );
       expect(fn).not.toHaveBeenCalled();
     }
+    // The bound itself is allowed.
+    await expect(withTransactionRetry(async () => "ran", { attempts: 10 })).resolves.toBe("ran");
+  });
+
+  it("tells onRetry why it retries and how long it waits: a conflict, its SQLSTATE and the jittered delay", async () => {
+    const conflict = pgError("40001");
+    const fn = vi.fn<() => Promise<string>>().mockRejectedValueOnce(conflict).mockResolvedValueOnce("committed");
+    const infos: TransactionRetryInfo[] = [];
+    await withTransactionRetry(fn, { onRetry: (info) => infos.push(info) });
+    expect(infos).toHaveLength(1);
+    expect(infos[0]).toMatchObject({ attempt: 1, reason: "conflict", sqlstate: "40001", error: conflict });
+    expect(infos[0]!.delayMs).toBeGreaterThanOrEqual(5);
+    expect(infos[0]!.delayMs).toBeLessThanOrEqual(10);
   });
 
   it("backs off with equal jitter: never zero, doubling, capped", () => {
@@ -475,6 +551,32 @@ describe("connection_lost (failover)", () => {
     });
   });
 
+  it("every socket errno and every fixed node-postgres connection message on the list is a lost connection", () => {
+    for (const code of [
+      "ECONNREFUSED",
+      "ECONNRESET",
+      "EPIPE",
+      "ETIMEDOUT",
+      "EHOSTUNREACH",
+      "ENETUNREACH",
+      "ECONNABORTED",
+    ]) {
+      const error = Object.assign(new Error(`socket ${code}`), { code });
+      expect(classifyDbError(error)).toEqual({ kind: "connection_lost", cause: code });
+      expect(classifyDbError(new Error("wrapped", { cause: error }))).toEqual({ kind: "connection_lost", cause: code });
+    }
+    for (const message of [
+      "Connection terminated unexpectedly",
+      "Connection terminated",
+      "Connection terminated due to connection timeout",
+      "timeout exceeded when trying to connect",
+      "Client has encountered a connection error and is not queryable",
+      "Client was closed and is not queryable",
+    ]) {
+      expect(classifyDbError(new Error(message))).toEqual({ kind: "connection_lost", cause: message });
+    }
+  });
+
   it("a message that merely mentions a connection, or a database error with a SQLSTATE, is not", () => {
     expect(classifyDbError(new Error("Connection terminated unexpectedly!"))).toEqual({ kind: "unknown" });
     expect(classifyDbError(pgError("23505", CLAIM_INDEX, "Connection terminated unexpectedly"))).toEqual({
@@ -501,6 +603,36 @@ describe("connection_lost (failover)", () => {
     const off = vi.fn<() => Promise<string>>().mockRejectedValue(lost);
     await expect(withTransactionRetry(off, { failoverRetryMs: 0 })).rejects.toBe(lost);
     expect(off).toHaveBeenCalledTimes(1);
+  });
+
+  it("each failover retry is logged at warn with the attempt, the back-off, the cause and the error's message", async () => {
+    const warn = vi.spyOn(log(), "warn");
+    try {
+      const lost = pgError("57P01", undefined, "terminating connection due to administrator command");
+      const fn = vi
+        .fn<() => Promise<string>>()
+        .mockRejectedValueOnce(lost)
+        // A thrown non-Error (some libraries reject with plain objects): its string form is logged.
+        .mockRejectedValueOnce({ code: "ECONNRESET", toString: () => "socket reset by peer" })
+        .mockResolvedValueOnce("committed");
+      await expect(withTransactionRetry(fn, { failoverRetryMs: 5_000 })).resolves.toBe("committed");
+      expect(warn).toHaveBeenCalledTimes(2);
+      const [fields, text] = warn.mock.calls[0] as unknown as [Record<string, unknown>, string];
+      expect(text).toBe("database connection lost: retrying");
+      expect(fields).toMatchObject({
+        attempt: 1,
+        cause: "57P01",
+        message: "terminating connection due to administrator command",
+      });
+      expect(fields.delayMs).toBeGreaterThanOrEqual(50);
+      expect(warn.mock.calls[1]?.[0]).toMatchObject({
+        attempt: 2,
+        cause: "ECONNRESET",
+        message: "socket reset by peer",
+      });
+    } finally {
+      warn.mockRestore();
+    }
   });
 
   it("failover back-off: 100 ms doubling to 1 s, equal jitter", () => {

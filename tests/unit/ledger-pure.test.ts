@@ -41,13 +41,29 @@ describe("keys", () => {
 
   it("operationKey keeps the ref id exactly and refuses invalid parts", () => {
     expect(operationKey("u1", "topup", "Ref-1")).toEqual({ userId: "u1", type: "topup", refId: "Ref-1" });
-    expect(() => operationKey("", "topup", "r")).toThrow(TypeError);
-    expect(() => operationKey("u1", "topup", "r ")).toThrow(TypeError);
+    expect(() => operationKey("", "topup", "r")).toThrow(new TypeError("operationKey: empty userId"));
+    expect(() => operationKey("u1", "topup", "r ")).toThrow(new TypeError('operationKey: invalid refId "r "'));
   });
 
-  it("credits (adjustments among them) raise and payments lower the balance", () => {
-    expect(LEDGER_TYPES).toEqual(["topup", "reward", "payment", "adjustment", "refund"]);
-    expect(LEDGER_DIRECTION).toEqual({ topup: 1, reward: 1, payment: -1, adjustment: 1, refund: -1 });
+  it("credits (adjustments and chargeback reversals among them) raise; payments, refunds and chargebacks lower the balance", () => {
+    expect(LEDGER_TYPES).toEqual([
+      "topup",
+      "reward",
+      "payment",
+      "adjustment",
+      "refund",
+      "chargeback",
+      "chargeback_reversal",
+    ]);
+    expect(LEDGER_DIRECTION).toEqual({
+      topup: 1,
+      reward: 1,
+      payment: -1,
+      adjustment: 1,
+      refund: -1,
+      chargeback: -1,
+      chargeback_reversal: 1,
+    });
   });
 });
 
@@ -71,13 +87,18 @@ describe("fingerprint", () => {
   });
 
   it("refuses unsafe or fractional numbers", () => {
-    expect(() => canonicalParams({ amount: 1.5 })).toThrow(TypeError);
+    expect(() => canonicalParams({ amount: 1.5 })).toThrow(new TypeError("fingerprint: amount must be a safe integer"));
     expect(() => canonicalParams({ amount: 2 ** 53 })).toThrow(TypeError);
   });
 
   it("names the fields that differ, sorted, including one-sided fields", () => {
     expect(differingFields({ amount: 1, currency: "USD" }, { amount: 2, currency: "USD" })).toEqual(["amount"]);
     expect(differingFields({ amount: 1, currency: "USD" }, { currency: "EUR", amount: 2 })).toEqual([
+      "amount",
+      "currency",
+    ]);
+    // Sorted by name, whatever order the stored parameters list them in.
+    expect(differingFields({ currency: "USD", amount: 1 }, { currency: "EUR", amount: 2 })).toEqual([
       "amount",
       "currency",
     ]);
@@ -136,9 +157,68 @@ describe("entry mapping and views", () => {
     ).toMatchObject({ leaseOwner: null, bankChargeId: null, failureReason: null, leaseExpiresAt: null });
   });
 
+  it("maps every column: the failure reason, settlement counters, flag time, adjustment and refund links too", () => {
+    const flaggedAt = new Date("2026-01-01T00:05:00Z");
+    const full = {
+      ...row,
+      type: "adjustment",
+      status: "failed",
+      failure_reason: "declined_by_bank",
+      settle_failures: 3,
+      settle_last_error: "credit refused",
+      settle_flagged_at: flaggedAt,
+      adjusts_entry_id: 5,
+      refunds_entry_id: 4,
+      refunded_minor: 300,
+    };
+    expect(toLedgerEntry(full)).toEqual({
+      id: 7,
+      userId: "u1",
+      type: "adjustment",
+      refId: "r1",
+      amountMinor: 2500,
+      currency: "USD",
+      fingerprint: "f".repeat(64),
+      params: { amount: 2500, currency: "USD" },
+      status: "failed",
+      failureReason: "declined_by_bank",
+      response: null,
+      leaseOwner: "w",
+      leaseExpiresAt: new Date("2026-01-01T00:00:30Z"),
+      attempt: 2,
+      bankChargeId: "ch_1",
+      settleFailures: 3,
+      settleLastError: "credit refused",
+      settleFlaggedAt: flaggedAt,
+      adjustsEntryId: 5,
+      refundsEntryId: 4,
+      refundedMinor: 300,
+      createdAt: new Date("2026-01-01T00:00:00Z"),
+      updatedAt: new Date("2026-01-01T00:00:01Z"),
+    });
+    expect(
+      toLedgerEntry({
+        ...full,
+        settle_last_error: undefined,
+        settle_flagged_at: undefined,
+        adjusts_entry_id: undefined,
+        refunds_entry_id: undefined,
+        refunded_minor: undefined,
+      }),
+    ).toMatchObject({
+      settleLastError: null,
+      settleFlaggedAt: null,
+      adjustsEntryId: null,
+      refundsEntryId: null,
+      refundedMinor: 0,
+    });
+  });
+
   it("qualifies every column with an alias", () => {
     expect(entryColumns("e").split(", ")).toHaveLength(ENTRY_COLUMNS.split(",").length);
     expect(entryColumns("e")).toMatch(/^e\.user_id, e\.id, /);
+    // Each one is exactly `alias.column`: no line break or indentation of the list is carried into a name.
+    for (const column of entryColumns("e").split(", ")) expect(column).toMatch(/^e\.[a-z_]+$/);
   });
 
   it("only succeeded and failed are terminal", () => {

@@ -28,17 +28,25 @@ const OUTSIDE_SAMPLES = [
   `${[".", "."].join("")}/shared/docs/contract.md`,
   `the contract is kept ${"beside"} this repository`,
 ];
-const CHECKED_FILE = /\.(ts|tsx|mts|mjs|md|sql|json|css)$/;
+/** Text, not binary: no NUL byte (PNG images and other binaries have them; source and documents never do). */
+function isText(bytes: Buffer): boolean {
+  return !bytes.includes(0);
+}
 
-/** Tracked files the outside-reference rule covers (node_modules and generated/ are never tracked). */
+/**
+ * Every tracked text file, whatever its type (.ts, .md, .sql, .prisma, .sh, .svg, .env.example, .gitignore,
+ * .ci/run...): a rule that listed extensions would miss the next new one. node_modules and generated/ are never
+ * tracked; binaries are left out by {@link isText}.
+ */
 function trackedFiles(): string[] {
   const listed = execFileSync("git", ["ls-files", "-z"], { cwd: projectRoot }).toString().split("\0");
   return listed.filter(
     (path) =>
-      (CHECKED_FILE.test(path) || path === ".ci/run") &&
+      path !== "" &&
       !path.startsWith("node_modules/") &&
       !path.startsWith("generated/") &&
-      existsSync(join(projectRoot, path)),
+      existsSync(join(projectRoot, path)) &&
+      isText(readFileSync(join(projectRoot, path))),
   );
 }
 
@@ -86,6 +94,11 @@ const development = readFileSync(join(projectRoot, "docs", "development.md"), "u
 const casesDoc = readFileSync(join(projectRoot, "docs", "cases.md"), "utf8");
 
 describe("the finders catch what they must (negative controls)", () => {
+  it("a binary file is left out, a text file of any type is read", () => {
+    expect(isText(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0x00, 0x00]))).toBe(false);
+    expect(isText(Buffer.from(`model User { // ${OUTSIDE_SAMPLES[0]}\n}`))).toBe(true);
+  });
+
   it("an issue number, the planning notes and a path outside the repository are outside references", () => {
     const text = ["ok line", ...OUTSIDE_SAMPLES].join("\n");
     expect(outsideReferences("x.ts", text).map((hit) => hit.split(":")[1])).toEqual(["2", "3", "4", "5"]);
@@ -114,8 +127,9 @@ describe("every reference in the repository resolves inside it", () => {
 
   it("reads a tracked tree (the rule cannot pass on an empty list)", () => {
     expect(files.length).toBeGreaterThan(100);
-    expect(files).toContain(".ci/run");
+    for (const file of [".ci/run", "prisma/schema.prisma", ".env.example", ".gitignore"]) expect(files).toContain(file);
     expect(files.some((file) => file.startsWith("prisma/migrations/"))).toBe(true);
+    expect(files.some((file) => file.endsWith(".png"))).toBe(false);
   });
 
   it('no tracked file cites "issue N", the planning notes or documents outside the repository', () => {

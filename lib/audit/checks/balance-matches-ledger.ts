@@ -1,7 +1,8 @@
 /**
- * Contract section 7.1: for every user, `wallet.balance = Σ succeeded credits − Σ succeeded debits` in the ledger,
- * where a refund's debit counts from its claim (the claim reserves the money; contract section 11): refunds in flight
- * count as debits, and a failed refund (refused at the claim, or given back) counts as nothing.
+ * Contract section 7.1: for every user, `wallet.balance − wallet.debt = Σ succeeded credits − Σ succeeded debits` in
+ * the ledger (the debt is what chargebacks took beyond the balance: contract section 12), where a refund's debit
+ * counts from its claim (the claim reserves the money; contract section 11): refunds in flight (`initiated` or
+ * `processing`) count as debits, and a failed refund (refused at the claim, or given back) counts as nothing.
  */
 import { pool } from "../../db";
 import { LEDGER_DIRECTION, LEDGER_TYPES } from "../../ledger";
@@ -28,7 +29,7 @@ WITH ledger AS (
      AND ($1::text[] IS NULL OR user_id = ANY ($1::text[]))
    GROUP BY user_id
 ), wallet AS (
-  SELECT user_id, balance_minor::numeric AS balance_minor
+  SELECT user_id, balance_minor::numeric - debt_minor::numeric AS balance_minor
     FROM wallets
    WHERE ($1::text[] IS NULL OR user_id = ANY ($1::text[]))
 )
@@ -58,7 +59,7 @@ export function createBalanceCheck(scope: AuditScope = WHOLE_LEDGER): AuditCheck
       }>(BALANCE_SQL, [scope.userIds, CREDIT_TYPES, DEBIT_TYPES, AUDIT_VIOLATIONS_MAX]);
       const violations = result.rows.map(
         (row) =>
-          `user ${row.user_id}: wallet balance ${row.balance_minor} but succeeded credits minus debits are ${row.ledger_minor}`,
+          `user ${row.user_id}: wallet balance minus debt ${row.balance_minor} but succeeded credits minus debits are ${row.ledger_minor}`,
       );
       return checkResult(BALANCE_CHECK_NAME, violations, result.rows[0]?.total ?? 0);
     },

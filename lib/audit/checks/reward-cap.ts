@@ -184,7 +184,7 @@ async function compareDay(
   } catch (error) {
     if (error instanceof CapStoreUnavailableError && error.reason === "rejected") {
       return {
-        violations: [`user ${userId} day ${day}: the counter key holds garbage (${error.message})`],
+        violations: [`user ${userId} day ${day}: the counter holds garbage (${error.message})`],
         mismatch: false,
       };
     }

@@ -36,7 +36,10 @@ interface ResponseRow {
   response_body: string;
 }
 
-/** Why a stored response could not be replayed as it is, or null when it can. */
+/**
+ * Why a stored response could not be replayed as it is, or null when it can. Said in words an operator reads on the
+ * admin page (no format names).
+ */
 function problemWith(row: ResponseRow): string | null {
   if (!Number.isInteger(row.response_status) || row.response_status < 100 || row.response_status > 599) {
     return `status ${row.response_status} is not an HTTP status`;
@@ -45,12 +48,14 @@ function problemWith(row: ResponseRow): string | null {
   try {
     body = JSON.parse(row.response_body);
   } catch {
-    return "body is not JSON";
+    return "the stored body cannot be read back";
   }
-  if (body === null || typeof body !== "object" || Array.isArray(body)) return "body is not a JSON object";
+  if (body === null || typeof body !== "object" || Array.isArray(body))
+    return "the stored body is not a document the app writes";
   // Every first response is written by JSON.stringify (lib/ledger/views.ts), so its bytes are exactly the
   // re-serialisation of its parsed value: any other byte (a space, a reordered key) was not written by us.
-  if (JSON.stringify(body) !== row.response_body) return "body bytes differ from what the app writes (altered at rest)";
+  if (JSON.stringify(body) !== row.response_body)
+    return "the stored body's bytes differ from what the app writes (altered at rest)";
   if (row.response_status >= 400 && (body as { status?: unknown }).status !== row.response_status) {
     return `problem body says status ${String((body as { status?: unknown }).status)} but ${row.response_status} is stored`;
   }

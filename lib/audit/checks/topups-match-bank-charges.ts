@@ -92,7 +92,7 @@ export function createTopupsMatchBankChargesCheck(
           merchantRef = merchantRefFor(row.user_id, row.ref_id);
         } catch {
           violations.push(
-            `top-up ${row.ref_id} of user ${row.user_id} succeeded but its key cannot be a merchant reference`,
+            `top-up ${row.ref_id} of user ${row.user_id} succeeded but its reference cannot be a merchant reference`,
           );
           continue;
         }

@@ -53,7 +53,7 @@ export function createUniqueKeysCheck(scope: AuditScope = WHOLE_LEDGER): AuditCh
         total: number;
       }>(DUPLICATES_SQL, [scope.userIds, AUDIT_VIOLATIONS_MAX]);
       for (const dup of duplicates.rows)
-        violations.push(`key (${dup.user_id}, ${dup.type}, ${dup.ref_id}) has ${dup.n} rows`);
+        violations.push(`operation (${dup.user_id}, ${dup.type}, ${dup.ref_id}) has ${dup.n} rows`);
       const total = violations.length - duplicates.rows.length + (duplicates.rows[0]?.total ?? 0);
       return checkResult(UNIQUE_KEYS_CHECK_NAME, violations, total);
     },

@@ -1,7 +1,7 @@
 import { readRewardInput } from "@/lib/http/operation-requests";
 import { operationResponse } from "@/lib/http/respond";
 import { withInputThenPrincipal } from "@/lib/http/route";
-import { claimReward } from "@/lib/rewards/claim-reward";
+import { creditReward } from "@/lib/rewards/credit-reward";
 import { apiRoute } from "@/lib/http/api-route";
 
 export const dynamic = "force-dynamic";
@@ -12,7 +12,7 @@ export const dynamic = "force-dynamic";
  * 422 idempotency_key_reused; 400/413/415, then 401, before any database or Redis work.
  */
 const handlePost = withInputThenPrincipal(readRewardInput, async (_request, principal, input) =>
-  operationResponse(await claimReward({ userId: principal.userId, adId: input.adId })),
+  operationResponse(await creditReward({ userId: principal.userId, adId: input.adId })),
 );
 
 export const { GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS } = apiRoute({ POST: handlePost });

@@ -40,7 +40,7 @@ import { admitNewOperation, rateLimitedResult } from "../limits/new-operation-ra
 import { rewardRulesFromEnv, type RewardRules } from "./rules";
 import { balanceLimitResponse, checkBalanceHeadroom } from "../wallet/check-balance-headroom";
 
-export interface ClaimRewardInput {
+export interface CreditRewardInput {
   /** From the authenticated session or API token, never from a request body. */
   readonly userId: string;
   /** The ad watched, already validated (1..117 of `[A-Za-z0-9._:-]`, contract section 1). */
@@ -49,8 +49,8 @@ export interface ClaimRewardInput {
   readonly now?: Date;
 }
 
-/** What claimReward runs on; defaults are the process's cap store and the rules from the environment. */
-export interface ClaimRewardDependencies {
+/** What creditReward runs on; defaults are the process's cap store and the rules from the environment. */
+export interface CreditRewardDependencies {
   readonly capStore?: RewardCapStore;
   readonly rules?: RewardRules;
   /**
@@ -96,15 +96,15 @@ function creditedResponse(entry: LedgerEntry): StoredResponse {
  * Throws database errors (500; the reservation is released first) and bugs.
  * Params fingerprinted: `{ adId, day, amount, currency }`.
  */
-export async function claimReward(
-  input: ClaimRewardInput,
-  dependencies: ClaimRewardDependencies = {},
+export async function creditReward(
+  input: CreditRewardInput,
+  dependencies: CreditRewardDependencies = {},
 ): Promise<OperationResult> {
   return countOperation("reward", await runReward(input, dependencies));
 }
 
-/** The reward itself (see {@link claimReward}). */
-async function runReward(input: ClaimRewardInput, dependencies: ClaimRewardDependencies): Promise<OperationResult> {
+/** The reward itself (see {@link creditReward}). */
+async function runReward(input: CreditRewardInput, dependencies: CreditRewardDependencies): Promise<OperationResult> {
   const rules = dependencies.rules ?? rewardRulesFromEnv();
   const now = input.now ?? new Date();
   const day = rewardDay(now, rules.timeZone);
@@ -279,7 +279,8 @@ async function creditInOneTransaction(
         });
         if (!headroom.fits) {
           const failed = await failEntry(ref, { actor: "request", guard, reason: "balance_limit_exceeded" }, tx);
-          if (failed.kind !== "moved") throw new Error(`reward ${key.refId}: fresh claim refused its transition`);
+          if (failed.kind !== "moved")
+            throw new Error(`reward ${key.refId}: the fresh claim's transition did not move the row`);
           const refusal = balanceLimitResponse(rules.amountMinor, rules.currency, maxBalanceMinor);
           const stored = (await storeResponse(ref, refusal, tx)).response;
           commitSent = true;
@@ -299,7 +300,8 @@ async function creditInOneTransaction(
         }
         const moved = await completeEntry(ref, { actor: "request", guard, credit: true }, tx);
         // The row was inserted by this transaction and nobody else can see it yet: the guard cannot refuse.
-        if (moved.kind !== "moved") throw new Error(`reward ${key.refId}: fresh claim refused its transition`);
+        if (moved.kind !== "moved")
+          throw new Error(`reward ${key.refId}: the fresh claim's transition did not move the row`);
         const stored = (await storeResponse(ref, creditedResponse(moved.entry), tx)).response;
         commitSent = true;
         return { kind: "credited", response: stored, creditedTodayMinor };

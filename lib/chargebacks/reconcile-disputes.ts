@@ -1,0 +1,100 @@
+/**
+ * The reconciler's dispute direction (contract section 12): reads the bank's disputes changed since this process's
+ * cursor (`GET /disputes?since=`, paged) and applies every lost or reversed one through the same function as the
+ * webhook (lib/chargebacks/apply-dispute.ts), so a dispute whose webhooks were lost still lands, and one whose
+ * webhook is being applied right now collides with it on the claim instead of racing it.
+ *
+ * The cursor lives in memory per bank URL and scope, like the charge cursor (lib/reconciler/charge-cursor.ts): a new
+ * process starts `lookBackMs` back and finds what it re-reads already applied (one claim that inserts nothing each).
+ * It advances past a page only once every dispute on it was applied or reported.
+ */
+import type { BankCallOptions } from "../bank/client";
+import { listDisputesSince } from "../bank/disputes";
+import { parseMerchantRef } from "../bank/merchant-ref";
+import { classifyDbError } from "../ledger";
+import { applyBankDispute, disputeWasLost } from "./apply-dispute";
+
+/** The bank's largest page: fewest round trips per pass. */
+const DISPUTE_PAGE_LIMIT = 1000;
+/** Most pages read in one pass (10,000 disputes); the rest is read by the next pass from the cursor. */
+const DISPUTE_PAGES_MAX = 10;
+
+const cursors = new Map<string, string>();
+
+/** Forgets every dispute cursor (tests; a process restart does the same). */
+export function resetDisputeCursors(): void {
+  cursors.clear();
+}
+
+export interface DisputePassOptions {
+  readonly bank: BankCallOptions;
+  /** Only these users' disputes (tests sharing a bank and a database); null for everyone. */
+  readonly userIds: readonly string[] | null;
+  /** How far back a fresh process reads, ms. */
+  readonly lookBackMs: number;
+  readonly logger: {
+    info(object: Record<string, unknown>, message: string): void;
+    warn(object: Record<string, unknown>, message: string): void;
+  };
+}
+
+export interface DisputePassResult {
+  /** Disputes read from the bank (in scope). */
+  listed: number;
+  /** Entries this pass landed (chargebacks and reversals). */
+  landed: number;
+  /** Disputes that moved nothing and were reported (their detail is logged). */
+  anomalies: number;
+  /** Why the listing stopped early (the bank did not answer), or null. */
+  bankUnreachable: string | null;
+}
+
+/**
+ * One pass over the bank's changed disputes. Returns the counts. Throws database errors other than a constraint
+ * refusing one dispute's entries (reported as an anomaly, so one bad dispute cannot block every pass after it).
+ */
+export async function reconcileDisputes(options: DisputePassOptions): Promise<DisputePassResult> {
+  const result: DisputePassResult = { listed: 0, landed: 0, anomalies: 0, bankUnreachable: null };
+  const scope = `${options.bank.bankUrl}|${options.userIds ? [...options.userIds].sort().join(",") : "*"}`;
+  let since = cursors.get(scope) ?? new Date(Date.now() - options.lookBackMs).toISOString();
+  for (let page = 0; page < DISPUTE_PAGES_MAX; page++) {
+    const listed = await listDisputesSince(since, { ...options.bank, limit: DISPUTE_PAGE_LIMIT });
+    if (listed.kind !== "page") {
+      result.bankUnreachable =
+        listed.kind === "unknown" ? `${listed.reason}${listed.detail ? `: ${listed.detail}` : ""}` : listed.code;
+      return result;
+    }
+    for (const dispute of listed.disputes) {
+      const userId = parseMerchantRef(dispute.merchantRef)?.userId;
+      if (options.userIds && (userId === undefined || !options.userIds.includes(userId))) continue;
+      result.listed += 1;
+      if (!disputeWasLost(dispute)) continue;
+      try {
+        const applied = await applyBankDispute(dispute, {
+          actor: "reconciler",
+          detail: `reconciler: dispute ${dispute.id} ${dispute.status} at the bank`,
+        });
+        if (applied.kind === "applied") {
+          result.landed += applied.entries.filter((e) => e.result === "landed").length;
+        } else if (applied.kind === "anomaly") {
+          result.anomalies += 1;
+          options.logger.warn({ disputeId: dispute.id, detail: applied.detail }, "reconciler: dispute anomaly");
+        }
+      } catch (error) {
+        const verdict = classifyDbError(error);
+        if (verdict.kind === "unknown" || verdict.kind === "retryable" || verdict.kind === "connection_lost")
+          throw error;
+        result.anomalies += 1;
+        options.logger.warn(
+          { err: error, disputeId: dispute.id, verdict },
+          "reconciler: dispute refused by a constraint",
+        );
+      }
+    }
+    since = listed.nextCursor;
+    cursors.set(scope, since);
+    if (!listed.hasMore) break;
+  }
+  if (result.landed > 0 || result.anomalies > 0) options.logger.info({ disputes: result }, "reconciler: disputes");
+  return result;
+}
