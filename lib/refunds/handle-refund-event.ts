@@ -11,7 +11,7 @@
 import { z } from "zod";
 import type { BankCallOptions } from "../bank/client";
 import { getRefund } from "../bank/refunds-client";
-import { pool, withTransaction } from "../db";
+import { withTransaction } from "../db";
 import { findEntryByKey, isTerminal, operationKey, type LedgerEntry, type Queryable } from "../ledger";
 import { log } from "../log";
 import { parseRefundMerchantRef } from "./refund-ref";
@@ -60,19 +60,36 @@ export function parseRefundEvent(text: string): RefundEvent | null {
   }
 }
 
+/** Outcomes that applied the event: they replace an earlier delivery's recorded outcome (case C19). */
+export const APPLIED_REFUND_OUTCOMES: readonly RefundWebhookOutcome[] = ["refund_succeeded", "refund_released"];
+
 /**
- * Applies `event` (signature already verified; `text` its exact body). Returns `received` with the outcome (answer
- * 200) or `bank_unavailable` (answer 503: a failure could not be confirmed, nothing moved). Throws database errors.
+ * Records an event and its outcome in bank_webhook_events on `db` (the caller's transaction), or on the pool when
+ * `db` is null: the webhook handler's one recorder, passed in.
+ */
+export type RecordRefundEvent = (
+  db: Queryable | null,
+  event: RefundEvent,
+  text: string,
+  outcome: RefundWebhookOutcome,
+  detail: string | null,
+) => Promise<void>;
+
+/**
+ * Applies `event` (signature already verified; `text` its exact body), recording it through `deps.record`.
+ * Returns `received` with the outcome (answer 200) or `bank_unavailable` (answer 503: a refund's failure could not
+ * be confirmed, nothing moved). Throws database errors.
  */
 export async function handleRefundEvent(
   event: RefundEvent,
   text: string,
-  bank: BankCallOptions,
+  deps: { readonly record: RecordRefundEvent; readonly bank: BankCallOptions },
 ): Promise<RefundEventResult> {
+  const { record, bank } = deps;
   const parts = parseRefundMerchantRef(event.data.merchantRef);
   const entry = parts ? await findEntryByKey(operationKey(parts.userId, "refund", parts.refundId)) : null;
   if (!entry) {
-    await recordRefundEvent(pool(), event, text, "anomaly_unknown_merchant_ref", "no refund has this key");
+    await record(null, event, text, "anomaly_unknown_merchant_ref", "no refund has this key");
     log().warn({ eventId: event.id, data: event.data }, "bank webhook anomaly: unknown refund key");
     return { kind: "received", outcome: "anomaly_unknown_merchant_ref" };
   }
@@ -82,14 +99,14 @@ export async function handleRefundEvent(
   } else {
     if (isTerminal(entry.status)) {
       const outcome = entry.status === "failed" ? "duplicate" : "ignored_stale";
-      await recordRefundEvent(pool(), event, text, outcome, `the refund row is already ${entry.status}`);
+      await record(null, event, text, outcome, `the refund row is already ${entry.status}`);
       return { kind: "received", outcome };
     }
     const looked = await getRefund(event.data.refundId, bank);
     if (looked.kind !== "found") {
       const reason = looked.kind === "not_found" ? "the bank has no such refund" : JSON.stringify(looked);
       if (looked.kind === "unknown") return { kind: "bank_unavailable", reason };
-      await recordRefundEvent(pool(), event, text, "anomaly_refund_mismatch", `refund.failed not confirmed: ${reason}`);
+      await record(null, event, text, "anomaly_refund_mismatch", `refund.failed not confirmed: ${reason}`);
       return { kind: "received", outcome: "anomaly_refund_mismatch" };
     }
     evidence = { source: "bank", refund: looked.refund };
@@ -117,7 +134,7 @@ export async function handleRefundEvent(
         : outcome === "ignored_stale"
           ? `refund.failed not confirmed: the bank reports the refund ${evidence.source === "bank" ? evidence.refund.status : "succeeded"}`
           : null;
-    await recordRefundEvent(tx, event, text, outcome, detail);
+    await record(tx, event, text, outcome, detail);
     return { outcome, entry: settled.entry };
   });
   // The row's request may be gone: its first response is stored now, so a retry replays (first writer wins).
@@ -125,40 +142,6 @@ export async function handleRefundEvent(
   if (result.outcome.startsWith("anomaly_"))
     log().warn({ eventId: event.id, data: event.data }, "bank webhook anomaly");
   return { kind: "received", outcome: result.outcome };
-}
-
-/** Outcomes that applied the event: they replace an earlier delivery's recorded outcome (case C19). */
-const APPLIED: readonly RefundWebhookOutcome[] = ["refund_succeeded", "refund_released"];
-
-const RECORD_REFUND_EVENT_SQL = `
-INSERT INTO bank_webhook_events
-  (event_id, type, merchant_ref, charge_id, amount_minor, currency, outcome, payload, detail)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-ON CONFLICT (event_id) DO UPDATE
-   SET deliveries = bank_webhook_events.deliveries + 1,
-       last_seen_at = now(),
-       outcome = CASE WHEN $10::boolean THEN EXCLUDED.outcome ELSE bank_webhook_events.outcome END,
-       detail = CASE WHEN $10::boolean THEN EXCLUDED.detail ELSE bank_webhook_events.detail END`;
-
-async function recordRefundEvent(
-  db: Queryable,
-  event: RefundEvent,
-  payload: string,
-  outcome: RefundWebhookOutcome,
-  detail: string | null,
-): Promise<void> {
-  await db.query(RECORD_REFUND_EVENT_SQL, [
-    event.id,
-    event.type,
-    event.data.merchantRef,
-    event.data.refundId,
-    event.data.amount,
-    event.data.currency,
-    outcome,
-    payload,
-    detail,
-    APPLIED.includes(outcome),
-  ]);
 }
 
 /** For the reconciler's row work: the refund row's stored response after a finish (first writer wins). */

@@ -30,7 +30,12 @@ import { pool, withTransaction } from "../db";
 import { env } from "../env";
 import { findEntryByKey, isTerminal, operationKey, type LedgerEntry, type Queryable } from "../ledger";
 import { log } from "../log";
-import { handleRefundEvent, parseRefundEvent, type RefundWebhookOutcome } from "../refunds/handle-refund-event";
+import {
+  APPLIED_REFUND_OUTCOMES,
+  handleRefundEvent,
+  parseRefundEvent,
+  type RefundWebhookOutcome,
+} from "../refunds/handle-refund-event";
 import {
   noteSettleFailure,
   settleTopup,
@@ -83,7 +88,13 @@ export type WebhookOutcome =
   | DisputeOutcome;
 
 /** Outcomes that mean "this delivery applied the event": the recorded outcome of its event, whoever came first. */
-const APPLIED_OUTCOMES: readonly WebhookOutcome[] = ["credited", "failed", "adjusted", ...APPLIED_DISPUTE_OUTCOMES];
+const APPLIED_OUTCOMES: readonly WebhookOutcome[] = [
+  "credited",
+  "failed",
+  "adjusted",
+  ...APPLIED_DISPUTE_OUTCOMES,
+  ...APPLIED_REFUND_OUTCOMES,
+];
 
 export type WebhookResult =
   | { readonly kind: "invalid_signature"; readonly reason: SignatureFailureReason }
@@ -128,8 +139,8 @@ export async function handleBankWebhook(
   const refundEvent = parseRefundEvent(rawBody.toString("utf8"));
   if (refundEvent)
     return handleRefundEvent(refundEvent, rawBody.toString("utf8"), {
-      bankUrl: settings.BANK_URL,
-      timeoutMs: CONFIRM_TIMEOUT_MS,
+      record: (db, event, text, outcome, detail) => recordEvent(db ?? pool(), event, text, outcome, detail),
+      bank: { bankUrl: settings.BANK_URL, timeoutMs: CONFIRM_TIMEOUT_MS },
     });
   const parsed = parseEvent(rawBody);
   if (parsed.kind === "unusable") {
