@@ -34,7 +34,7 @@ import { PROBLEM_CODES, PROBLEM_CONTENT_TYPE, STORED_PROBLEM_CODES, type Problem
 import { reconcileResultSchema } from "../reconciler/reconcile-result";
 import { refundPathSchema, refundRequestSchema } from "../refunds/refund-request";
 import { refundResponseSchema } from "../refunds/refund-view-schema";
-import { bankEventSchema } from "../webhooks/handle-bank-webhook";
+import { bankWebhookEventSchema } from "../webhooks/handle-bank-webhook";
 import { walletViewSchema } from "../wallet/get-wallet";
 
 /** The API's version in the document's `info` (the `/api/v1` prefix is the compatibility promise). */
@@ -310,8 +310,10 @@ const API_PATHS = {
         "Signed by the bank over the raw body bytes: `Bank-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, " +
         '"<t>.<raw body>")>` (several `v1=` during secret rotation; 300 s tolerance). Every correctly signed ' +
         "delivery is answered 200, whether it credited, was a duplicate or could not be applied. A body over " +
-        "WEBHOOK_BODY_LIMIT_BYTES (default 65536) is 413 and the rest is not read. A `charge.failed` is confirmed " +
-        "with the bank before any row fails; when the bank cannot be asked the answer is 503 and nothing changed.",
+        "WEBHOOK_BODY_LIMIT_BYTES (default 65536) is 413 and the rest is not read. Charge, refund and dispute " +
+        "events (contract sections 5, 11 and 12). A `charge.failed` or `refund.failed` is confirmed with the bank " +
+        "before anything fails, and a dispute is looked up there before money moves; when the bank cannot be " +
+        "asked the answer is 503 and nothing changed.",
       parameters: [
         z
           .string()
@@ -321,7 +323,7 @@ const API_PATHS = {
             description: "`t=<unix seconds>,v1=<hex HMAC-SHA256>`; more than one `v1=` during rotation.",
           }),
       ],
-      requestBody: operationBody(bankEventSchema),
+      requestBody: operationBody(bankWebhookEventSchema),
       success: {
         200: json("Received (new, duplicate or unusable).", z.strictObject({ received: z.literal(true) })),
       },

@@ -20,17 +20,24 @@ import { settleRefund, storeRefundResponse, type RefundEvidence } from "./settle
 const printable = (max: number) => z.string().regex(new RegExp(`^[\\x21-\\x7e]{1,${max}}$`), "printable ASCII");
 
 /** A refund event as the bank sends it (docs/bank-sandbox.md "Webhooks"); bounded like charge events (case C18). */
-export const refundEventSchema = z.object({
-  id: printable(200),
-  type: z.enum(["refund.succeeded", "refund.failed"]),
-  data: z.object({
-    refundId: printable(200),
-    chargeId: printable(200),
-    merchantRef: printable(400),
-    amount: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
-    currency: z.string().regex(/^[A-Z]{3}$/, "ISO 4217 code"),
-  }),
-});
+export const refundEventSchema = z
+  .object({
+    id: printable(200),
+    type: z.enum(["refund.succeeded", "refund.failed"]),
+    data: z.object({
+      refundId: printable(200),
+      chargeId: printable(200),
+      merchantRef: printable(400),
+      amount: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+      currency: z.string().regex(/^[A-Z]{3}$/, "ISO 4217 code"),
+    }),
+  })
+  .meta({
+    id: "RefundEvent",
+    description:
+      "A refund settled (contract section 11). A `refund.failed` is confirmed with the bank (`GET /refunds/{id}`) " +
+      "before the reservation is given back.",
+  });
 export type RefundEvent = z.infer<typeof refundEventSchema>;
 
 /** What a refund event did; recorded per event id. */
@@ -44,7 +51,7 @@ export type RefundWebhookOutcome =
 
 export type RefundEventResult =
   | { readonly kind: "received"; readonly outcome: RefundWebhookOutcome }
-  | { readonly kind: "bank_unavailable"; readonly reason: string };
+  | { readonly kind: "bank_unavailable"; readonly about: "refund_failure"; readonly reason: string };
 
 /**
  * The event when `text` is a refund event (its `type` starts with `refund.`), else null (the caller handles charge
@@ -105,7 +112,7 @@ export async function handleRefundEvent(
     const looked = await getRefund(event.data.refundId, bank);
     if (looked.kind !== "found") {
       const reason = looked.kind === "not_found" ? "the bank has no such refund" : JSON.stringify(looked);
-      if (looked.kind === "unknown") return { kind: "bank_unavailable", reason };
+      if (looked.kind === "unknown") return { kind: "bank_unavailable", about: "refund_failure", reason };
       await record(null, event, text, "anomaly_refund_mismatch", `refund.failed not confirmed: ${reason}`);
       return { kind: "received", outcome: "anomaly_refund_mismatch" };
     }
