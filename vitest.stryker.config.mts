@@ -1,6 +1,6 @@
 // The tests StrykerJS runs against mutants of lib/ledger (npm run test:mutation): the unit tests of the pure
-// parts and the integration tests that exercise the claim, transitions, payments and the error classifier on a
-// real PostgreSQL (tests/setup/global-setup.ts starts it). One project, so Stryker sees one test run.
+// parts and the integration tests that exercise the claim, transitions, payments, refunds and the error classifier
+// on a real PostgreSQL (tests/setup/global-setup.ts starts it). One project, so Stryker sees one test run.
 import { defineConfig } from "vitest/config";
 import { fileURLToPath } from "node:url";
 
@@ -20,6 +20,7 @@ export default defineConfig({
       "tests/integration/replay-cache.test.ts",
       "tests/integration/failover-retry.test.ts",
       "tests/integration/settle-topup.test.ts",
+      "tests/integration/ledger-refunds.test.ts",
     ],
     environment: "node",
     globalSetup: ["tests/setup/global-setup.ts"],

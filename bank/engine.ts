@@ -10,6 +10,7 @@ import { signWebhook, SIGNATURE_HEADER } from "../lib/bank/signature";
 import type { BankConfig, FaultRates } from "./config";
 import { DisputeDesk } from "./disputes";
 import { decideFaults, DUPLICATE_COPIES, retryDelayMs, type Random } from "./faults";
+import { RefundDesk } from "./refunds";
 import type { AttemptRecord, BankState, ChargeRecord, DeliveryRecord, EventType } from "./state";
 
 /** The protocol's view of a charge (contract section 5): what POST/GET /charges answer. */
@@ -64,6 +65,8 @@ export interface BankEngineOptions {
 export class BankEngine {
   /** Current global fault rates; start from the configuration, changeable at run time (`/_sandbox/faults`). */
   faultRates: FaultRates;
+  /** Refunds (bank/refunds.ts): settled by this engine's timer, their webhooks delivered like charges'. */
+  readonly refunds: RefundDesk;
   /** Disputes on succeeded charges (bank/disputes.ts); their steps run on this engine's timer. */
   readonly disputes: DisputeDesk;
   private paused = false;
@@ -83,6 +86,20 @@ export class BankEngine {
     this.random = options.random;
     this.faultRates = { ...options.config.faultRates };
     for (const charge of this.state.charges) if (!charge.settled) this.unsettled.add(charge);
+    this.refunds = new RefundDesk(this.config, this.state, this.logger, {
+      queueDelivery: (event) => {
+        this.queueDelivery(
+          event.type,
+          event.chargeId,
+          event.merchantRef,
+          event.data,
+          1,
+          new Date(event.nowMs).toISOString(),
+          event.nowMs,
+        );
+      },
+      schedule: () => this.schedule(),
+    });
     this.disputes = new DisputeDesk(
       this.state,
       (charge, type, extra, nowMs) => {
@@ -219,6 +236,7 @@ export class BankEngine {
     this.timer = undefined;
     let nextMs = Infinity;
     for (const charge of this.unsettled) nextMs = Math.min(nextMs, charge.settleAtMs);
+    nextMs = Math.min(nextMs, this.refunds.nextSettleAtMs());
     nextMs = Math.min(nextMs, this.disputes.nextDueMs());
     // With every delivery slot busy, a finishing attempt calls schedule() again; counting due deliveries
     // here would spin the timer at 0 ms.
@@ -245,6 +263,7 @@ export class BankEngine {
         changed = true;
       }
     }
+    if (this.refunds.settleDue(now)) changed = true;
     if (this.disputes.advance(now)) changed = true;
     if (!this.paused) {
       const due = this.state.deliveries
@@ -289,28 +308,38 @@ export class BankEngine {
     after?: string,
     extra: Record<string, unknown> = {},
   ): string {
+    const data = {
+      chargeId: charge.id,
+      merchantRef: charge.merchantRef,
+      amount: charge.amount,
+      currency: charge.currency,
+      ...extra,
+    };
+    const copies = charge.faults.dup ? DUPLICATE_COPIES : 1;
+    return this.queueDelivery(type, charge.id, charge.merchantRef, data, copies, createdIso, nowMs, after);
+  }
+
+  /** Queues `copies` deliveries of one new event with `data` (charges' and refunds' alike); returns the event id. */
+  private queueDelivery(
+    type: EventType,
+    chargeId: string,
+    merchantRef: string,
+    data: Record<string, unknown>,
+    copies: number,
+    createdIso: string,
+    nowMs: number,
+    after?: string,
+  ): string {
     const eventId = newId("evt");
     // Serialised once: every copy and every retry of this event sends these exact bytes.
-    const body = JSON.stringify({
-      id: eventId,
-      type,
-      created: createdIso,
-      data: {
-        chargeId: charge.id,
-        merchantRef: charge.merchantRef,
-        amount: charge.amount,
-        currency: charge.currency,
-        ...extra,
-      },
-    });
-    const copies = charge.faults.dup ? DUPLICATE_COPIES : 1;
+    const body = JSON.stringify({ id: eventId, type, created: createdIso, data });
     for (let copy = 1; copy <= copies; copy++) {
       this.state.addDelivery({
         id: newId("dlv"),
         eventId,
         type,
-        chargeId: charge.id,
-        merchantRef: charge.merchantRef,
+        chargeId,
+        merchantRef,
         copy,
         body,
         status: "pending",

@@ -4,6 +4,7 @@
  *   POST /charges          create at most one charge per Idempotency-Key (201 new, 200 repeat, 409, 422)
  *   GET  /charges          ?merchantRef=... one charge or 404; ?since=<ISO>[&limit][&startingAfter] a page
  *   POST /charges/cancel   make an unused key unusable; report the charge when one exists
+ *   POST /refunds, GET /refunds?chargeId=, GET /refunds/{id}   refunds (bank/refunds.ts)
  *   GET  /disputes         ?since=<ISO time | cursor>[&limit] a page of disputes; /disputes/{id} one (disputes.ts)
  *   GET  /health
  *   /_sandbox/...          test controls, loopback clients only
@@ -16,6 +17,7 @@ import { z } from "zod";
 import type { BankConfig } from "./config";
 import { openDisputeBodySchema, publicDispute } from "./disputes";
 import { publicCharge, type BankEngine } from "./engine";
+import { handleRefundRoute } from "./refunds";
 import type { BankState, DeliveryRecord } from "./state";
 
 /** Largest accepted request body. A charge request is under 1 KB; 64 KiB leaves room and bounds memory per request. */
@@ -294,6 +296,19 @@ export function createBankServer(options: BankServerOptions): BankServer {
     });
   }
 
+  const refundContext = {
+    desk: engine.refunds,
+    state,
+    idempotencyKeyOf,
+    readBody: async <T>(req: IncomingMessage, schema: z.ZodType<T>) =>
+      parseOrThrow(schema, await readJsonBody(req, true)),
+    persist: persistOrThrow,
+    sendJson,
+    fail: (status: number, code: string, message: string, fields?: string[]): never => {
+      throw new HttpError(status, code, message, fields);
+    },
+  };
+
   async function sandbox(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     // The controls change how the bank behaves: only local clients may use them, whatever BANK_HOST is.
     if (!isLoopback(req.socket.remoteAddress))
@@ -355,6 +370,9 @@ export function createBankServer(options: BankServerOptions): BankServer {
     const url = new URL(req.url ?? "/", "http://bank.invalid");
     const route = `${req.method} ${url.pathname}`;
     if (url.pathname.startsWith("/_sandbox/")) return sandbox(req, res, url);
+    if (url.pathname === "/refunds" || url.pathname.startsWith("/refunds/")) {
+      if (await handleRefundRoute(req, res, url, refundContext)) return;
+    }
     const disputes = engine.disputes.answer(req.method, url, pageLimit);
     if (disputes) return sendJson(res, disputes.status, disputes.body);
     switch (route) {
@@ -368,6 +386,7 @@ export function createBankServer(options: BankServerOptions): BankServer {
         sendJson(res, 200, {
           status: "ok",
           charges: state.charges.length,
+          refunds: state.refunds.length,
           pendingDeliveries: engine.pendingDeliveryCount(),
           webhooksPaused: engine.webhooksPaused,
         });

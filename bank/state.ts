@@ -17,15 +17,23 @@
  *
  * Every change to a record must be reported ({@link BankState.addCharge}, {@link BankState.chargeChanged},
  * {@link BankState.addDelivery}, {@link BankState.deliveryChanged}, {@link BankState.cancelKey},
- * {@link BankState.pruneFinishedDeliveries}) before `save()`, or it is not persisted.
+ * {@link BankState.pruneFinishedDeliveries}, {@link BankState.addRefund}, {@link BankState.refundChanged},
+ * {@link BankState.addDispute}, {@link BankState.disputeChanged}) before
+ * `save()`, or it is not persisted.
  */
 import { mkdir, open, readFile, rename, rm, type FileHandle } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { z } from "zod";
 import { disputeSchema, type DisputeRecord } from "./disputes";
+import { REFUND_EVENT_TYPES, refundRecordSchema, type RefundEventType, type RefundRecord } from "./refunds";
 
 export type ChargeStatus = "pending" | "succeeded" | "declined";
-export type EventType = "charge.succeeded" | "charge.failed" | "charge.disputed" | "charge.dispute_closed";
+export type EventType =
+  | "charge.succeeded"
+  | "charge.failed"
+  | "charge.disputed"
+  | "charge.dispute_closed"
+  | RefundEventType;
 
 /** Which faults apply to a charge, decided once when it is created (by refId prefix or by global rate). */
 export interface ChargeFaults {
@@ -125,7 +133,13 @@ const attemptSchema = z.object({
 const deliverySchema = z.object({
   id: z.string(),
   eventId: z.string(),
-  type: z.enum(["charge.succeeded", "charge.failed", "charge.disputed", "charge.dispute_closed"]),
+  type: z.enum([
+    "charge.succeeded",
+    "charge.failed",
+    "charge.disputed",
+    "charge.dispute_closed",
+    ...REFUND_EVENT_TYPES,
+  ]),
   chargeId: z.string(),
   merchantRef: z.string(),
   copy: z.number().int(),
@@ -147,6 +161,8 @@ const fileSchema = z.object({
   disputes: z.array(disputeSchema).optional(),
   /** The last journal line this snapshot includes (absent in files written before the journal: 0). */
   journalSeq: z.number().int().nonnegative().optional(),
+  /** Refunds in creation order (absent in files written before refunds: none). */
+  refunds: z.array(refundRecordSchema).optional(),
 });
 /** One journal line: a sequence number and exactly one changed record. */
 const journalLineSchema = z.union([
@@ -154,6 +170,7 @@ const journalLineSchema = z.union([
   z.object({ s: z.number().int().positive(), d: deliverySchema }),
   z.object({ s: z.number().int().positive(), k: z.string() }),
   z.object({ s: z.number().int().positive(), x: z.array(z.string()) }),
+  z.object({ s: z.number().int().positive(), r: refundRecordSchema }),
   z.object({ s: z.number().int().positive(), p: disputeSchema }),
 ]);
 type JournalLine = z.infer<typeof journalLineSchema>;
@@ -182,6 +199,11 @@ export class BankState {
   readonly cancelledKeys = new Set<string>();
   /** Deliveries in creation order. */
   deliveries: DeliveryRecord[] = [];
+  /** Refunds in creation order (bank/refunds.ts), by key, by id and by charge. */
+  readonly refunds: RefundRecord[] = [];
+  readonly refundsByRef = new Map<string, RefundRecord>();
+  readonly refundsById = new Map<string, RefundRecord>();
+  readonly refundsByCharge = new Map<string, RefundRecord[]>();
   /** Disputes in opening order (bank/disputes.ts). */
   readonly disputes: DisputeRecord[] = [];
   readonly disputesById = new Map<string, DisputeRecord>();
@@ -195,6 +217,7 @@ export class BankState {
   private journalLines = 0;
   private readonly changedCharges = new Set<ChargeRecord>();
   private readonly changedDeliveries = new Set<DeliveryRecord>();
+  private readonly changedRefunds = new Set<RefundRecord>();
   private readonly changedDisputes = new Set<DisputeRecord>();
   /** The dispute sequence's last number (bank/disputes.ts: the `since` listing's order). */
   private disputeSeq = 0;
@@ -234,6 +257,7 @@ export class BankState {
       for (const charge of parsed.data.charges) state.indexCharge(charge);
       for (const key of parsed.data.cancelledKeys) state.cancelledKeys.add(key);
       state.deliveries = parsed.data.deliveries;
+      for (const refund of parsed.data.refunds ?? []) state.indexRefund(refund);
       for (const dispute of parsed.data.disputes ?? []) state.indexDispute(dispute);
       state.seq = parsed.data.journalSeq ?? 0;
     }
@@ -255,6 +279,17 @@ export class BankState {
   /** Records that `charge` (already in the state) changed, so the next save writes it. */
   chargeChanged(charge: ChargeRecord): void {
     this.changedCharges.add(charge);
+  }
+
+  /** Adds a new refund to every index and records it. The caller has checked that its key is free. */
+  addRefund(refund: RefundRecord): void {
+    this.indexRefund(refund);
+    this.changedRefunds.add(refund);
+  }
+
+  /** Records that `refund` (already in the state) changed, so the next save writes it. */
+  refundChanged(refund: RefundRecord): void {
+    this.changedRefunds.add(refund);
   }
 
   /** Appends a new delivery and records it. */
@@ -342,6 +377,15 @@ export class BankState {
     this.chargesById.set(charge.id, charge);
   }
 
+  private indexRefund(refund: RefundRecord): void {
+    this.refunds.push(refund);
+    this.refundsByRef.set(refund.merchantRef, refund);
+    this.refundsById.set(refund.id, refund);
+    const ofCharge = this.refundsByCharge.get(refund.chargeId);
+    if (ofCharge) ofCharge.push(refund);
+    else this.refundsByCharge.set(refund.chargeId, [refund]);
+  }
+
   private indexDispute(dispute: DisputeRecord): void {
     const existing = this.disputesById.get(dispute.id);
     if (existing) Object.assign(existing, dispute);
@@ -360,7 +404,12 @@ export class BankState {
     // The lines (or the snapshot) are serialised now, synchronously: they contain every change recorded before
     // these waiters called save().
     const lines = this.takeChangedLines();
-    const records = this.charges.length + this.deliveries.length + this.cancelledKeys.size + this.disputes.length;
+    const records =
+      this.charges.length +
+      this.deliveries.length +
+      this.cancelledKeys.size +
+      this.refunds.length +
+      this.disputes.length;
     const write =
       this.journalLines + lines.length > Math.max(COMPACT_AFTER_LINES_MIN, records)
         ? this.writeSnapshot(this.serialize())
@@ -388,11 +437,13 @@ export class BankState {
     for (const charge of this.changedCharges) line({ c: charge });
     for (const delivery of this.changedDeliveries) line({ d: delivery });
     for (const key of this.newCancelledKeys) line({ k: key });
+    for (const refund of this.changedRefunds) line({ r: refund });
     if (this.droppedDeliveryIds.length > 0) line({ x: this.droppedDeliveryIds });
     for (const dispute of this.changedDisputes) line({ p: dispute });
     this.changedDisputes.clear();
     this.changedCharges.clear();
     this.changedDeliveries.clear();
+    this.changedRefunds.clear();
     this.newCancelledKeys = [];
     this.droppedDeliveryIds = [];
     return lines;
@@ -406,6 +457,7 @@ export class BankState {
       deliveries: this.deliveries,
       disputes: this.disputes,
       journalSeq: this.seq,
+      refunds: this.refunds,
     });
   }
 
@@ -489,6 +541,10 @@ export class BankState {
           this.deliveries.push(line.d);
           deliveriesById.set(line.d.id, line.d);
         }
+      } else if ("r" in line) {
+        const existing = this.refundsById.get(line.r.id);
+        if (existing) Object.assign(existing, line.r);
+        else this.indexRefund(line.r);
       } else if ("k" in line) {
         this.cancelledKeys.add(line.k);
       } else if ("p" in line) {
@@ -520,6 +576,7 @@ export async function readPersistedState(path: string): Promise<{
   charges: ChargeRecord[];
   cancelledKeys: string[];
   deliveries: DeliveryRecord[];
+  refunds: RefundRecord[];
   disputes: DisputeRecord[];
 }> {
   const state = await BankState.open(path, { repairTornTail: false });
@@ -527,6 +584,7 @@ export async function readPersistedState(path: string): Promise<{
     charges: state.charges,
     cancelledKeys: [...state.cancelledKeys],
     deliveries: state.deliveries,
+    refunds: state.refunds,
     disputes: state.disputes,
   };
 }

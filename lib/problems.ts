@@ -17,10 +17,12 @@ export const PROBLEM_CODES = {
   method_not_allowed: { status: 405, title: "Method not allowed" },
   request_in_progress: { status: 409, title: "Request in progress" },
   token_limit_reached: { status: 409, title: "Token limit reached" },
+  topup_not_refundable: { status: 409, title: "Top-up not refundable" },
   payload_too_large: { status: 413, title: "Payload too large" },
   unsupported_media_type: { status: 415, title: "Unsupported media type" },
   idempotency_key_reused: { status: 422, title: "Idempotency key reused with different parameters" },
   balance_limit_exceeded: { status: 422, title: "Balance limit exceeded" },
+  refund_exceeds_topup: { status: 422, title: "Refund exceeds the top-up" },
   daily_cap_reached: { status: 429, title: "Daily reward cap reached" },
   rate_limited: { status: 429, title: "Too many requests" },
   internal_error: { status: 500, title: "Internal error" },
@@ -37,6 +39,7 @@ export type ProblemCode = keyof typeof PROBLEM_CODES;
 export const STORED_PROBLEM_CODES: ReadonlySet<ProblemCode> = new Set<ProblemCode>([
   "insufficient_funds",
   "balance_limit_exceeded",
+  "refund_exceeds_topup",
   "debt_outstanding",
 ]);
 

@@ -27,6 +27,9 @@ function describeEntry(entry: StatementEntryView): { what: string; reference: st
     case "adjustment":
       // A charge the bank confirmed after its top-up had failed (contract section 5); the ref id is the charge id.
       return { what: "Late bank credit for a failed top-up", reference: null };
+    case "refund":
+      // Money sent back to the bank on a top-up (contract section 11); the ref id is the refund's own id.
+      return { what: "Refund of a top-up", reference: entry.refId };
     case "chargeback":
       // A dispute the bank closed against a top-up (contract section 12); the ref id is the bank's dispute id.
       return { what: "Money taken back: the bank upheld a dispute of a top-up", reference: null };

@@ -13,6 +13,7 @@ import { createNoExpiredUnfinishedRowsCheck } from "./checks/no-expired-unfinish
 import type { AuditScope } from "./checks/scope";
 import { createRewardCapCheck, rewardCapCheck } from "./checks/reward-cap";
 import { createSucceededChargesCreditedCheck } from "./checks/succeeded-charges-credited";
+import { createBankRefundsRecordedCheck, createRefundsWithinTopupsCheck } from "./checks/refunds";
 import { createDisputesCheck } from "../chargebacks/audit-disputes";
 
 /** `{ ok, checks }`: the OpenAPI document's `AuditReport` (./types.ts); `ok` is true when every check holds. */
@@ -32,6 +33,8 @@ export interface RunAuditOptions {
 /**
  * The checks of contract section 7, in its order: 7.1 balances, 7.2 unique keys and top-ups against bank
  * charges, 7.3 the reward cap (lib/audit/checks/reward-cap.ts), 7.4 stored responses, 7.5 expired leases, 7.6 every
+ * charge that succeeded more than STUCK_AFTER_S ago credited exactly once, whatever its lease; then contract section
+ * 11's refunds: within their top-ups, and every bank refund recorded once.
  * charge that succeeded more than STUCK_AFTER_S ago credited exactly once, whatever its lease; then section 12's
  * lost disputes, each charged back exactly once (lib/chargebacks/audit-disputes.ts).
  *
@@ -55,6 +58,9 @@ export function defaultAuditChecks(options: Omit<RunAuditOptions, "checks"> = {}
     createStoredResponsesCheck(scope),
     createNoExpiredUnfinishedRowsCheck(bank, scope),
     createSucceededChargesCreditedCheck(bank, scope, { stuckAfterS: settings.STUCK_AFTER_S }),
+    // Contract section 11: refunds.
+    createRefundsWithinTopupsCheck(scope),
+    createBankRefundsRecordedCheck(bank, scope),
     // Contract section 12: every lost dispute charged back once (and every reversal credited back once).
     createDisputesCheck(bank, scope, { stuckAfterS: settings.STUCK_AFTER_S }),
   );

@@ -84,7 +84,7 @@ const errorSchema = z.object({ error: z.object({ code: z.string().min(1) }) });
  */
 const MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
 
-type RawResponse = { kind: "response"; status: number; json: unknown } | UnknownOutcome;
+export type RawResponse = { kind: "response"; status: number; json: unknown } | UnknownOutcome;
 
 function assertOptions(options: BankCallOptions): void {
   if (!Number.isFinite(options.timeoutMs) || options.timeoutMs <= 0) {

@@ -19,17 +19,24 @@ export const DISPUTE_EVENT_TYPES = ["charge.disputed", "charge.dispute_closed"] 
 const printable = (max: number) => z.string().regex(new RegExp(`^[\\x21-\\x7e]{1,${max}}$`), "printable ASCII");
 
 /** A dispute event as far as it is read: ids and bounds only (its outcome is never believed). */
-const disputeEventSchema = z.object({
-  id: printable(200),
-  type: z.enum(DISPUTE_EVENT_TYPES),
-  data: z.object({
-    chargeId: printable(200),
-    merchantRef: printable(400),
-    amount: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
-    currency: z.string().regex(/^[A-Z]{3}$/, "ISO 4217 code"),
-    disputeId: z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/, "a dispute id usable as a ref id"),
-  }),
-});
+export const disputeEventSchema = z
+  .object({
+    id: printable(200),
+    type: z.enum(DISPUTE_EVENT_TYPES),
+    data: z.object({
+      chargeId: printable(200),
+      merchantRef: printable(400),
+      amount: z.number().int().positive().max(Number.MAX_SAFE_INTEGER),
+      currency: z.string().regex(/^[A-Z]{3}$/, "ISO 4217 code"),
+      disputeId: z.string().regex(/^[A-Za-z0-9._:-]{1,128}$/, "a dispute id usable as a ref id"),
+    }),
+  })
+  .meta({
+    id: "DisputeEvent",
+    description:
+      "A dispute opened or closed (contract section 12). `data` also carries the dispute's new `status` or `outcome`, " +
+      "which the app never believes: it asks the bank (`GET /disputes/{id}`) before any money moves.",
+  });
 export type DisputeEvent = z.infer<typeof disputeEventSchema>;
 
 /** What a dispute event did; recorded per event id and shown to admins. `anomaly_*` moved nothing. */
@@ -59,7 +66,7 @@ export type RecordEvent = (
 
 export type DisputeEventResult =
   | { readonly kind: "received"; readonly outcome: DisputeOutcome }
-  | { readonly kind: "bank_unavailable"; readonly reason: string };
+  | { readonly kind: "bank_unavailable"; readonly about: "dispute"; readonly reason: string };
 
 /**
  * Handles a verified (signed) delivery when it is a dispute event; returns null for any other body, which the
@@ -78,7 +85,7 @@ export async function handleDisputeEvent(
   const looked = await getDispute(event.data.disputeId, deps.bank);
   if (looked.kind === "unknown" || looked.kind === "rejected") {
     const reason = looked.kind === "unknown" ? looked.reason : `${looked.status} ${looked.code}`;
-    return { kind: "bank_unavailable", reason: `dispute lookup: ${reason}` };
+    return { kind: "bank_unavailable", about: "dispute", reason: `dispute lookup: ${reason}` };
   }
   if (looked.kind === "not_found") {
     await deps.record(null, event, text, "anomaly_unknown_dispute", "the bank has no such dispute: nothing moved");

@@ -17,13 +17,18 @@ export type EntryStatus = "initiated" | "processing" | "succeeded" | "failed";
  * - `insufficient_funds`: the payment's debit found the balance short (a stored 402);
  * - `balance_limit_exceeded`: the credit would not fit under MAX_BALANCE_MINOR, so nothing was charged or credited
  *   (a stored 422; contract section 5, case C15);
- * - `debt_outstanding`: the payment found a debt open on the wallet (a stored 402; contract section 12).
+ * - `refund_exceeds_topup`: a refund's amount is more than what is left to refund of its top-up (a stored 422,
+ *   contract section 11). A refund the bank reports failed is `declined_by_bank`; one refused for the balance,
+ *   `insufficient_funds`.
+ * - `debt_outstanding`: a payment or a refund found a debt open on the wallet (a stored 402; contract sections 11
+ *   and 12).
  */
 export type FailureReason =
   | "declined_by_bank"
   | "expired"
   | "insufficient_funds"
   | "balance_limit_exceeded"
+  | "refund_exceeds_topup"
   | "debt_outstanding";
 
 /** Who moved a row (contract section 2, audit table). */
@@ -60,6 +65,10 @@ export interface LedgerEntry {
   readonly settleFlaggedAt: Date | null;
   /** An `adjustment`'s link: the id of the failed top-up it settles (contract section 5); null for other types. */
   readonly adjustsEntryId: number | null;
+  /** A `refund`'s link: the id of the succeeded top-up it gives money back on (contract section 11); null otherwise. */
+  readonly refundsEntryId: number | null;
+  /** A top-up's refunds, reserved or final, in minor units (0 for other types); its remainder is amount - this. */
+  readonly refundedMinor: number;
   readonly createdAt: Date;
   readonly updatedAt: Date;
 }
@@ -67,7 +76,8 @@ export interface LedgerEntry {
 /** The column list every ledger query returns, in the shape {@link toLedgerEntry} reads. */
 export const ENTRY_COLUMNS = `user_id, id, type, ref_id, amount_minor, currency, fingerprint, params, status,
   failure_reason, response_status, response_body, lease_owner, lease_expires_at, attempt, bank_charge_id,
-  settle_failures, settle_last_error, settle_flagged_at, adjusts_entry_id, created_at, updated_at`;
+  settle_failures, settle_last_error, settle_flagged_at, adjusts_entry_id, refunds_entry_id, refunded_minor, created_at,
+  updated_at`;
 
 /** The same list qualified by a table alias (for UPDATE ... FROM and joins). */
 export function entryColumns(alias: string): string {
@@ -99,6 +109,8 @@ export function toLedgerEntry(row: Record<string, unknown>): LedgerEntry {
     settleLastError: (row.settle_last_error as string | null) ?? null,
     settleFlaggedAt: (row.settle_flagged_at as Date | null) ?? null,
     adjustsEntryId: (row.adjusts_entry_id as number | null) ?? null,
+    refundsEntryId: (row.refunds_entry_id as number | null) ?? null,
+    refundedMinor: (row.refunded_minor as number | undefined) ?? 0,
     createdAt: row.created_at as Date,
     updatedAt: row.updated_at as Date,
   };

@@ -16,3 +16,4 @@ export * from "./retry";
 export * from "./db-errors";
 export * from "./constants";
 export * from "./view-schemas";
+export * from "./refunds";

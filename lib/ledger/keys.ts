@@ -8,10 +8,19 @@
 /**
  * The kinds of money movement. Credits raise the balance, debits lower it. An `adjustment` credits a bank
  * charge that succeeded for a top-up whose row had already failed (contract section 5); its ref id is the charge's.
+ * A `refund` gives money back on a succeeded top-up (contract section 11): a debit, reserved when it is claimed.
  * A `chargeback` debits a dispute the bank closed lost, and a `chargeback_reversal` credits it back when the bank
  * reverses it; both are keyed by the bank's dispute id (contract section 12).
  */
-export const LEDGER_TYPES = ["topup", "reward", "payment", "adjustment", "chargeback", "chargeback_reversal"] as const;
+export const LEDGER_TYPES = [
+  "topup",
+  "reward",
+  "payment",
+  "adjustment",
+  "refund",
+  "chargeback",
+  "chargeback_reversal",
+] as const;
 export type LedgerType = (typeof LEDGER_TYPES)[number];
 
 /** Direction of each type: +1 credit, -1 debit (the audit's balance invariant uses the same table). */
@@ -20,6 +29,7 @@ export const LEDGER_DIRECTION: Record<LedgerType, 1 | -1> = {
   reward: 1,
   payment: -1,
   adjustment: 1,
+  refund: -1,
   chargeback: -1,
   chargeback_reversal: 1,
 };

@@ -57,7 +57,9 @@ export const rewardViewSchema = z
 /** One line of the statement (`GET /api/v1/entries`): every movement. */
 export const statementEntryViewSchema = z
   .strictObject({
-    type: z.enum(LEDGER_TYPES).meta({ description: "`payment` and `chargeback` are debits; the others are credits." }),
+    type: z
+      .enum(LEDGER_TYPES)
+      .meta({ description: "`payment`, `refund` and `chargeback` are debits; the others are credits." }),
     refId,
     ...movement,
   })

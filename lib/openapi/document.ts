@@ -32,7 +32,9 @@ import {
 } from "../ledger";
 import { PROBLEM_CODES, PROBLEM_CONTENT_TYPE, STORED_PROBLEM_CODES, type ProblemCode } from "../problems";
 import { reconcileResultSchema } from "../reconciler/reconcile-result";
-import { bankEventSchema } from "../webhooks/handle-bank-webhook";
+import { refundPathSchema, refundRequestSchema } from "../refunds/refund-request";
+import { refundResponseSchema } from "../refunds/refund-view-schema";
+import { bankWebhookEventSchema } from "../webhooks/handle-bank-webhook";
 import { walletViewSchema } from "../wallet/get-wallet";
 
 /** The API's version in the document's `info` (the `/api/v1` prefix is the compatibility promise). */
@@ -308,8 +310,10 @@ const API_PATHS = {
         "Signed by the bank over the raw body bytes: `Bank-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, " +
         '"<t>.<raw body>")>` (several `v1=` during secret rotation; 300 s tolerance). Every correctly signed ' +
         "delivery is answered 200, whether it credited, was a duplicate or could not be applied. A body over " +
-        "WEBHOOK_BODY_LIMIT_BYTES (default 65536) is 413 and the rest is not read. A `charge.failed` is confirmed " +
-        "with the bank before any row fails; when the bank cannot be asked the answer is 503 and nothing changed.",
+        "WEBHOOK_BODY_LIMIT_BYTES (default 65536) is 413 and the rest is not read. Charge, refund and dispute " +
+        "events (contract sections 5, 11 and 12). A `charge.failed` or `refund.failed` is confirmed with the bank " +
+        "before anything fails, and a dispute is looked up there before money moves; when the bank cannot be " +
+        "asked the answer is 503 and nothing changed.",
       parameters: [
         z
           .string()
@@ -319,7 +323,7 @@ const API_PATHS = {
             description: "`t=<unix seconds>,v1=<hex HMAC-SHA256>`; more than one `v1=` during rotation.",
           }),
       ],
-      requestBody: operationBody(bankEventSchema),
+      requestBody: operationBody(bankWebhookEventSchema),
       success: {
         200: json("Received (new, duplicate or unusable).", z.strictObject({ received: z.literal(true) })),
       },
@@ -338,6 +342,37 @@ const API_PATHS = {
         ),
       },
       problems: { codes: ["invalid_request", ...ADMIN_CODES] },
+    }),
+  },
+  "/api/v1/admin/topups/{userId}/{refId}/refunds": {
+    post: operation("Refund a succeeded top-up, partially or in full, exactly once per refundId (admins)", {
+      tags: ["admin"],
+      security: SESSION_OR_TOKEN,
+      description:
+        "Contract section 11. The claim reserves the amount from the wallet and from the top-up's refundable " +
+        "remainder in one statement before the bank is called; `status` is `processing` until the bank's word " +
+        "arrives (webhook or reconciler), then `succeeded`, or `failed` with the reservation given back. While the " +
+        "wallet has a debt open (contract section 12) the refund is refused with a stored 402 `debt_outstanding`.",
+      requestParams: { path: refundPathSchema },
+      requestBody: operationBody(refundRequestSchema),
+      success: {
+        201: json("The refund; replays carry Idempotent-Replayed.", refundResponseSchema, {
+          "Idempotent-Replayed": replayedHeader.optional(),
+        }),
+      },
+      problems: {
+        codes: [
+          ...BODY_CODES,
+          ...ADMIN_CODES,
+          "not_found",
+          "topup_not_refundable",
+          "request_in_progress",
+          "idempotency_key_reused",
+          "insufficient_funds",
+          "debt_outstanding",
+          "refund_exceeds_topup",
+        ],
+      },
     }),
   },
   "/api/v1/admin/reconcile": {

@@ -35,6 +35,7 @@ import {
 import { CHARGE_LOOK_BACK_MS_DEFAULT, readChargeCursorMs, writeChargeCursorMs } from "./charge-cursor";
 import { ReconcileTally, type ReconcileAnomaly, type ReconcileResult } from "./reconcile-result";
 import { settleTopup, type ChargeEvidence, type SettlementOutcome } from "../topups/settle-topup";
+import { reconcileRefundEntry } from "../refunds/reconcile-refund";
 import { storeFinishedTopupResponse } from "../topups/topup-response";
 import { admitTopup } from "../topups/admit-topup";
 import { countExpiredUnfinishedEntries, takeOverExpiredEntry, type TakenOverEntry } from "./take-over-expired-entry";
@@ -252,6 +253,7 @@ function safeMerchantRef(entry: LedgerEntry): string | null {
 
 async function reconcileTakenOverEntry(ctx: PassContext, row: TakenOverEntry, subject: Subject): Promise<RowVerdict> {
   const { entry } = row;
+  if (entry.type === "refund") return await reconcileRefundRow(ctx, entry);
   if (entry.type !== "topup") {
     ctx.tally.skipped += 1;
     recordAnomaly(ctx, {
@@ -308,6 +310,35 @@ async function reconcileTakenOverEntry(ctx: PassContext, row: TakenOverEntry, su
         chargeId: null,
         detail: `GET /charges answered ${looked.status} ${looked.code}`,
       });
+      return "done";
+  }
+}
+
+/** A refund row left in flight (contract section 11): asked again at the bank by lib/refunds/reconcile-refund.ts. */
+async function reconcileRefundRow(ctx: PassContext, entry: LedgerEntry): Promise<RowVerdict> {
+  const outcome = await reconcileRefundEntry(entry, ctx.bank);
+  switch (outcome.kind) {
+    case "completed":
+      ctx.tally.completed += 1;
+      return "done";
+    case "failed":
+      ctx.tally.failed += 1;
+      return "done";
+    case "bank_down":
+      ctx.tally.skipped += 1;
+      noteUnknown(ctx, { kind: "unknown", reason: "network", detail: outcome.reason }, 1);
+      return "bank_down";
+    case "anomaly":
+      ctx.tally.skipped += 1;
+      recordAnomaly(ctx, {
+        kind: "bank_refused",
+        merchantRef: null,
+        chargeId: entry.bankChargeId,
+        detail: outcome.detail,
+      });
+      return "done";
+    default:
+      ctx.tally.skipped += 1;
       return "done";
   }
 }

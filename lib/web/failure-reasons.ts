@@ -6,6 +6,7 @@ const REASONS: Record<FailureReason, string> = {
   insufficient_funds: "not enough money in the wallet",
   expired: "it never reached the bank and was cancelled",
   balance_limit_exceeded: "the wallet would go over its balance limit, so nothing was charged",
+  refund_exceeds_topup: "it was more than what is left to refund of the top-up, so nothing was refunded",
   debt_outstanding: "the wallet owes money from a disputed top-up; add money first",
 };
 

@@ -14,7 +14,7 @@ import { describeFailure } from "./failure-reasons";
 import { STATUS_WORDS } from "./status-words";
 
 /** The operation a form runs. */
-export type OperationKind = "topup" | "payment" | "reward";
+export type OperationKind = "topup" | "payment" | "reward" | "refund";
 
 /** What a sentence needs to know besides the outcome. */
 export interface SentenceContext {
@@ -50,7 +50,7 @@ export interface LiveState {
   readonly failureReason: string | null;
 }
 
-const NOUN: Record<OperationKind, string> = { topup: "top-up", payment: "payment", reward: "reward" };
+const NOUN: Record<OperationKind, string> = { topup: "top-up", payment: "payment", reward: "reward", refund: "refund" };
 
 function money(amountMinor: number, context: SentenceContext): string {
   return formatMoney(amountMinor, context.currency);
@@ -79,8 +79,10 @@ export const PROBLEM_SENTENCES: Readonly<Record<ProblemCode, (context: SentenceC
   insufficient_funds: (c) =>
     `Not enough money in your wallet for this ${NOUN[c.kind]}${ofAmount(c)}. Nothing was paid.`,
   // Contract section 12: a chargeback left a debt that payments wait for.
-  debt_outstanding: () =>
-    "Your wallet owes money because a bank took back a disputed top-up. Add money first; nothing was paid.",
+  debt_outstanding: (c) =>
+    c.kind === "refund"
+      ? "This wallet owes money because a bank took back a disputed top-up. Nothing was refunded; refund once the debt is repaid."
+      : "Your wallet owes money because a bank took back a disputed top-up. Add money first; nothing was paid.",
   // Case C15: the credit would not fit under the wallet's balance ceiling (MAX_BALANCE_MINOR).
   balance_limit_exceeded: (c) =>
     `This ${NOUN[c.kind]}${ofAmount(c)} would take your wallet over its balance limit, so nothing was charged or credited.`,
@@ -90,6 +92,12 @@ export const PROBLEM_SENTENCES: Readonly<Record<ProblemCode, (context: SentenceC
   request_in_progress: (c) =>
     `Your ${NOUN[c.kind]} is still being processed. Wait a few seconds: it will not be charged twice.`,
   token_limit_reached: () => "You have the most tokens allowed. Revoke one you no longer use first.",
+  // Contract section 11: only a top-up the bank confirmed can be refunded.
+  topup_not_refundable: () =>
+    "This top-up cannot be refunded: only a top-up that went through can be. Nothing was refunded.",
+  // Contract section 11: refunds of a top-up never add up to more than the top-up.
+  refund_exceeds_topup: (c) =>
+    `This refund${ofAmount(c)} is more than what is left to refund of the top-up, so nothing was refunded.`,
   payload_too_large: () => "The request was too large; nothing was charged.",
   unsupported_media_type: () => "The request was refused. Reload the page and try again.",
   idempotency_key_reused: (c) =>
@@ -141,15 +149,31 @@ function movementSentence(
   const amount = typeof movement.amount === "number" ? money(movement.amount, context) : "";
   const status = live?.status ?? (movement.status as EntryStatus);
   const reason = live ? live.failureReason : typeof movement.failureReason === "string" ? movement.failureReason : null;
-  const what = kind === "topup" ? `Top-up of ${amount}` : kind === "payment" ? `Payment of ${amount}` : "Reward";
+  const what =
+    kind === "topup"
+      ? `Top-up of ${amount}`
+      : kind === "payment"
+        ? `Payment of ${amount}`
+        : kind === "refund"
+          ? `Refund of ${amount}`
+          : "Reward";
   switch (status) {
     case "succeeded":
       if (kind === "topup") return { tone: "success", text: `${what} succeeded: ${amount} was added to your wallet.` };
       if (kind === "payment") return { tone: "success", text: `Paid ${amount}.` };
+      // Contract section 11: the money left the wallet when the refund was made; the bank has now sent it back.
+      if (kind === "refund") return { tone: "success", text: `${what} succeeded: the bank sent it back to the card.` };
       return { tone: "success", text: `+${amount} credited${context.adName ? ` for ${context.adName}` : ""}.` };
     case "failed": {
       const why = reason ? `: ${describeFailure(reason)}` : "";
-      const moved = kind === "topup" ? "Nothing was charged." : kind === "payment" ? "Nothing was paid." : "";
+      const moved =
+        kind === "topup"
+          ? "Nothing was charged."
+          : kind === "payment"
+            ? "Nothing was paid."
+            : kind === "refund"
+              ? "The money is back in the wallet."
+              : "";
       return { tone: "error", text: `${what} failed${why}. ${moved}`.trim() };
     }
     case "initiated":
@@ -176,7 +200,7 @@ export function describeOutcome(outcome: OutcomeLike, context: SentenceContext, 
     // A stored refusal (402) sent again is still the same refusal.
     return sentence;
   }
-  const movement = (body.topup ?? body.payment ?? body.reward) as Movement | undefined;
+  const movement = (body.topup ?? body.payment ?? body.reward ?? body.refund) as Movement | undefined;
   if (!movement) return { tone: "info", text: "Done." };
   if (context.kind === "reward" && outcome.replayed) {
     // Contract section 6, case C21: one reward per ad per local day; a second click replays the first.

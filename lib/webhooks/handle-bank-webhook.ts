@@ -25,11 +25,23 @@ import { z } from "zod";
 import { cancelCharge, getCharge, type BankCallOptions } from "../bank/client";
 import { parseMerchantRef } from "../bank/merchant-ref";
 import { verifyWebhookSignature, type SignatureFailureReason } from "../bank/signature";
-import { APPLIED_DISPUTE_OUTCOMES, handleDisputeEvent, type DisputeOutcome } from "../chargebacks/handle-dispute-event";
+import {
+  APPLIED_DISPUTE_OUTCOMES,
+  disputeEventSchema,
+  handleDisputeEvent,
+  type DisputeOutcome,
+} from "../chargebacks/handle-dispute-event";
 import { pool, withTransaction } from "../db";
 import { env } from "../env";
 import { findEntryByKey, isTerminal, operationKey, type LedgerEntry, type Queryable } from "../ledger";
 import { log } from "../log";
+import {
+  APPLIED_REFUND_OUTCOMES,
+  handleRefundEvent,
+  parseRefundEvent,
+  refundEventSchema,
+  type RefundWebhookOutcome,
+} from "../refunds/handle-refund-event";
 import {
   noteSettleFailure,
   settleTopup,
@@ -57,6 +69,14 @@ export const bankEventSchema = z
       currency: z.string().regex(/^[A-Z]{3}$/, "ISO 4217 code"),
     }),
   })
+  .meta({ id: "ChargeEvent", description: "A charge settled (contract section 5)." });
+
+/**
+ * Every event the bank signs and sends to the webhook, for the OpenAPI document: charge events (contract section 5),
+ * refund events (section 11) and dispute events (section 12). Each kind is parsed by its own handler.
+ */
+export const bankWebhookEventSchema = z
+  .union([bankEventSchema, refundEventSchema, disputeEventSchema])
   .meta({ id: "BankEvent" });
 
 type BankEvent = z.infer<typeof bankEventSchema>;
@@ -76,17 +96,31 @@ export type WebhookOutcome =
   | "unusable_event"
   | "anomaly_unknown_merchant_ref"
   | `anomaly_${SettlementAnomalyKind}`
+  /** Refund events (contract section 11; lib/refunds/handle-refund-event.ts). */
+  | RefundWebhookOutcome
   /** Dispute events (lib/chargebacks/handle-dispute-event.ts, contract section 12). */
   | DisputeOutcome;
 
 /** Outcomes that mean "this delivery applied the event": the recorded outcome of its event, whoever came first. */
-const APPLIED_OUTCOMES: readonly WebhookOutcome[] = ["credited", "failed", "adjusted", ...APPLIED_DISPUTE_OUTCOMES];
+const APPLIED_OUTCOMES: readonly WebhookOutcome[] = [
+  "credited",
+  "failed",
+  "adjusted",
+  ...APPLIED_DISPUTE_OUTCOMES,
+  ...APPLIED_REFUND_OUTCOMES,
+];
 
 export type WebhookResult =
   | { readonly kind: "invalid_signature"; readonly reason: SignatureFailureReason }
   | { readonly kind: "received"; readonly outcome: WebhookOutcome }
-  /** A failure could not be confirmed: the bank did not answer. Answer 503; nothing changed (contract section 5). */
-  | { readonly kind: "bank_unavailable"; readonly reason: string };
+  /**
+   * The bank could not be asked: a charge's or a refund's failure could not be confirmed, or a dispute could not be
+   * looked up (`about`). Answer 503; nothing changed (contract sections 5, 11 and 12).
+   */
+  | { readonly kind: "bank_unavailable"; readonly about: BankUnavailableAbout; readonly reason: string };
+
+/** What the app wanted to ask the bank about when it could not: the 503's sentence says which. */
+export type BankUnavailableAbout = "charge_failure" | "refund_failure" | "dispute";
 
 /**
  * Budget of the bank call that confirms a failure, in ms: 2 s. The sandbox gives each delivery 5 s
@@ -121,7 +155,13 @@ export async function handleBankWebhook(
     bank: { bankUrl: settings.BANK_URL, timeoutMs: CONFIRM_TIMEOUT_MS },
   });
   if (dispute) return dispute;
-
+  // Refund events have their own handler (contract section 11).
+  const refundEvent = parseRefundEvent(rawBody.toString("utf8"));
+  if (refundEvent)
+    return handleRefundEvent(refundEvent, rawBody.toString("utf8"), {
+      record: (db, event, text, outcome, detail) => recordEvent(db ?? pool(), event, text, outcome, detail),
+      bank: { bankUrl: settings.BANK_URL, timeoutMs: CONFIRM_TIMEOUT_MS },
+    });
   const parsed = parseEvent(rawBody);
   if (parsed.kind === "unusable") {
     await recordUnusableEvent(rawBody, parsed);
@@ -138,7 +178,7 @@ export async function handleBankWebhook(
   }
 
   const evidence = await evidenceFor(event, entry, { bankUrl: settings.BANK_URL, timeoutMs: CONFIRM_TIMEOUT_MS });
-  if (evidence.kind === "bank_unavailable") return evidence;
+  if (evidence.kind === "bank_unavailable") return { ...evidence, about: "charge_failure" };
   if (evidence.kind === "no_move") {
     await recordEvent(pool(), event, text, evidence.outcome, evidence.detail);
     return { kind: "received", outcome: evidence.outcome };

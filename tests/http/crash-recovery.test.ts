@@ -184,6 +184,8 @@ describe("admin routes", () => {
       "stored_responses_replayable",
       "no_expired_unfinished_rows",
       "succeeded_charges_credited",
+      "refunds_within_topups",
+      "bank_refunds_recorded",
       "lost_disputes_charged_back",
     ]);
   });

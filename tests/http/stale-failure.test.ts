@@ -26,8 +26,8 @@ import { waitFor } from "../helpers/wait";
 
 function eventBody(
   id: string,
-  type: "charge.succeeded" | "charge.failed",
-  data: { chargeId: string; merchantRef: string; amount: number; currency: string },
+  type: "charge.succeeded" | "charge.failed" | "charge.disputed",
+  data: { chargeId: string; merchantRef: string; amount: number; currency: string; [more: string]: unknown },
 ): string {
   return JSON.stringify({ id, type, created: new Date().toISOString(), data });
 }
@@ -178,7 +178,10 @@ describe("failure events are confirmed with the bank before any row fails", () =
       const before = await getEntryById(ref);
       const failed = await deliver(eventBody(`evt_down_f_${refId}`, "charge.failed", data), unreachableAppUrl);
       expect(failed.status).toBe(503);
-      expect(await failed.json()).toMatchObject({ code: "service_unavailable" });
+      expect(await failed.json()).toMatchObject({
+        code: "service_unavailable",
+        detail: expect.stringMatching(/^The failure could not be confirmed with the bank \(/),
+      });
       expect(await getEntryById(ref)).toEqual(before);
       expect(await recorded(`evt_down_f_${refId}`)).toBeUndefined();
       // The success path needs no confirmation (contract section 5: the success path is unchanged).
@@ -186,6 +189,28 @@ describe("failure events are confirmed with the bank before any row fails", () =
       expect(succeeded.status).toBe(200);
       expect(await getEntryById(ref)).toMatchObject({ status: "succeeded" });
       expect(await balanceOf(user.id)).toBe(650);
+    });
+
+    it("a dispute event answers 503 with its own sentence (the dispute could not be looked up), nothing moved", async () => {
+      const user = await createApiUser();
+      const refId = freshRefId("down-dispute");
+      const data = {
+        chargeId: `ch_down_${refId}`,
+        merchantRef: `topup:${user.id}:${refId}`,
+        amount: 300,
+        currency: "USD",
+        disputeId: `dp_down_${refId}`,
+        status: "open",
+      };
+      const answered = await deliver(eventBody(`evt_down_d_${refId}`, "charge.disputed", data), unreachableAppUrl);
+      expect(answered.status).toBe(503);
+      const problem = (await answered.json()) as { code: string; detail: string };
+      expect(problem.code).toBe("service_unavailable");
+      expect(problem.detail).toMatch(
+        /^The dispute could not be looked up at the bank \(dispute lookup: .+\); no money moved\./,
+      );
+      expect(problem.detail).not.toContain("The failure could not be confirmed");
+      expect(await recorded(`evt_down_d_${refId}`)).toBeUndefined();
     });
   });
 });

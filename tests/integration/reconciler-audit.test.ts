@@ -59,6 +59,8 @@ describe("audit", () => {
       "stored_responses_replayable",
       "no_expired_unfinished_rows",
       "succeeded_charges_credited",
+      "refunds_within_topups",
+      "bank_refunds_recorded",
       "lost_disputes_charged_back",
     ]);
     expect(report.ok).toBe(true);

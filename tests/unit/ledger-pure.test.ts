@@ -45,13 +45,22 @@ describe("keys", () => {
     expect(() => operationKey("u1", "topup", "r ")).toThrow(new TypeError('operationKey: invalid refId "r "'));
   });
 
-  it("credits (adjustments and chargeback reversals among them) raise and payments and chargebacks lower the balance", () => {
-    expect(LEDGER_TYPES).toEqual(["topup", "reward", "payment", "adjustment", "chargeback", "chargeback_reversal"]);
+  it("credits (adjustments and chargeback reversals among them) raise; payments, refunds and chargebacks lower the balance", () => {
+    expect(LEDGER_TYPES).toEqual([
+      "topup",
+      "reward",
+      "payment",
+      "adjustment",
+      "refund",
+      "chargeback",
+      "chargeback_reversal",
+    ]);
     expect(LEDGER_DIRECTION).toEqual({
       topup: 1,
       reward: 1,
       payment: -1,
       adjustment: 1,
+      refund: -1,
       chargeback: -1,
       chargeback_reversal: 1,
     });
@@ -148,7 +157,7 @@ describe("entry mapping and views", () => {
     ).toMatchObject({ leaseOwner: null, bankChargeId: null, failureReason: null, leaseExpiresAt: null });
   });
 
-  it("maps every column: the failure reason, settlement counters, flag time and adjustment link too", () => {
+  it("maps every column: the failure reason, settlement counters, flag time, adjustment and refund links too", () => {
     const flaggedAt = new Date("2026-01-01T00:05:00Z");
     const full = {
       ...row,
@@ -159,6 +168,8 @@ describe("entry mapping and views", () => {
       settle_last_error: "credit refused",
       settle_flagged_at: flaggedAt,
       adjusts_entry_id: 5,
+      refunds_entry_id: 4,
+      refunded_minor: 300,
     };
     expect(toLedgerEntry(full)).toEqual({
       id: 7,
@@ -180,6 +191,8 @@ describe("entry mapping and views", () => {
       settleLastError: "credit refused",
       settleFlaggedAt: flaggedAt,
       adjustsEntryId: 5,
+      refundsEntryId: 4,
+      refundedMinor: 300,
       createdAt: new Date("2026-01-01T00:00:00Z"),
       updatedAt: new Date("2026-01-01T00:00:01Z"),
     });
@@ -189,8 +202,16 @@ describe("entry mapping and views", () => {
         settle_last_error: undefined,
         settle_flagged_at: undefined,
         adjusts_entry_id: undefined,
+        refunds_entry_id: undefined,
+        refunded_minor: undefined,
       }),
-    ).toMatchObject({ settleLastError: null, settleFlaggedAt: null, adjustsEntryId: null });
+    ).toMatchObject({
+      settleLastError: null,
+      settleFlaggedAt: null,
+      adjustsEntryId: null,
+      refundsEntryId: null,
+      refundedMinor: 0,
+    });
   });
 
   it("qualifies every column with an alias", () => {

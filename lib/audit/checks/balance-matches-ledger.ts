@@ -1,6 +1,8 @@
 /**
  * Contract section 7.1: for every user, `wallet.balance − wallet.debt = Σ succeeded credits − Σ succeeded debits` in
- * the ledger (the debt is what chargebacks took beyond the balance: contract section 12).
+ * the ledger (the debt is what chargebacks took beyond the balance: contract section 12), where a refund's debit
+ * counts from its claim (the claim reserves the money; contract section 11): refunds in flight (`initiated` or
+ * `processing`) count as debits, and a failed refund (refused at the claim, or given back) counts as nothing.
  */
 import { pool } from "../../db";
 import { LEDGER_DIRECTION, LEDGER_TYPES } from "../../ledger";
@@ -14,14 +16,15 @@ const DEBIT_TYPES = LEDGER_TYPES.filter((type) => LEDGER_DIRECTION[type] === -1)
 
 // Sums are compared as numeric in SQL and returned as text: a corrupted ledger may sum past 2^53, which the
 // app's int8 parser would refuse, and the audit must still be able to say so.
-// A user with ledger rows but no wallet, or a wallet but no rows, is compared against 0.
+// A user with ledger rows but no wallet, or a wallet but no rows, is compared against 0. Refunds in flight are
+// debits already (their claim reserved the money).
 // $1 user ids or null, $2 credit types, $3 debit types, $4 limit.
 const BALANCE_SQL = `
 WITH ledger AS (
   SELECT user_id,
          SUM(CASE WHEN type = ANY ($2::text[]) THEN amount_minor::numeric ELSE -amount_minor::numeric END) AS ledger_minor
     FROM ledger_entries
-   WHERE status = 'succeeded'
+   WHERE (status = 'succeeded' OR (type = 'refund' AND status IN ('initiated', 'processing')))
      AND type = ANY ($2::text[] || $3::text[])
      AND ($1::text[] IS NULL OR user_id = ANY ($1::text[]))
    GROUP BY user_id

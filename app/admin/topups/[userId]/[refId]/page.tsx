@@ -3,7 +3,10 @@ import { forbidden } from "next/navigation";
 import Link from "next/link";
 import { getTopupTimeline } from "@/lib/admin/get-topup-timeline";
 import { isStuckTopup } from "@/lib/admin/stuck";
-import { formatMoney } from "@/lib/money";
+import { randomUUID } from "node:crypto";
+import { env } from "@/lib/env";
+import { formatMoney, moneyInputPattern } from "@/lib/money";
+import { listTopupRefunds } from "@/lib/refunds/list-topup-refunds";
 import { describeFailure } from "@/lib/web/failure-reasons";
 import { STATUS_WORDS } from "@/lib/web/status-words";
 import { LocalTime } from "../../../../components/local-time";
@@ -11,6 +14,7 @@ import { StatusBadge } from "../../../../components/status-badge";
 import { ChargeId } from "../../../charge-id";
 import { currentAdmin } from "../../../require-admin";
 import "../../../admin.css";
+import { RefundForm } from "./refund-form";
 
 export const metadata: Metadata = { title: "Top-up timeline" };
 export const dynamic = "force-dynamic";
@@ -61,6 +65,8 @@ export default async function TopupTimelinePage({ params }: { params: Promise<{ 
   }
   const { topup, transitions, webhooks, bank, response, merchantRef, adjustment } = timeline;
   const stuck = isStuckTopup(topup);
+  const refunds = await listTopupRefunds(userId, refId);
+  const settings = env();
 
   return (
     <main className="admin">
@@ -135,6 +141,32 @@ export default async function TopupTimelinePage({ params }: { params: Promise<{ 
             <At iso={topup.updatedAt} />
           </dd>
         </dl>
+      </section>
+
+      <section className="card" aria-labelledby="refunds-heading" data-testid="timeline-refunds">
+        <h2 id="refunds-heading">Refunds</h2>
+        {refunds.length === 0 ? (
+          <p>No refunds.</p>
+        ) : (
+          <ul>
+            {refunds.map((r) => (
+              <li key={r.refundId} data-status={r.status}>
+                {formatMoney(r.amount, r.currency)} — <StatusBadge status={r.status} failureReason={r.failureReason} />{" "}
+                <span className="mono">{r.refundId}</span> <At iso={r.createdAt} />
+              </li>
+            ))}
+          </ul>
+        )}
+        {topup.status === "succeeded" && (
+          <RefundForm
+            userId={userId}
+            topupRefId={refId}
+            refundId={`admin-${randomUUID()}`}
+            currency={topup.currency}
+            maxAmountMinor={settings.MAX_AMOUNT_MINOR}
+            inputPattern={moneyInputPattern(topup.currency)}
+          />
+        )}
       </section>
 
       <section className="card" aria-labelledby="transitions-heading">

@@ -1,0 +1,56 @@
+"use server";
+/**
+ * The admin top-up page's refund form (contract section 11): the same operation as
+ * `POST /api/v1/admin/topups/{userId}/{refId}/refunds`, for admins only. Thin: check the admin, read the form, call
+ * lib/refunds, return the outcome for lib/web/outcome-sentences.ts to put in words.
+ */
+import { revalidatePath } from "next/cache";
+import { env } from "@/lib/env";
+import { isValidRefId } from "@/lib/ledger";
+import { parseMoneyInput } from "@/lib/money";
+import { PROBLEM_CODES } from "@/lib/problems";
+import { createRefund } from "@/lib/refunds/create-refund";
+import { currentAdmin } from "../../../require-admin";
+
+export type RefundActionState =
+  | { kind: "idle" }
+  | { kind: "done"; status: number; body: string; replayed: boolean; amountMinor: number | null };
+
+function problemState(code: keyof typeof PROBLEM_CODES, amountMinor: number | null): RefundActionState {
+  return {
+    kind: "done",
+    status: PROBLEM_CODES[code].status,
+    body: JSON.stringify({ code }),
+    replayed: false,
+    amountMinor,
+  };
+}
+
+/** Refunds `amount` (typed in the wallet's currency) of the top-up named by the form's hidden fields. */
+export async function refundTopupAction(_previous: RefundActionState, form: FormData): Promise<RefundActionState> {
+  const admin = await currentAdmin();
+  if (!admin) return problemState("forbidden", null);
+  const userId = String(form.get("userId") ?? "");
+  const topupRefId = String(form.get("topupRefId") ?? "");
+  const refundId = String(form.get("refundId") ?? "");
+  const amountMinor = parseMoneyInput(String(form.get("amount") ?? ""), env().WALLET_CURRENCY);
+  if (!isValidRefId(topupRefId) || !isValidRefId(refundId) || amountMinor === null || amountMinor < 1)
+    return problemState("invalid_request", amountMinor);
+  if (amountMinor > env().MAX_AMOUNT_MINOR) return problemState("invalid_request", amountMinor);
+  const result = await createRefund({ userId, topupRefId, refundId, amountMinor });
+  revalidatePath("/admin");
+  switch (result.kind) {
+    case "response":
+      return { kind: "done", ...result.response, replayed: result.replayed, amountMinor };
+    case "topup_not_found":
+      return problemState("not_found", amountMinor);
+    case "topup_not_refundable":
+      return problemState("topup_not_refundable", amountMinor);
+    case "mismatch":
+      return problemState("idempotency_key_reused", amountMinor);
+    case "in_progress":
+      return problemState("request_in_progress", amountMinor);
+    case "refused":
+      return problemState(result.code, amountMinor);
+  }
+}

@@ -1,0 +1,172 @@
+/**
+ * Refunds a succeeded top-up, partially or in full (contract section 11): claim and reserve in one statement, then ask
+ * the bank, then settle from its answer and store the first response. An admin's operation: the key is
+ * `(top-up owner, "refund", refundId)`, so two admins sending the same refundId get one refund and identical answers.
+ */
+import { createRefund as postBankRefund } from "../bank/refunds-client";
+import { env } from "../env";
+import { log } from "../log";
+import { countOperation } from "../metrics/registry";
+import { formatMinor } from "../money";
+import {
+  awaitStoredResponse,
+  cacheStoredResponse,
+  claimRefund,
+  findEntryByKey,
+  fingerprint,
+  fromExisting,
+  getEntryById,
+  markProcessing,
+  newLeaseOwner,
+  operationKey,
+  readCachedReplay,
+  type LedgerEntry,
+  type OperationParams,
+  type OperationResult,
+} from "../ledger";
+import { problemStoredResponse } from "../problems";
+import { refundMerchantRefFor } from "./refund-ref";
+import { settleRefund, storeRefundResponse, type RefundEvidence } from "./settle-refund";
+
+export interface CreateRefundInput {
+  /** The top-up's owner (from the admin route's path, checked to exist by the caller). */
+  readonly userId: string;
+  /** The refunded top-up's ref id (contract section 1). */
+  readonly topupRefId: string;
+  /** The refund's own reference, chosen by the admin's client (contract section 1). */
+  readonly refundId: string;
+  /** Positive integer, minor units, already validated against MAX_AMOUNT_MINOR. */
+  readonly amountMinor: number;
+}
+
+export type RefundResult =
+  | OperationResult
+  /** No top-up has this ref id for this user (404, not stored). */
+  | { readonly kind: "topup_not_found" }
+  /** The top-up is not (yet) succeeded: nothing claimed (409 topup_not_refundable, not stored). */
+  | { readonly kind: "topup_not_refundable"; readonly status: string };
+
+/**
+ * Runs one refund exactly once per `(userId, "refund", refundId)`.
+ *
+ * 1. One statement claims the key and reserves the money (lib/ledger `claimRefund`): the wallet and the top-up's
+ *    refundable remainder go down with the claim, or the row is stored `failed` with its 402 `insufficient_funds`,
+ *    402 `debt_outstanding` (a debt is open, contract section 12) or 422 `refund_exceeds_topup` and nothing moves.
+ *    A payment after this point cannot spend the refunded money.
+ * 2. The winner records `processing` and calls `POST /refunds` with `Idempotency-Key: refund:<userId>:<refundId>`
+ *    (so a repeat, by this request or the reconciler, never makes a second refund).
+ * 3. The bank's answer is settled (./settle-refund.ts): `succeeded` makes the row final, `failed` or a 4xx refusal
+ *    gives the reservation back, `pending` records the refund id for the webhook or the reconciler; no answer leaves
+ *    the row `processing`.
+ * 4. The response, 201 `{ refund }` with the status known then, is stored first-writer-wins and replayed identically.
+ *
+ * Returns `response`, `mismatch` (same refundId, other amount or top-up), `in_progress`, `topup_not_found` or
+ * `topup_not_refundable`. Throws on database failures (the row keeps its lease; the reconciler finishes it).
+ */
+export async function createRefund(input: CreateRefundInput): Promise<RefundResult> {
+  const result = await runRefund(input);
+  return result.kind === "topup_not_found" || result.kind === "topup_not_refundable"
+    ? result
+    : countOperation("refund", result);
+}
+
+async function runRefund(input: CreateRefundInput): Promise<RefundResult> {
+  const settings = env();
+  const topup = await findEntryByKey(operationKey(input.userId, "topup", input.topupRefId));
+  if (!topup) return { kind: "topup_not_found" };
+  const key = operationKey(input.userId, "refund", input.refundId);
+  const params: OperationParams = { amount: input.amountMinor, currency: topup.currency, topupRefId: topup.refId };
+  const cached = await readCachedReplay(key, params);
+  if (cached) return fromExisting(cached);
+  const leaseOwner = newLeaseOwner();
+
+  const claim =
+    topup.status === "succeeded" && topup.bankChargeId !== null
+      ? await claimRefund({
+          key,
+          topupEntryId: topup.id,
+          amountMinor: input.amountMinor,
+          currency: topup.currency,
+          params,
+          leaseOwner,
+          leaseMs: settings.LEASE_MS,
+          actor: "admin",
+          refusals: {
+            insufficientFunds: problemStoredResponse(
+              "insufficient_funds",
+              `The balance does not cover a refund of ${formatMinor(input.amountMinor)} ${topup.currency}.`,
+            ),
+            debtOutstanding: problemStoredResponse(
+              "debt_outstanding",
+              "The wallet owes money from a disputed top-up; no refund is made until credits have repaid the debt.",
+            ),
+            exceedsTopup: problemStoredResponse(
+              "refund_exceeds_topup",
+              `A refund of ${formatMinor(input.amountMinor)} ${topup.currency} is more than what is left to refund of top-up ${topup.refId}.`,
+            ),
+          },
+        })
+      : ({ kind: "topup_not_refundable" } as const);
+
+  let entry: LedgerEntry;
+  switch (claim.kind) {
+    case "stored_refusal":
+      await cacheStoredResponse(key, params, claim.entry.response!);
+      return { kind: "response", response: claim.entry.response!, replayed: false };
+    case "reserved":
+      entry = claim.entry;
+      break;
+    case "topup_not_refundable":
+    case "taken": {
+      const own = await findEntryByKey(key);
+      // Our own claim whose commit's answer was lost with the connection (autocommit retried it): carry on.
+      if (
+        own &&
+        own.leaseOwner === leaseOwner &&
+        own.response === null &&
+        own.fingerprint === fingerprint("refund", params)
+      ) {
+        entry = own;
+        break;
+      }
+      if (!own && claim.kind === "topup_not_refundable") return { kind: "topup_not_refundable", status: topup.status };
+      const existing = await awaitStoredResponse(key, params);
+      if (!existing) throw new Error(`refund ${input.refundId}: claimed row vanished`);
+      return fromExisting(existing);
+    }
+  }
+
+  const ref = { userId: entry.userId, entryId: entry.id };
+  const processing = await markProcessing(ref, entry.attempt, { actor: "admin" });
+  // Fenced: the reconciler took the row over while this request stalled; it drives the row now.
+  if (processing.kind === "moved") {
+    entry = processing.entry;
+    const answered = await postBankRefund(
+      {
+        merchantRef: refundMerchantRefFor(input.userId, input.refundId),
+        chargeId: topup.bankChargeId!,
+        amountMinor: input.amountMinor,
+      },
+      { bankUrl: settings.BANK_URL, timeoutMs: settings.BANK_TIMEOUT_MS },
+    );
+    let evidence: RefundEvidence | null = null;
+    if (answered.kind === "refund") evidence = { source: "bank", refund: answered.refund };
+    else if (answered.kind === "rejected")
+      evidence = { source: "bank_refused", detail: `POST /refunds answered ${answered.status} ${answered.code}` };
+    else log().warn({ userId: input.userId, refundId: input.refundId, bank: answered }, "refund outcome unknown");
+    if (evidence) {
+      const settled = await settleRefund(entry, evidence, {
+        actor: "admin",
+        guard: { kind: "lease", attempt: entry.attempt },
+        detail: "request: the bank's answer to POST /refunds",
+      });
+      if (settled.kind === "anomaly")
+        log().warn({ detail: settled.detail }, "refund: the bank's answer disagrees with the row");
+      entry = settled.entry;
+    }
+  }
+  entry = (await getEntryById(ref)) ?? entry;
+  const response = await storeRefundResponse(entry);
+  await cacheStoredResponse(key, params, response);
+  return { kind: "response", response, replayed: false };
+}
