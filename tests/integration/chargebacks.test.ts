@@ -15,6 +15,7 @@ import { runAudit } from "@/lib/audit/run-audit";
 import { applyBankDispute } from "@/lib/chargebacks/apply-dispute";
 import { createDisputesCheck } from "@/lib/chargebacks/audit-disputes";
 import { listOpenDisputes } from "@/lib/chargebacks/list-open-disputes";
+import { listTopupChargebacks } from "@/lib/chargebacks/list-topup-chargebacks";
 import { resetDisputeCursors } from "@/lib/chargebacks/reconcile-disputes";
 import { reconcileOnce } from "@/lib/reconciler/reconcile-once";
 import { getWallet } from "@/lib/wallet/get-wallet";
@@ -80,7 +81,8 @@ describe("chargebacks and debt", () => {
 
   it("a dispute lost then reversed (sbx-dispute-reversed-) moves money once each way, whatever the order and number of deliveries", async () => {
     const user = await createTestUser();
-    const merchantRef = await topUp(user.id, freshRefId("sbx-dispute-reversed-r"), 3000);
+    const refId = freshRefId("sbx-dispute-reversed-r");
+    const merchantRef = await topUp(user.id, refId, 3000);
     const dispute = await bankDisputeOf(bank.url, merchantRef, "won");
     const bodies = await disputeEventBodies(bank.url, merchantRef);
     expect(bodies).toHaveLength(3); // disputed, closed lost, closed won
@@ -94,6 +96,16 @@ describe("chargebacks and debt", () => {
       debt: 0,
       entries: [`chargeback:${dispute.id}:3000:succeeded`, `chargeback_reversal:${dispute.id}:3000:succeeded`],
     });
+    // The admin's timeline page of the disputed top-up lists both entries; the other top-up's lists none.
+    const listed = await listTopupChargebacks(user.id, refId);
+    expect(listed.map((e) => `${e.type}:${e.refId}:${e.amountMinor}:${e.status}`).sort()).toEqual([
+      `chargeback:${dispute.id}:3000:succeeded`,
+      `chargeback_reversal:${dispute.id}:3000:succeeded`,
+    ]);
+    // Another of the user's top-ups, never disputed: its page lists no chargeback.
+    const otherRefId = freshRefId("undisputed");
+    await topUp(user.id, otherRefId, 100);
+    expect(await listTopupChargebacks(user.id, otherRefId)).toEqual([]);
     expect(await auditOf(user.id)).toEqual([]);
   });
 

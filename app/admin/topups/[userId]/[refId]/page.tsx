@@ -6,6 +6,7 @@ import { isStuckTopup } from "@/lib/admin/stuck";
 import { randomUUID } from "node:crypto";
 import { env } from "@/lib/env";
 import { formatMoney, moneyInputPattern } from "@/lib/money";
+import { listTopupChargebacks } from "@/lib/chargebacks/list-topup-chargebacks";
 import { listTopupRefunds } from "@/lib/refunds/list-topup-refunds";
 import { describeFailure } from "@/lib/web/failure-reasons";
 import { STATUS_WORDS } from "@/lib/web/status-words";
@@ -65,7 +66,10 @@ export default async function TopupTimelinePage({ params }: { params: Promise<{ 
   }
   const { topup, transitions, webhooks, bank, response, merchantRef, adjustment } = timeline;
   const stuck = isStuckTopup(topup);
-  const refunds = await listTopupRefunds(userId, refId);
+  const [refunds, chargebacks] = await Promise.all([
+    listTopupRefunds(userId, refId),
+    listTopupChargebacks(userId, refId),
+  ]);
   const settings = env();
 
   return (
@@ -166,6 +170,23 @@ export default async function TopupTimelinePage({ params }: { params: Promise<{ 
             maxAmountMinor={settings.MAX_AMOUNT_MINOR}
             inputPattern={moneyInputPattern(topup.currency)}
           />
+        )}
+      </section>
+
+      <section className="card" aria-labelledby="chargebacks-heading" data-testid="timeline-chargebacks">
+        <h2 id="chargebacks-heading">Chargebacks</h2>
+        {chargebacks.length === 0 ? (
+          <p>No dispute of this charge was lost.</p>
+        ) : (
+          <ul>
+            {chargebacks.map((c) => (
+              <li key={c.id} data-type={c.type} data-status={c.status}>
+                {c.type === "chargeback" ? "Dispute lost: debited" : "Dispute reversed: credited back"}{" "}
+                {formatMoney(c.amountMinor, c.currency)} — <StatusBadge status={c.status} />{" "}
+                <span className="mono">{c.refId}</span> <At iso={c.createdAt.toISOString()} />
+              </li>
+            ))}
+          </ul>
         )}
       </section>
 
