@@ -526,8 +526,10 @@ async function run(options: StormOptions): Promise<number> {
  * rows' stored responses"), and takes back the credit of one succeeded top-up, marking it failed for the ceiling
  * (breaks invariant 6, a charge that succeeded and nothing credits it, as a trusted stale `charge.failed` would in
  * case C14; and the C15 check, a top-up refused at the ceiling with a charge at the bank). Its wallet, one that still
- * holds that much, is debited too, so 7.1 alone would not notice. A storm run with it must report violations and
- * exit 1.
+ * holds that much, is debited too, so 7.1 alone would not notice. It also raises one succeeded refund to 1.00 more
+ * than its top-up (breaks refunds_within_topups, the client's "amounts as sent", and, when an admin saw it
+ * acknowledged, "acknowledged refunds within their top-ups"); a storm without a succeeded refund skips that part. A
+ * storm run with it must report violations and exit 1.
  */
 async function corruptOnPurpose(db: pg.Pool, userIds: readonly string[]): Promise<void> {
   await db.query("UPDATE wallets SET balance_minor = balance_minor + 1 WHERE user_id = $1", [userIds[0]]);
@@ -542,6 +544,15 @@ async function corruptOnPurpose(db: pg.Pool, userIds: readonly string[]): Promis
      UPDATE wallets w SET balance_minor = w.balance_minor - victim.amount_minor
        FROM victim WHERE w.user_id = victim.user_id`,
     [userIds, userIds[0]],
+  );
+  await db.query(
+    `UPDATE ledger_entries e SET amount_minor = t.amount_minor + 100
+       FROM ledger_entries t
+      WHERE t.user_id = e.user_id AND t.id = e.refunds_entry_id
+        AND (e.user_id, e.id) = (SELECT user_id, id FROM ledger_entries
+                                  WHERE user_id = ANY ($1::text[]) AND type = 'refund' AND status = 'succeeded'
+                                  ORDER BY id LIMIT 1)`,
+    [userIds],
   );
   await db.query(
     `UPDATE ledger_entries SET response_body = response_body || ' '

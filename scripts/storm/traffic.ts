@@ -164,7 +164,10 @@ const DISPUTE_SWITCHES: readonly [string, number][] = [
  */
 const USERS_PER_ADMIN_WORKER = 20;
 const ADMIN_WORKERS_MIN = 2;
-/** An admin's think time between refunds: 400-1200 ms, about one refund for every four top-ups acknowledged. */
+/**
+ * An admin's think time between refunds: 400-1200 ms, so that two admins in the short storm's 18 s send a few dozen
+ * refunds at most (fewer on a loaded machine), a small share of the users' traffic, as refunds are in a real wallet.
+ */
 const ADMIN_THINK_MS_MIN = 400;
 const ADMIN_THINK_MS_MAX = 1200;
 /**
