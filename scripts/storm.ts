@@ -595,14 +595,27 @@ async function moneySummary(db: pg.Pool, userIds: readonly string[]): Promise<st
   return `double credits ${doubleCredits} (charges credited twice ${doubleCharges.rows[0]?.n}, wallets off their ledger ${walletDrift.rows[0]?.n}); highest reward day ${rewardMax.rows[0]?.max ?? 0} of cap ${STORM_SETTINGS.REWARD_DAILY_CAP_MINOR}`;
 }
 
-/** The admins' refunds: how many, of which kind, and how the ledger ended with them. */
+/**
+ * The admins' refunds: how many of each kind (full = the whole top-up; over-refunds and refunds failing at the bank
+ * counted apart), how they were duplicated, and how the ledger ended with them.
+ */
 function refundSummary(
   operations: readonly OperationRecord[],
   rows: readonly { type: string; status: string; failureReason: string | null }[],
 ): string {
+  const topupAmounts = new Map(
+    operations
+      .filter((operation) => operation.kind === "topup")
+      .map((operation) => [`${operation.userId}|${operation.ident}`, operation.amountMinor]),
+  );
   const refunds = operations.filter((operation) => operation.kind === "refund");
-  const over = refunds.filter((operation) => operation.overRefund).length;
-  const bankFails = refunds.filter((operation) => operation.ident.startsWith("sbx-refund-fail-")).length;
+  const kinds = { partial: 0, full: 0, over: 0, bankFails: 0 };
+  for (const refund of refunds) {
+    if (refund.overRefund) kinds.over += 1;
+    else if (refund.ident.startsWith("sbx-refund-fail-")) kinds.bankFails += 1;
+    else if (topupAmounts.get(`${refund.userId}|${refund.topupRefId}`) === refund.amountMinor) kinds.full += 1;
+    else kinds.partial += 1;
+  }
   const outcomes = new Map<string, number>();
   for (const row of rows) {
     if (row.type !== "refund") continue;
@@ -613,7 +626,10 @@ function refundSummary(
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([outcome, count]) => `${outcome} ${count}`)
     .join(", ");
-  return `${refunds.length} sent by the admins (${over} over-refunds, ${bankFails} failing at the bank); rows: ${ledger || "none"}`;
+  return (
+    `${refunds.length} sent by the admins (partial ${kinds.partial}, full ${kinds.full}, over-refunds ${kinds.over}, ` +
+    `failing at the bank ${kinds.bankFails}; duplication: ${patternSummary(refunds)}); rows: ${ledger || "none"}`
+  );
 }
 
 /** The bank's disputes on the storm's top-ups, by outcome (a reversal is `won` with `lostAt` set). */

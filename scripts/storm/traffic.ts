@@ -159,17 +159,17 @@ const DISPUTE_SWITCHES: readonly [string, number][] = [
 ];
 
 /**
- * Admins refunding at once: one per 20 users, at least 2 (so two admins sometimes refund the same top-up at once
- * with different refundIds). They share one admin account and its token, like two admins' tabs.
+ * Admins refunding at once: one per 20 users, at least 3 (so two admins sometimes refund the same top-up at once
+ * with different refundIds). They share one admin account and its token, like one admin's tabs.
  */
 const USERS_PER_ADMIN_WORKER = 20;
-const ADMIN_WORKERS_MIN = 2;
+const ADMIN_WORKERS_MIN = 3;
 /**
- * An admin's think time between refunds: 400-1200 ms, so that two admins in the short storm's 18 s send a few dozen
+ * An admin's think time between refunds: 200-800 ms, so that three admins in the short storm's 18 s send a few dozen
  * refunds at most (fewer on a loaded machine), a small share of the users' traffic, as refunds are in a real wallet.
  */
-const ADMIN_THINK_MS_MIN = 400;
-const ADMIN_THINK_MS_MAX = 1200;
+const ADMIN_THINK_MS_MIN = 200;
+const ADMIN_THINK_MS_MAX = 800;
 /**
  * A top-up is refunded at least 1 s after its 2xx: long enough for most to have succeeded (the bank settles 100 ms
  * after the charge), so most refunds are made; the others are refused `409 topup_not_refundable`.
