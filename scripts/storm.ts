@@ -4,7 +4,10 @@
  * instance SIGKILLed and restarted mid-run and Redis restarted once; then the reconciler until nothing is left, the
  * audit of contract section 7 and the client-side checks. The bank's reorder switch plays case C14 (a stale
  * `charge.failed` first, the success held back), every 8th user starts just under MAX_BALANCE_MINOR (case C15), and
- * invariant 6 (every succeeded charge credited exactly once) is checked against the bank's own list. Prints a summary table; exits 0 when every invariant
+ * invariant 6 (every succeeded charge credited exactly once) is checked against the bank's own list. An admin refunds
+ * a share of the acknowledged top-ups (partial, full, duplicated, over-refunds that must be refused), and some
+ * top-ups carry the sandbox's dispute switches, so chargebacks, reversals and debts happen during traffic (contract
+ * sections 11 and 12). Prints a summary table; exits 0 when every invariant
  * holds, 1 on any violation, 2 when the storm could not run (bad flags, a service that did not start).
  *
  * Loopback only, bounded in time (--duration, default 110 s of traffic, ~2.5 min in all), and it
@@ -28,6 +31,7 @@ import { runClientChecks, type CheckResult } from "./storm/client-checks";
 import {
   drainWebhooks,
   readBankCharges,
+  readBankDisputes,
   readLedgerRows,
   reconcileUntilQuiet,
   runContractAudit,
@@ -53,6 +57,9 @@ import { runTraffic, type StormUser } from "./storm/traffic";
 const EXIT_OK = 0;
 const EXIT_VIOLATION = 1;
 const EXIT_CANNOT_RUN = 2;
+
+/** STUCK_AFTER_S of the storm's own audit, in seconds (see where it is set). */
+const STORM_AUDIT_STUCK_AFTER_S = "5";
 
 /** Two instances: the smallest number that shows the app is stateless (two `next start` instances). */
 const APP_INSTANCES = 2;
@@ -93,10 +100,8 @@ interface StormEvent {
   readonly what: string;
 }
 
-async function createUsers(db: pg.Pool, count: number): Promise<StormUser[]> {
+async function createUsers(db: pg.Pool, count: number, runTag: string): Promise<StormUser[]> {
   const { createApiTokenOrThrow } = await import("../lib/api-tokens/create-api-token");
-  // A tag per run keeps the users of two storms against the same database apart.
-  const runTag = randomBytes(4).toString("hex");
   const users: StormUser[] = [];
   for (let start = 0; start < count; start += USER_BATCH) {
     const batch = Array.from({ length: Math.min(USER_BATCH, count - start) }, (_, offset) => start + offset);
@@ -116,6 +121,24 @@ async function createUsers(db: pg.Pool, count: number): Promise<StormUser[]> {
     );
   }
   return users;
+}
+
+/**
+ * The storm's admin account: created like the users, then made admin the way the e2e setup does (e2e/helpers.ts,
+ * makeAdmin: `role = 'admin'` by SQL), with its own API token. Its index is -1: it is no simulated user.
+ */
+async function createAdmin(db: pg.Pool, runTag: string): Promise<StormUser> {
+  const { createApiTokenOrThrow } = await import("../lib/api-tokens/create-api-token");
+  const id = `storm_${runTag}_admin`;
+  const email = `${id}@storm.test`;
+  await db.query(`INSERT INTO "user" ("id", "name", "email", "role") VALUES ($1, $2, $3, 'user')`, [
+    id,
+    "Storm admin",
+    email,
+  ]);
+  await db.query(`UPDATE "user" SET role = 'admin' WHERE email = $1`, [email]);
+  const { token } = await createApiTokenOrThrow({ userId: id, name: "storm admin" });
+  return { index: -1, id, token };
 }
 
 /** SIGKILLs and restarts the second app instance, then restarts Redis, at fixed fractions of the traffic phase. */
@@ -284,6 +307,11 @@ async function run(options: StormOptions): Promise<number> {
   if (services.webhookSecrets) process.env.BANK_WEBHOOK_SECRETS = services.webhookSecrets;
   // The audit holds credited rewards to the cap the instances run with; given instances run with theirs (default).
   if (services.canCrash) process.env.REWARD_DAILY_CAP_MINOR = STORM_SETTINGS.REWARD_DAILY_CAP_MINOR;
+  // The audit judges charges and disputes older than STUCK_AFTER_S (default 300 s, longer than a storm): 5 s here, so
+  // the lost and reversed disputes of the traffic are held to their chargebacks (lost_disputes_charged_back) once the
+  // final reconciler passes, which read the bank's disputes, are done. Only a step the bank takes during the audit
+  // itself (its dispute steps are 100 ms apart) is excused.
+  process.env.STUCK_AFTER_S = STORM_AUDIT_STUCK_AFTER_S;
   // The final passes re-drive top-ups under the same ceiling as the instances (case C15).
   if (services.canCrash) process.env.MAX_BALANCE_MINOR = STORM_SETTINGS.MAX_BALANCE_MINOR;
 
@@ -292,9 +320,14 @@ async function run(options: StormOptions): Promise<number> {
   db.on("error", () => {});
   const agents: Agent[] = services.appUrls.map(() => createAgent());
   try {
-    const users = await createUsers(db, options.users);
+    // A tag per run keeps the users of two storms against the same database apart.
+    const runTag = randomBytes(4).toString("hex");
+    const users = await createUsers(db, options.users, runTag);
+    const admin = await createAdmin(db, runTag);
     const userIds = users.map((user) => user.id);
-    say(`created ${users.length} users with API tokens (setup took ${((Date.now() - startedMs) / 1000).toFixed(1)} s)`);
+    say(
+      `created ${users.length} users and an admin with API tokens (setup took ${((Date.now() - startedMs) / 1000).toFixed(1)} s)`,
+    );
 
     const operations: OperationRecord[] = [];
     const counters: TrafficCounters = { operations: 0, requests: 0, responses: 0, failures: 0 };
@@ -331,6 +364,7 @@ async function run(options: StormOptions): Promise<number> {
     let auditNotes: string[];
     let rowsForTotals;
     let chargesForSummary: Awaited<ReturnType<typeof readBankCharges>> = [];
+    let disputesForSummary: Awaited<ReturnType<typeof readBankDisputes>> = [];
     try {
       const crashes = clusterStorm
         ? clusterStorm.injectFaults(trafficStartMs, durationMs).then((reports) => {
@@ -351,6 +385,7 @@ async function run(options: StormOptions): Promise<number> {
           counters,
           // Only the storm's own instances run with its ceiling; given ones keep theirs, unknown here.
           maxBalanceMinor: services.canCrash ? Number(STORM_SETTINGS.MAX_BALANCE_MINOR) : null,
+          admin,
           ...(clusterStorm ? { retry: CLUSTER_CLIENT_RETRY } : {}),
         }),
         crashes,
@@ -379,9 +414,14 @@ async function run(options: StormOptions): Promise<number> {
       bar.update(options.durationS, payload());
       const audit = await runContractAudit({ bankUrl: services.bankUrl, userIds: services.canCrash ? null : userIds });
       auditNotes = audit.notes;
-      const [rows, charges] = await Promise.all([readLedgerRows(db, userIds), readBankCharges(services.bankUrl)]);
+      const [rows, charges, disputes] = await Promise.all([
+        readLedgerRows(db, userIds),
+        readBankCharges(services.bankUrl),
+        readBankDisputes(services.bankUrl),
+      ]);
       rowsForTotals = rows;
       chargesForSummary = charges;
+      disputesForSummary = disputes;
       checks = [
         ...audit.checks,
         {
@@ -394,7 +434,7 @@ async function run(options: StormOptions): Promise<number> {
             ...(final.bankUnreachable ? [`bank unreachable: ${final.bankUnreachable}`] : []),
           ],
         },
-        ...runClientChecks(operations, rows, charges),
+        ...runClientChecks(operations, rows, charges, disputes),
       ];
       phase = "done";
       bar.update(options.durationS, payload());
@@ -424,7 +464,10 @@ async function run(options: StormOptions): Promise<number> {
       "  attempted = HTTP requests sent; distinct = ledger keys they addressed; lost = client timeouts and dropped",
     );
     out.push(
-      "  connections; succeeded/failed/moved = ledger rows at the end (credits for top-ups and rewards, debits for payments).",
+      "  connections; succeeded/failed/moved = ledger rows at the end (credits for top-ups, rewards and chargeback reversals,",
+    );
+    out.push(
+      "  debits for payments, refunds and chargebacks; chargebacks come from the bank's disputes, not from a request).",
     );
     out.push("");
     out.push(`duplication: ${patternSummary(operations)}`);
@@ -448,6 +491,8 @@ async function run(options: StormOptions): Promise<number> {
     }
     out.push(`webhooks:    ${await webhookSummary(db, userIds, services)}`);
     out.push(`stale (C14): ${await staleFailureSummary(db, userIds, chargesForSummary)}`);
+    out.push(`refunds:     ${refundSummary(operations, rowsForTotals)}`);
+    out.push(`disputes:    ${disputeSummary(disputesForSummary, userIds)}`);
     out.push(
       `drain:       ${drain.pendingLeft === 0 ? "no delivery pending" : `${drain.pendingLeft ?? "unknown"} deliveries still pending`} after ${(drain.waitedMs / 1000).toFixed(1)} s`,
     );
@@ -481,8 +526,10 @@ async function run(options: StormOptions): Promise<number> {
  * rows' stored responses"), and takes back the credit of one succeeded top-up, marking it failed for the ceiling
  * (breaks invariant 6, a charge that succeeded and nothing credits it, as a trusted stale `charge.failed` would in
  * case C14; and the C15 check, a top-up refused at the ceiling with a charge at the bank). Its wallet, one that still
- * holds that much, is debited too, so 7.1 alone would not notice. A storm run with it must report violations and
- * exit 1.
+ * holds that much, is debited too, so 7.1 alone would not notice. It also raises one succeeded refund to 1.00 more
+ * than its top-up (breaks refunds_within_topups, the client's "amounts as sent", and, when an admin saw it
+ * acknowledged, "acknowledged refunds within their top-ups"); a storm without a succeeded refund skips that part. A
+ * storm run with it must report violations and exit 1.
  */
 async function corruptOnPurpose(db: pg.Pool, userIds: readonly string[]): Promise<void> {
   await db.query("UPDATE wallets SET balance_minor = balance_minor + 1 WHERE user_id = $1", [userIds[0]]);
@@ -497,6 +544,15 @@ async function corruptOnPurpose(db: pg.Pool, userIds: readonly string[]): Promis
      UPDATE wallets w SET balance_minor = w.balance_minor - victim.amount_minor
        FROM victim WHERE w.user_id = victim.user_id`,
     [userIds, userIds[0]],
+  );
+  await db.query(
+    `UPDATE ledger_entries e SET amount_minor = t.amount_minor + 100
+       FROM ledger_entries t
+      WHERE t.user_id = e.user_id AND t.id = e.refunds_entry_id
+        AND (e.user_id, e.id) = (SELECT user_id, id FROM ledger_entries
+                                  WHERE user_id = ANY ($1::text[]) AND type = 'refund' AND status = 'succeeded'
+                                  ORDER BY id LIMIT 1)`,
+    [userIds],
   );
   await db.query(
     `UPDATE ledger_entries SET response_body = response_body || ' '
@@ -521,10 +577,11 @@ async function moneySummary(db: pg.Pool, userIds: readonly string[]): Promise<st
   );
   const walletDrift = await db.query<{ n: string }>(
     `SELECT count(*)::text AS n FROM wallets w
-       LEFT JOIN (SELECT user_id, sum(CASE WHEN type = 'payment' THEN -amount_minor ELSE amount_minor END) AS net
+       LEFT JOIN (SELECT user_id,
+                         sum(CASE WHEN type IN ('payment', 'refund', 'chargeback') THEN -amount_minor ELSE amount_minor END) AS net
                     FROM ledger_entries WHERE status = 'succeeded' AND user_id = ANY ($1::text[]) GROUP BY user_id) l
          ON l.user_id = w.user_id
-      WHERE w.user_id = ANY ($1::text[]) AND w.balance_minor <> coalesce(l.net, 0)`,
+      WHERE w.user_id = ANY ($1::text[]) AND w.balance_minor - w.debt_minor <> coalesce(l.net, 0)`,
     [userIds],
   );
   const rewardMax = await db.query<{ max: string | null }>(
@@ -536,6 +593,61 @@ async function moneySummary(db: pg.Pool, userIds: readonly string[]): Promise<st
   );
   const doubleCredits = Number(doubleCharges.rows[0]?.n ?? 0) + Number(walletDrift.rows[0]?.n ?? 0);
   return `double credits ${doubleCredits} (charges credited twice ${doubleCharges.rows[0]?.n}, wallets off their ledger ${walletDrift.rows[0]?.n}); highest reward day ${rewardMax.rows[0]?.max ?? 0} of cap ${STORM_SETTINGS.REWARD_DAILY_CAP_MINOR}`;
+}
+
+/**
+ * The admins' refunds: how many of each kind (full = the whole top-up; over-refunds and refunds failing at the bank
+ * counted apart), how they were duplicated, and how the ledger ended with them.
+ */
+function refundSummary(
+  operations: readonly OperationRecord[],
+  rows: readonly { type: string; status: string; failureReason: string | null }[],
+): string {
+  const topupAmounts = new Map(
+    operations
+      .filter((operation) => operation.kind === "topup")
+      .map((operation) => [`${operation.userId}|${operation.ident}`, operation.amountMinor]),
+  );
+  const refunds = operations.filter((operation) => operation.kind === "refund");
+  const kinds = { partial: 0, full: 0, over: 0, bankFails: 0 };
+  for (const refund of refunds) {
+    if (refund.overRefund) kinds.over += 1;
+    else if (refund.ident.startsWith("sbx-refund-fail-")) kinds.bankFails += 1;
+    else if (topupAmounts.get(`${refund.userId}|${refund.topupRefId}`) === refund.amountMinor) kinds.full += 1;
+    else kinds.partial += 1;
+  }
+  const outcomes = new Map<string, number>();
+  for (const row of rows) {
+    if (row.type !== "refund") continue;
+    const outcome = row.status === "failed" ? `failed ${row.failureReason}` : row.status;
+    outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
+  }
+  const ledger = [...outcomes.entries()]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([outcome, count]) => `${outcome} ${count}`)
+    .join(", ");
+  return (
+    `${refunds.length} sent by the admins (partial ${kinds.partial}, full ${kinds.full}, over-refunds ${kinds.over}, ` +
+    `failing at the bank ${kinds.bankFails}; duplication: ${patternSummary(refunds)}); rows: ${ledger || "none"}`
+  );
+}
+
+/** The bank's disputes on the storm's top-ups, by outcome (a reversal is `won` with `lostAt` set). */
+function disputeSummary(
+  disputes: readonly { merchantRef: string; status: string; lostAt: string | null }[],
+  userIds: readonly string[],
+): string {
+  const storm = new Set(userIds);
+  const counts = { open: 0, lost: 0, reversed: 0, won: 0 };
+  for (const dispute of disputes) {
+    if (!storm.has(dispute.merchantRef.split(":")[1] ?? "")) continue;
+    if (dispute.status === "open") counts.open += 1;
+    else if (dispute.status === "lost") counts.lost += 1;
+    else if (dispute.lostAt !== null) counts.reversed += 1;
+    else counts.won += 1;
+  }
+  const total = counts.open + counts.lost + counts.reversed + counts.won;
+  return `${total} at the bank: lost ${counts.lost}, lost then reversed ${counts.reversed}, won ${counts.won}, open ${counts.open}`;
 }
 
 function patternSummary(operations: readonly OperationRecord[]): string {

@@ -1,6 +1,8 @@
 /**
  * The storm's client-side checks: what the clients saw, compared with itself, with the ledger and with the bank
- * (every 2xx body for the same key identical; no credit without a 2xx seen or a succeeded row).
+ * (every 2xx body for the same key identical; no money moved without a 2xx seen or a succeeded row). Refunds are
+ * operations like the others (keyed by the top-up owner and the refundId); chargebacks are explained by the bank's
+ * disputes.
  * Each check returns its violations (bounded); the storm fails when any check has one.
  */
 import type { ResponseBody } from "../lib/api-types";
@@ -14,20 +16,29 @@ import {
   type OperationRecord,
 } from "./observations";
 
-/** A 201 answer of any of the three operations, typed by the OpenAPI document (scripts/lib/api-types.ts). */
+/** A 201 answer of any of the four operations, typed by the OpenAPI document (scripts/lib/api-types.ts). */
 type OperationAnswer = Partial<
   ResponseBody<"/api/v1/topups", "post", 201> &
     ResponseBody<"/api/v1/payments", "post", 201> &
-    ResponseBody<"/api/v1/rewards", "post", 201>
+    ResponseBody<"/api/v1/rewards", "post", 201> &
+    ResponseBody<"/api/v1/admin/topups/{userId}/{refId}/refunds", "post", 201>
 >;
+
+/** The operation inside a 2xx answer's body (its amount and status), or undefined when the body has none. */
+function answerView(body: string): { amount: number; status: string } | undefined {
+  const parsed = parseJson(body) as OperationAnswer | undefined;
+  return parsed?.topup ?? parsed?.payment ?? parsed?.reward ?? parsed?.refund;
+}
 
 /** A ledger row as the checks need it (read by the storm with one query per run). */
 export interface LedgerRow {
   readonly userId: string;
   /** `adjustment`: the credit of a top-up's charge that succeeded after the top-up failed; `refId` here is the
    * settled top-up's (the storm reads it through the adjustment's link; the entry itself is keyed by the charge id). */
-  readonly type: "topup" | "reward" | "payment" | "adjustment";
+  readonly type: "topup" | "reward" | "payment" | "adjustment" | "refund" | "chargeback" | "chargeback_reversal";
   readonly refId: string;
+  /** A refund's top-up (its refId, through `refunds_entry_id`); null for other types. */
+  readonly topupRefId: string | null;
   readonly amountMinor: number;
   readonly status: "initiated" | "processing" | "succeeded" | "failed";
   readonly failureReason: string | null;
@@ -42,6 +53,15 @@ export interface BankCharge {
   readonly merchantRef: string;
   readonly amount: number;
   readonly status: "pending" | "succeeded" | "declined";
+}
+
+/** A bank dispute as listed by `GET /disputes?since=` (docs/bank-sandbox.md "Disputes"). */
+export interface BankDisputeSeen {
+  readonly id: string;
+  readonly merchantRef: string;
+  readonly amount: number;
+  readonly status: "open" | "lost" | "won";
+  readonly lostAt: string | null;
 }
 
 export interface CheckResult {
@@ -85,6 +105,7 @@ export function runClientChecks(
   operations: readonly OperationRecord[],
   rows: readonly LedgerRow[],
   charges: readonly BankCharge[],
+  disputes: readonly BankDisputeSeen[],
 ): CheckResult[] {
   const byKey = new Map<string, KeyedAttempt[]>();
   const probes: KeyedAttempt[] = [];
@@ -114,7 +135,8 @@ export function runClientChecks(
     noPhantomRows(operations, rows),
     refusalsLeftNothing(byKey, rowByKey),
     mismatchesRefused(probes, rowByKey),
-    creditsExplained(byKey, rows, chargeByRef),
+    creditsExplained(byKey, rows, chargeByRef, new Map(disputes.map((dispute) => [dispute.id, dispute]))),
+    overRefundsRefused(operations, rowByKey),
     succeededChargesCreditedOnce(rows, charges),
     noChargeAtTheCeiling(rows, chargeByRef),
   ];
@@ -192,8 +214,7 @@ function answersMatchLedger(byKey: Map<string, KeyedAttempt[]>, rowByKey: Map<st
       findings.add(`${key}: answer ${answer.status} differs from the stored response ${row.responseStatus}`);
       continue;
     }
-    const body = parseJson(answer.body) as OperationAnswer | undefined;
-    const view = body?.topup ?? body?.payment ?? body?.reward;
+    const view = answerView(answer.body);
     // A stored problem (402 insufficient_funds, 422 balance_limit_exceeded) is the outcome of a row that failed
     // for exactly that reason.
     const problemCode = storedProblemCode(answer);
@@ -235,8 +256,7 @@ function acknowledgedInLedger(byKey: Map<string, KeyedAttempt[]>, rowByKey: Map<
     if (outcome?.kind !== "response") continue;
     acknowledged += 1;
     const row = rowByKey.get(key);
-    const body = parseJson(outcome.body) as OperationAnswer | undefined;
-    const view = body?.topup ?? body?.payment ?? body?.reward;
+    const view = answerView(outcome.body);
     if (!row) findings.add(`${key}: acknowledged ${outcome.status}, no row in the ledger`);
     else if (view?.status === "succeeded" && row.status !== "succeeded")
       findings.add(`${key}: acknowledged as succeeded, the row is ${row.status}`);
@@ -253,6 +273,8 @@ function noPhantomRows(operations: readonly OperationRecord[], rows: readonly Le
     sent.set(`${operation.userId}|${operation.kind}|${operation.ident}`, operation);
   }
   for (const row of rows) {
+    // Chargebacks are the bank's doing, not a client's: creditsExplained holds them to the bank's disputes.
+    if (row.type === "chargeback" || row.type === "chargeback_reversal") continue;
     // A reward's ref_id is `<adId>:<day>`; the client knows the ad only.
     const ident = row.type === "reward" ? row.refId.replace(/:\d{4}-\d{2}-\d{2}$/, "") : row.refId;
     // An adjustment belongs to the top-up a client sent under the same reference.
@@ -265,6 +287,11 @@ function noPhantomRows(operations: readonly OperationRecord[], rows: readonly Le
     if (operation.amountMinor !== null && operation.amountMinor !== row.amountMinor) {
       findings.add(
         `${row.userId}|${row.type}|${row.refId}: row amount ${row.amountMinor}, client sent ${operation.amountMinor}`,
+      );
+    }
+    if (row.type === "refund" && row.topupRefId !== operation.topupRefId) {
+      findings.add(
+        `${row.userId}|refund|${row.refId}: refunds top-up ${row.topupRefId}, the admin sent ${operation.topupRefId}`,
       );
     }
   }
@@ -322,13 +349,16 @@ function mismatchesRefused(probes: readonly KeyedAttempt[], rowByKey: Map<string
 /**
  * No money moved without a 2xx seen or a succeeded row to show for it: every succeeded row (credit or debit) has a
  * 2xx answer seen by a client for its key, or, when every client attempt was lost (crash, timeout), the server's
- * own evidence: for a top-up a succeeded bank charge of the same amount, for a reward or payment the 201 the
- * server stored on the row. Keys credited without a 2xx seen are counted in the scope.
+ * own evidence: for a top-up a succeeded bank charge of the same amount, for a reward, payment or refund the 201
+ * the server stored on the row. A chargeback (no client asks for one) needs a dispute the bank lost, of the same
+ * amount; a chargeback reversal one the bank lost and then reversed (contract section 12). Keys credited without a
+ * 2xx seen are counted in the scope.
  */
 function creditsExplained(
   byKey: Map<string, KeyedAttempt[]>,
   rows: readonly LedgerRow[],
   chargeByRef: Map<string, BankCharge>,
+  disputeById: Map<string, BankDisputeSeen>,
 ): CheckResult {
   const findings = new Findings();
   let withoutSeen2xx = 0;
@@ -343,7 +373,18 @@ function creditsExplained(
     );
     if (seen) continue;
     withoutSeen2xx += 1;
-    if (row.type === "topup" || row.type === "adjustment") {
+    if (row.type === "chargeback" || row.type === "chargeback_reversal") {
+      const dispute = disputeById.get(row.refId);
+      const upheld =
+        dispute?.lostAt != null &&
+        (row.type === "chargeback" || dispute.status === "won") &&
+        dispute.amount === row.amountMinor;
+      if (!upheld || dispute.merchantRef.split(":")[1] !== row.userId) {
+        findings.add(
+          `${key}: moved ${row.amountMinor} without a dispute the bank ${row.type === "chargeback" ? "lost" : "reversed"} (${dispute ? `${dispute.status}, ${dispute.amount}` : "no such dispute"})`,
+        );
+      }
+    } else if (row.type === "topup" || row.type === "adjustment") {
       const charge = chargeByRef.get(`topup:${row.userId}:${row.refId}`);
       if (charge?.status !== "succeeded" || charge.amount !== row.amountMinor) {
         findings.add(`${key}: credited without a 2xx seen and without a succeeded bank charge of ${row.amountMinor}`);
@@ -355,6 +396,60 @@ function creditsExplained(
   return findings.result(
     "client: no money moved without a 2xx seen or a succeeded row",
     `${succeeded} succeeded rows, ${withoutSeen2xx} without a 2xx seen`,
+  );
+}
+
+/** The stored refusals of a refund that asks for more than the top-up or the wallet holds (contract section 11). */
+const OVER_REFUND_REFUSALS = new Set(["refund_exceeds_topup", "insufficient_funds", "debt_outstanding"]);
+
+/**
+ * Refunds as the admins saw them (contract section 11). An over-refund (more than the whole top-up, or 1.00 after a
+ * full refund that succeeded) was never answered 2xx and its row, if any, failed with a stored refusal
+ * (`422 refund_exceeds_topup`, `402 insufficient_funds` or `402 debt_outstanding`), moving nothing. And per top-up,
+ * the refunds answered 2xx and not failed in the ledger add up to at most the top-up's amount.
+ */
+function overRefundsRefused(operations: readonly OperationRecord[], rowByKey: Map<string, LedgerRow>): CheckResult {
+  const findings = new Findings();
+  let refunds = 0;
+  let attempts = 0;
+  let refused = 0;
+  const heldByTopup = new Map<string, number>();
+  for (const operation of operations) {
+    if (operation.kind !== "refund") continue;
+    refunds += 1;
+    const key = `${operation.userId}|refund|${operation.ident}`;
+    const row = rowByKey.get(key);
+    const acknowledged = operation.attempts.some(
+      ({ outcome, probe }) => !probe && outcome.kind === "response" && outcome.status >= 200 && outcome.status < 300,
+    );
+    if (acknowledged && row && row.status !== "failed") {
+      const topupKey = `${operation.userId}|topup|${operation.topupRefId}`;
+      heldByTopup.set(topupKey, (heldByTopup.get(topupKey) ?? 0) + row.amountMinor);
+    }
+    const over = operation.overRefund;
+    if (!over) continue;
+    if (over.kind === "after_full") {
+      // Only a full refund that holds leaves nothing to refund; one refused or failed at the bank gave it all back.
+      const full = rowByKey.get(`${operation.userId}|refund|${over.fullRefundId}`);
+      if (full?.status !== "succeeded") continue;
+    }
+    attempts += 1;
+    if (acknowledged) findings.add(`${key}: over-refund (${over.kind}) answered 2xx`);
+    if (row && (row.status !== "failed" || !OVER_REFUND_REFUSALS.has(row.failureReason ?? ""))) {
+      findings.add(`${key}: over-refund (${over.kind}) left a ${row.status}/${row.failureReason} row`);
+    } else if (row) refused += 1;
+  }
+  for (const [topupKey, heldMinor] of heldByTopup) {
+    const topup = rowByKey.get(topupKey);
+    if (!topup || heldMinor > topup.amountMinor) {
+      findings.add(
+        `${topupKey}: refunds answered 2xx hold ${heldMinor}, the top-up is ${topup?.amountMinor ?? "missing"}`,
+      );
+    }
+  }
+  return findings.result(
+    "client: over-refunds refused, acknowledged refunds within their top-ups",
+    `${refunds} refunds, ${attempts} over-refunds (${refused} refused with a stored answer)`,
   );
 }
 

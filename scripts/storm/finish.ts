@@ -9,9 +9,10 @@
  */
 import type { Pool } from "pg";
 import { listChargesSince } from "../../lib/bank/client";
+import { listDisputesSince } from "../../lib/bank/disputes";
 import { sleep } from "../lib/ports";
 import { getJson, postControl } from "./http-client";
-import type { BankCharge, CheckResult, LedgerRow } from "./client-checks";
+import type { BankCharge, BankDisputeSeen, CheckResult, LedgerRow } from "./client-checks";
 
 /**
  * How long the bank may take to deliver its pending webhooks once traffic stopped: 30 s. With the storm's schedule
@@ -185,6 +186,7 @@ export async function readLedgerRows(db: Pool, userIds: readonly string[]): Prom
     user_id: string;
     type: LedgerRow["type"];
     ref_id: string;
+    topup_ref_id: string | null;
     amount_minor: string;
     status: LedgerRow["status"];
     failure_reason: string | null;
@@ -192,10 +194,12 @@ export async function readLedgerRows(db: Pool, userIds: readonly string[]): Prom
     response_body: string | null;
   }>(
     // An adjustment is keyed by its charge id; the checks read it under the ref id of the top-up it settles.
-    `SELECT e.user_id, e.type, coalesce(t.ref_id, e.ref_id) AS ref_id, e.amount_minor::text AS amount_minor, e.status,
-            e.failure_reason, e.response_status, e.response_body
+    // A refund keeps its own ref id (the refundId) and names its top-up through refunds_entry_id.
+    `SELECT e.user_id, e.type, coalesce(t.ref_id, e.ref_id) AS ref_id, r.ref_id AS topup_ref_id,
+            e.amount_minor::text AS amount_minor, e.status, e.failure_reason, e.response_status, e.response_body
        FROM ledger_entries e
        LEFT JOIN ledger_entries t ON t.user_id = e.user_id AND t.id = e.adjusts_entry_id
+       LEFT JOIN ledger_entries r ON r.user_id = e.user_id AND r.id = e.refunds_entry_id
       WHERE e.user_id = ANY ($1::text[])`,
     [userIds],
   );
@@ -203,6 +207,7 @@ export async function readLedgerRows(db: Pool, userIds: readonly string[]): Prom
     userId: row.user_id,
     type: row.type,
     refId: row.ref_id,
+    topupRefId: row.topup_ref_id,
     amountMinor: Number(row.amount_minor),
     status: row.status,
     failureReason: row.failure_reason,
@@ -236,4 +241,26 @@ export async function readBankCharges(bankUrl: string): Promise<BankCharge[]> {
     startingAfter = last.id;
   }
   throw new Error(`the bank holds more than ${CHARGE_PAGES_MAX} pages of charges`);
+}
+
+/** Every dispute the bank holds, as it is now (paged like the charges, bounded). Throws when the bank cannot be read. */
+export async function readBankDisputes(bankUrl: string): Promise<BankDisputeSeen[]> {
+  const disputes = new Map<string, BankDisputeSeen>();
+  let since = "1970-01-01T00:00:00.000Z";
+  for (let page = 0; page < CHARGE_PAGES_MAX; page++) {
+    const listed = await listDisputesSince(since, {
+      bankUrl,
+      timeoutMs: CHARGE_PAGE_TIMEOUT_MS,
+      limit: CHARGE_PAGE_LIMIT,
+    });
+    if (listed.kind !== "page") throw new Error(`could not list the bank's disputes: ${JSON.stringify(listed)}`);
+    // A dispute that changed while paging shows again later, as it is then: the last one seen wins.
+    for (const dispute of listed.disputes) {
+      const { id, merchantRef, amount, status, lostAt } = dispute;
+      disputes.set(id, { id, merchantRef, amount, status, lostAt });
+    }
+    if (!listed.hasMore) return [...disputes.values()];
+    since = listed.nextCursor;
+  }
+  throw new Error(`the bank holds more than ${CHARGE_PAGES_MAX} pages of disputes`);
 }

@@ -6,8 +6,20 @@ import { PROBLEM_CODES, type ProblemCode, STORED_PROBLEM_CODES } from "../../lib
 import type { ResponseBody } from "../lib/api-types";
 import type { HttpOutcome } from "./http-client";
 
-/** The three kinds of money movement, as the API's routes name them. */
-export type OperationKind = "topup" | "reward" | "payment";
+/**
+ * The kinds of money movement the storm's clients start, as the API's routes name them: the users' three, and the
+ * admin's refunds (contract section 11).
+ */
+export type OperationKind = "topup" | "reward" | "payment" | "refund";
+
+/**
+ * Why the admin sent a refund that must be refused (contract section 11): `above_topup` asks for more than the whole
+ * top-up; `after_full` asks for 1.00 more after a full refund of the same top-up (`fullRefundId`), refused whenever
+ * that full refund holds (its row succeeded).
+ */
+export type OverRefund =
+  | { readonly kind: "above_topup" }
+  | { readonly kind: "after_full"; readonly fullRefundId: string };
 
 /**
  * How the clients duplicate an operation (realistic duplication):
@@ -44,10 +56,15 @@ export interface AttemptRecord {
 /** One operation a simulated user started, and everything sent for it. */
 export interface OperationRecord {
   readonly kind: OperationKind;
+  /** The user whose ledger the operation addresses (for a refund: the top-up's owner, not the admin). */
   readonly userIndex: number;
   readonly userId: string;
-  /** The refId (top-ups), orderId (payments) or adId (rewards) the client chose. */
+  /** The refId (top-ups), orderId (payments), adId (rewards) or refundId (refunds) the client chose. */
   readonly ident: string;
+  /** Refunds only: the refId of the top-up refunded. */
+  readonly topupRefId?: string;
+  /** Refunds only: set when the refund is an over-refund attempt that must be refused. */
+  readonly overRefund?: OverRefund;
   /** Amount in minor units the client sent (null for rewards: the server decides). */
   readonly amountMinor: number | null;
   readonly pattern: DuplicationPattern;
@@ -62,9 +79,15 @@ export interface TrafficCounters {
   failures: number;
 }
 
-/** Statuses a client treats as final for an operation: a stored answer (2xx, 402) or a refusal that will not change. */
-export function isFinalStatus(status: number): boolean {
-  return !(status === 409 || status >= 500);
+/**
+ * Answers a client treats as final for an operation: a stored answer (2xx, 402) or a refusal that will not change.
+ * A 409 is retried only when it is `request_in_progress`; `409 topup_not_refundable` (a refund of a top-up that did
+ * not succeed, contract section 11) is final.
+ */
+export function isFinalAnswer(answer: { readonly status: number; readonly body: string }): boolean {
+  if (answer.status >= 500) return false;
+  if (answer.status !== 409) return true;
+  return (parseJson(answer.body) as { code?: unknown } | undefined)?.code !== "request_in_progress";
 }
 
 /**

@@ -5,9 +5,12 @@
 import type { CheckResult, LedgerRow } from "./client-checks";
 import { attemptKey, type OperationKind, type OperationRecord } from "./observations";
 
+/** Entries no client asks for: the bank's lost and reversed disputes (contract section 12). */
+type BankMovement = "chargeback" | "chargeback_reversal";
+
 /** One line of the operations table. */
 export interface KindTotals {
-  kind: OperationKind | "all";
+  kind: OperationKind | BankMovement | "all";
   /** Client operations started (each may send several requests). */
   operations: number;
   /** HTTP requests sent ("operations attempted"). */
@@ -24,7 +27,7 @@ export interface KindTotals {
   s5xx: number;
   /** Timeouts and dropped connections (the client does not know what happened). */
   lost: number;
-  /** Rows that succeeded: credited (top-ups, rewards) or debited (payments). */
+  /** Rows that succeeded: credited (top-ups, rewards, reversals) or debited (payments, refunds, chargebacks). */
   succeeded: number;
   failed: number;
   /** Sum of the succeeded rows' amounts, minor units. */
@@ -33,7 +36,8 @@ export interface KindTotals {
 
 /** Counts per kind and in total, from the clients' records and the ledger rows. */
 export function totalsByKind(operations: readonly OperationRecord[], rows: readonly LedgerRow[]): KindTotals[] {
-  const kinds: OperationKind[] = ["topup", "reward", "payment"];
+  const kinds: OperationKind[] = ["topup", "reward", "payment", "refund"];
+  const bankKinds: BankMovement[] = ["chargeback", "chargeback_reversal"];
   const empty = (kind: KindTotals["kind"]): KindTotals => ({
     kind,
     operations: 0,
@@ -52,7 +56,9 @@ export function totalsByKind(operations: readonly OperationRecord[], rows: reado
     failed: 0,
     movedMinor: 0,
   });
-  const lines = new Map<KindTotals["kind"], KindTotals>([...kinds, "all" as const].map((kind) => [kind, empty(kind)]));
+  const lines = new Map<KindTotals["kind"], KindTotals>(
+    [...kinds, ...bankKinds, "all" as const].map((kind) => [kind, empty(kind)]),
+  );
   const keys = new Map<OperationKind, Set<string>>(kinds.map((kind) => [kind, new Set<string>()]));
   for (const operation of operations) {
     const line = lines.get(operation.kind)!;
@@ -87,7 +93,7 @@ export function totalsByKind(operations: readonly OperationRecord[], rows: reado
   }
   for (const kind of kinds) lines.get(kind)!.distinct = keys.get(kind)!.size;
   const all = lines.get("all")!;
-  for (const kind of kinds) {
+  for (const kind of [...kinds, ...bankKinds]) {
     const line = lines.get(kind)!;
     for (const field of Object.keys(all) as (keyof KindTotals)[]) {
       if (field === "kind") continue;

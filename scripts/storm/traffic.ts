@@ -1,7 +1,10 @@
 /**
  * The storm's simulated users. Each user does one operation at a time (a top-up, a reward or a payment), with a
  * think time between operations, and duplicates some of them the way real clients do (./observations.ts,
- * DuplicationPattern). Every request and its outcome is recorded. Traffic starts no new operation after the
+ * DuplicationPattern). Some top-ups carry the sandbox's dispute switches, so lost, won and reversed disputes arrive
+ * as webhooks during the storm (contract section 12). Admins refund a share of the top-ups the users saw
+ * acknowledged, partially and in full, with the same duplicates, and try over-refunds that must be refused
+ * (contract section 11). Every request and its outcome is recorded. Traffic starts no new operation after the
  * deadline, and no request at all after the hard stop, so the phase ends by itself.
  */
 import type { Agent } from "node:http";
@@ -9,12 +12,13 @@ import { seededRandom } from "../../bank/faults";
 import type { RequestBody } from "../lib/api-types";
 import { postJson, type HttpOutcome } from "./http-client";
 import {
-  isFinalStatus,
+  isFinalAnswer,
   isStoredAnswer,
   type AttemptRecord,
   type DuplicationPattern,
   type OperationKind,
   type OperationRecord,
+  type OverRefund,
   type TrafficCounters,
 } from "./observations";
 
@@ -48,6 +52,20 @@ export interface TrafficOptions {
    * {@link CEILING_USER_EVERY}th user starts with a top-up that takes it to {@link CEILING_HEADROOM_MINOR} under it.
    */
   readonly maxBalanceMinor?: number | null;
+  /**
+   * The admin account the refunds are sent with (an API token of a user whose role is `admin`), or null for a storm
+   * without refunds.
+   */
+  readonly admin?: StormUser | null;
+}
+
+/** A top-up a user saw acknowledged (a 2xx): what the admins may refund. */
+interface RefundableTopup {
+  readonly user: StormUser;
+  readonly refId: string;
+  readonly amountMinor: number;
+  /** When the 2xx arrived (ms since the epoch): refunds start after {@link REFUND_AFTER_MS}. */
+  readonly seenAtMs: number;
 }
 
 /**
@@ -128,6 +146,50 @@ const DOUBLE_SUBMIT_GAP_MS_MAX = 30;
 /** A late replay or mismatch probe follows the answer after 0-500 ms. */
 const FOLLOW_UP_GAP_MS_MAX = 500;
 
+/**
+ * Top-ups carrying the sandbox's dispute switches (docs/bank-sandbox.md "Disputes"), in percent of the users' top-ups:
+ * 4% lost (one chargeback), 2% lost then reversed (a chargeback, then its reversal), 2% won (nothing moves). In a
+ * short storm that is a dozen or two disputes, so chargebacks, debts and `402 debt_outstanding` all happen.
+ */
+const DISPUTE_SWITCHES: readonly [string, number][] = [
+  ["", 92],
+  ["sbx-dispute-", 4],
+  ["sbx-dispute-reversed-", 2],
+  ["sbx-dispute-won-", 2],
+];
+
+/**
+ * Admins refunding at once: one per 20 users, at least 3 (so two admins sometimes refund the same top-up at once
+ * with different refundIds). They share one admin account and its token, like one admin's tabs.
+ */
+const USERS_PER_ADMIN_WORKER = 20;
+const ADMIN_WORKERS_MIN = 3;
+/**
+ * An admin's think time between refunds: 200-800 ms, so that three admins in the short storm's 18 s send a few dozen
+ * refunds at most (fewer on a loaded machine), a small share of the users' traffic, as refunds are in a real wallet.
+ */
+const ADMIN_THINK_MS_MIN = 200;
+const ADMIN_THINK_MS_MAX = 800;
+/**
+ * A top-up is refunded at least 1 s after its 2xx: long enough for most to have succeeded (the bank settles 100 ms
+ * after the charge), so most refunds are made; the others are refused `409 topup_not_refundable`.
+ */
+const REFUND_AFTER_MS = 1000;
+
+/**
+ * What an admin does with a top-up, in percent: a partial refund; a full one, sometimes followed by 1.00 more (an
+ * over-refund: refused); more than the whole top-up at once (refused); a partial refund whose bank refund fails (the
+ * `sbx-refund-fail-` switch: the reservation is given back).
+ */
+type RefundPlan = "partial" | "full" | "full_then_more" | "above_topup" | "bank_fails";
+const REFUND_PLAN_WEIGHTS: readonly [RefundPlan, number][] = [
+  ["partial", 40],
+  ["full", 20],
+  ["full_then_more", 15],
+  ["above_topup", 15],
+  ["bank_fails", 10],
+];
+
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 function pickWeighted<T>(random: () => number, weights: readonly [T, number][]): T {
@@ -144,11 +206,19 @@ function between(random: () => number, min: number, max: number): number {
   return min + Math.floor(random() * (max - min + 1));
 }
 
-const PATHS: Record<OperationKind, string> = {
-  topup: "/api/v1/topups",
-  reward: "/api/v1/rewards",
-  payment: "/api/v1/payments",
-};
+/** The route an operation's requests go to. */
+function requestPath(operation: OperationRecord): string {
+  switch (operation.kind) {
+    case "topup":
+      return "/api/v1/topups";
+    case "reward":
+      return "/api/v1/rewards";
+    case "payment":
+      return "/api/v1/payments";
+    case "refund":
+      return `/api/v1/admin/topups/${encodeURIComponent(operation.userId)}/${encodeURIComponent(operation.topupRefId ?? "")}/refunds`;
+  }
+}
 
 /**
  * The JSON body of an operation's request, typed by the OpenAPI document (scripts/lib/api-types.ts): a change of
@@ -172,6 +242,11 @@ function requestBody(operation: OperationRecord, amountMinor: number | null): st
       } satisfies RequestBody<"/api/v1/payments", "post">);
     case "reward":
       return JSON.stringify({ adId: operation.ident } satisfies RequestBody<"/api/v1/rewards", "post">);
+    case "refund":
+      return JSON.stringify({
+        refundId: operation.ident,
+        amount: amount(),
+      } satisfies RequestBody<"/api/v1/admin/topups/{userId}/{refId}/refunds", "post">);
   }
 }
 
@@ -180,10 +255,18 @@ function requestBody(operation: OperationRecord, amountMinor: number | null): st
  * Records into `options.operations` and `options.counters`. Never throws for HTTP failures.
  */
 export async function runTraffic(options: TrafficOptions): Promise<void> {
-  await Promise.all(options.users.map((user) => runUser(options, user)));
+  const refundable: RefundableTopup[] = [];
+  const admin = options.admin;
+  const adminWorkers = admin
+    ? Math.max(ADMIN_WORKERS_MIN, Math.ceil(options.users.length / USERS_PER_ADMIN_WORKER))
+    : 0;
+  await Promise.all([
+    ...options.users.map((user) => runUser(options, user, refundable)),
+    ...Array.from({ length: adminWorkers }, (_, worker) => runAdmin(options, admin!, worker, refundable)),
+  ]);
 }
 
-async function runUser(options: TrafficOptions, user: StormUser): Promise<void> {
+async function runUser(options: TrafficOptions, user: StormUser, refundable: RefundableTopup[]): Promise<void> {
   // One generator per user, derived from the storm's seed, so a user's choices do not depend on the others' timing.
   const random = seededRandom((options.seed + Math.imul(user.index + 1, 0x9e3779b1)) >>> 0);
   let home = user.index % options.appUrls.length;
@@ -195,6 +278,8 @@ async function runUser(options: TrafficOptions, user: StormUser): Promise<void> 
   while (Date.now() < options.deadlineMs) {
     sequence += 1;
     const kind = funding ? "topup" : pickWeighted(random, KIND_WEIGHTS);
+    // A funding top-up is never disputed: its wallet must reach the ceiling.
+    const disputeSwitch = kind === "topup" && !funding ? pickWeighted(random, DISPUTE_SWITCHES) : "";
     let pattern = funding ? "single" : pickWeighted(random, PATTERN_WEIGHTS);
     // Reward parameters are all decided by the server (ad, day, amount): a client cannot send a mismatching one.
     if (kind === "reward" && pattern === "mismatch_probe") pattern = "late_replay";
@@ -204,7 +289,7 @@ async function runUser(options: TrafficOptions, user: StormUser): Promise<void> 
       userId: user.id,
       ident:
         kind === "topup"
-          ? `st-${user.index}-${sequence}`
+          ? `${disputeSwitch}st-${user.index}-${sequence}`
           : kind === "payment"
             ? `so-${user.index}-${sequence}`
             : `ad-${between(random, 1, ADS_PER_USER)}`,
@@ -223,43 +308,129 @@ async function runUser(options: TrafficOptions, user: StormUser): Promise<void> 
     funding = false;
     options.operations.push(operation);
     options.counters.operations += 1;
-    const other = (home + 1) % options.appUrls.length;
-    const send = (instance: number, firstTimeoutMs: number, amountMinor = operation.amountMinor, probe = false) =>
-      sendWithRetries(options, user, operation, random, { instance, firstTimeoutMs, amountMinor, probe });
-
-    let last: HttpOutcome;
-    switch (pattern) {
-      case "single":
-        last = await send(home, REQUEST_TIMEOUT_MS);
-        break;
-      case "double_submit":
-        [last] = await Promise.all([
-          send(home, REQUEST_TIMEOUT_MS),
-          sleep(between(random, 0, DOUBLE_SUBMIT_GAP_MS_MAX)).then(() => send(home, REQUEST_TIMEOUT_MS)),
-        ]);
-        break;
-      case "two_tabs":
-        [last] = await Promise.all([send(home, REQUEST_TIMEOUT_MS), send(other, REQUEST_TIMEOUT_MS)]);
-        break;
-      case "timeout_retry":
-        last = await send(home, between(random, SHORT_TIMEOUT_MS_MIN, SHORT_TIMEOUT_MS_MAX));
-        break;
-      case "late_replay":
-      case "mismatch_probe": {
-        last = await send(home, REQUEST_TIMEOUT_MS);
-        if (last.kind === "response" && isStoredAnswer(last) && Date.now() < options.hardStopMs) {
-          await sleep(between(random, 0, FOLLOW_UP_GAP_MS_MAX));
-          if (pattern === "late_replay") await send(other, REQUEST_TIMEOUT_MS);
-          // The probe sends one more minor unit than the original: same key, other fingerprint.
-          else await send(other, REQUEST_TIMEOUT_MS, (operation.amountMinor ?? 0) + 1, true);
-        }
-        break;
-      }
+    const last = await sendOperation(options, user, operation, random, home);
+    if (kind === "topup" && last.kind === "response" && last.status >= 200 && last.status < 300) {
+      refundable.push({ user, refId: operation.ident, amountMinor: operation.amountMinor!, seenAtMs: Date.now() });
     }
     // A user whose instance dropped the connection moves to the other one, as behind a load balancer.
-    if (last.kind !== "response") home = other;
+    if (last.kind !== "response") home = (home + 1) % options.appUrls.length;
     await sleep(between(random, THINK_MS_MIN, THINK_MS_MAX));
   }
+}
+
+/**
+ * One admin refunding top-ups the users saw acknowledged until the deadline (contract section 11). Picks a top-up
+ * at random among those acknowledged at least {@link REFUND_AFTER_MS} ago (two admins may pick the same one), plans
+ * what to do with it ({@link REFUND_PLAN_WEIGHTS}) and sends each refund with a duplication pattern like the users'.
+ */
+async function runAdmin(
+  options: TrafficOptions,
+  admin: StormUser,
+  worker: number,
+  refundable: readonly RefundableTopup[],
+): Promise<void> {
+  const random = seededRandom((options.seed ^ Math.imul(worker + 1, 0x85ebca6b)) >>> 0);
+  let home = worker % options.appUrls.length;
+  let sequence = 0;
+  while (Date.now() < options.deadlineMs) {
+    await sleep(between(random, ADMIN_THINK_MS_MIN, ADMIN_THINK_MS_MAX));
+    const ready = refundable.filter((topup) => topup.seenAtMs <= Date.now() - REFUND_AFTER_MS);
+    if (ready.length === 0 || Date.now() >= options.deadlineMs) continue;
+    const topup = ready[Math.floor(random() * ready.length)]!;
+    const plan = pickWeighted(random, REFUND_PLAN_WEIGHTS);
+    const refundId = (prefix = "") => {
+      sequence += 1;
+      return `${prefix}sr-${worker}-${sequence}`;
+    };
+    // Storm amounts are whole units (100 minor units); a partial refund is 1.00 up to the amount less 1.00.
+    const partialMinor = () => between(random, 1, Math.max(1, topup.amountMinor / 100 - 1)) * 100;
+    const refund = async (ident: string, amountMinor: number, overRefund?: OverRefund) => {
+      const pattern = pickWeighted(random, PATTERN_WEIGHTS);
+      const operation: OperationRecord = {
+        kind: "refund",
+        userIndex: topup.user.index,
+        userId: topup.user.id,
+        ident,
+        topupRefId: topup.refId,
+        amountMinor,
+        pattern,
+        attempts: [],
+        ...(overRefund ? { overRefund } : {}),
+      };
+      options.operations.push(operation);
+      options.counters.operations += 1;
+      const last = await sendOperation(options, admin, operation, random, home);
+      if (last.kind !== "response") home = (home + 1) % options.appUrls.length;
+    };
+    switch (plan) {
+      case "partial":
+        await refund(refundId(), partialMinor());
+        break;
+      case "bank_fails":
+        await refund(refundId("sbx-refund-fail-"), partialMinor());
+        break;
+      case "full":
+        await refund(refundId(), topup.amountMinor);
+        break;
+      case "full_then_more": {
+        const fullRefundId = refundId();
+        await refund(fullRefundId, topup.amountMinor);
+        if (Date.now() < options.deadlineMs) await refund(refundId(), 100, { kind: "after_full", fullRefundId });
+        break;
+      }
+      case "above_topup":
+        await refund(refundId(), topup.amountMinor + 100, { kind: "above_topup" });
+        break;
+    }
+  }
+}
+
+/**
+ * Sends one operation with its duplication pattern (./observations.ts, DuplicationPattern) from `sender`'s token,
+ * starting on instance `home`; the pattern's second requests go to the other instance where it says so. Returns the
+ * last outcome of the first request (the one the client acts on).
+ */
+async function sendOperation(
+  options: TrafficOptions,
+  sender: StormUser,
+  operation: OperationRecord,
+  random: () => number,
+  home: number,
+): Promise<HttpOutcome> {
+  const other = (home + 1) % options.appUrls.length;
+  const send = (instance: number, firstTimeoutMs: number, amountMinor = operation.amountMinor, probe = false) =>
+    sendWithRetries(options, sender, operation, random, { instance, firstTimeoutMs, amountMinor, probe });
+
+  let last: HttpOutcome;
+  switch (operation.pattern) {
+    case "single":
+      last = await send(home, REQUEST_TIMEOUT_MS);
+      break;
+    case "double_submit":
+      [last] = await Promise.all([
+        send(home, REQUEST_TIMEOUT_MS),
+        sleep(between(random, 0, DOUBLE_SUBMIT_GAP_MS_MAX)).then(() => send(home, REQUEST_TIMEOUT_MS)),
+      ]);
+      break;
+    case "two_tabs":
+      [last] = await Promise.all([send(home, REQUEST_TIMEOUT_MS), send(other, REQUEST_TIMEOUT_MS)]);
+      break;
+    case "timeout_retry":
+      last = await send(home, between(random, SHORT_TIMEOUT_MS_MIN, SHORT_TIMEOUT_MS_MAX));
+      break;
+    case "late_replay":
+    case "mismatch_probe": {
+      last = await send(home, REQUEST_TIMEOUT_MS);
+      if (last.kind === "response" && isStoredAnswer(last) && Date.now() < options.hardStopMs) {
+        await sleep(between(random, 0, FOLLOW_UP_GAP_MS_MAX));
+        if (operation.pattern === "late_replay") await send(other, REQUEST_TIMEOUT_MS);
+        // The probe sends one more minor unit than the original: same key, other fingerprint.
+        else await send(other, REQUEST_TIMEOUT_MS, (operation.amountMinor ?? 0) + 1, true);
+      }
+      break;
+    }
+  }
+  return last;
 }
 
 interface SendPlan {
@@ -292,7 +463,7 @@ async function sendWithRetries(
     last = await postJson(
       options.agents[instance]!,
       options.appUrls[instance]!,
-      PATHS[operation.kind],
+      requestPath(operation),
       user.token,
       body,
       attempt === 0 ? plan.firstTimeoutMs : REQUEST_TIMEOUT_MS,
@@ -307,7 +478,7 @@ async function sendWithRetries(
     operation.attempts.push(record);
     if (last.kind === "response") {
       options.counters.responses += 1;
-      if (isFinalStatus(last.status)) return last;
+      if (isFinalAnswer(last)) return last;
     } else {
       options.counters.failures += 1;
       instance = (instance + 1) % options.appUrls.length;
