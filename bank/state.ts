@@ -183,14 +183,14 @@ export class BankState {
   readonly cancelledKeys = new Set<string>();
   /** Deliveries in creation order. */
   deliveries: DeliveryRecord[] = [];
+  /** Disputes in opening order (bank/disputes.ts). */
+  readonly disputes: DisputeRecord[] = [];
+  readonly disputesById = new Map<string, DisputeRecord>();
   /**
    * The deliveries whose status is `pending`, in the order they were added: the engine's timer and dispatch walk
    * these, not the finished history. Kept by {@link addDelivery} and {@link deliveryChanged}.
    */
   readonly pendingDeliveries = new Set<DeliveryRecord>();
-  /** Disputes in opening order (bank/disputes.ts). */
-  readonly disputes: DisputeRecord[] = [];
-  readonly disputesById = new Map<string, DisputeRecord>();
 
   private readonly path: string;
   private readonly journalPath: string;
@@ -244,9 +244,9 @@ export class BankState {
       for (const charge of parsed.data.charges) state.indexCharge(charge);
       for (const key of parsed.data.cancelledKeys) state.cancelledKeys.add(key);
       state.deliveries = parsed.data.deliveries;
-      for (const d of state.deliveries) if (d.status === "pending") state.pendingDeliveries.add(d);
       for (const dispute of parsed.data.disputes ?? []) state.indexDispute(dispute);
       state.seq = parsed.data.journalSeq ?? 0;
+      for (const d of state.deliveries) if (d.status === "pending") state.pendingDeliveries.add(d);
     }
     await state.replayJournal(options.repairTornTail ?? true);
     return state;
