@@ -87,12 +87,17 @@ export type DisputeAnswer = { status: number; body: unknown };
  * Single-threaded like the engine: every change is reported to the state before the next save.
  */
 export class DisputeDesk {
+  /** The disputes with a step still to take: the timer walks these, not every dispute ever opened. */
+  private readonly stepping = new Set<DisputeRecord>();
+
   constructor(
     private readonly state: BankState,
     private readonly emit: EmitEvent,
     /** Time between a dispute's steps (the bank's BANK_WEBHOOK_DELAY_MS: "shortly after", like settlement). */
     private readonly stepDelayMs: number,
-  ) {}
+  ) {
+    for (const d of state.disputes) if (d.nextAtMs !== null) this.stepping.add(d);
+  }
 
   /** Called when a charge settles: opens the dispute its refId asks for (once: a settled charge never settles again). */
   onChargeSettled(charge: ChargeRecord, nowMs: number): void {
@@ -121,6 +126,7 @@ export class DisputeDesk {
       updatedAt: new Date(nowMs).toISOString(),
     };
     this.state.addDispute(dispute);
+    if (dispute.nextAtMs !== null) this.stepping.add(dispute);
     this.emit(charge, "charge.disputed", { disputeId: dispute.id, status: "open" }, nowMs);
     return dispute;
   }
@@ -128,18 +134,19 @@ export class DisputeDesk {
   /** Epoch ms of the next due step, or Infinity. */
   nextDueMs(): number {
     let next = Infinity;
-    for (const d of this.state.disputes) if (d.nextAtMs !== null) next = Math.min(next, d.nextAtMs);
+    for (const d of this.stepping) if (d.nextAtMs !== null) next = Math.min(next, d.nextAtMs);
     return next;
   }
 
   /** Takes every due step; returns true when something changed (the caller saves). */
   advance(nowMs: number): boolean {
     let changed = false;
-    for (const d of this.state.disputes) {
+    for (const d of this.stepping) {
       if (d.nextAtMs === null || d.nextAtMs > nowMs) continue;
       const step = d.plan.shift();
       if (step === undefined) {
         d.nextAtMs = null;
+        this.stepping.delete(d);
         continue;
       }
       const iso = new Date(nowMs).toISOString();
@@ -147,6 +154,7 @@ export class DisputeDesk {
       d.closedAt = iso;
       if (step === "lost") d.lostAt = iso;
       d.nextAtMs = d.plan.length > 0 ? nowMs + this.stepDelayMs : null;
+      if (d.nextAtMs === null) this.stepping.delete(d);
       d.seq = this.state.nextDisputeSeq();
       d.updatedAt = iso;
       this.state.disputeChanged(d);

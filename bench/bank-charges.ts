@@ -5,8 +5,10 @@
  * received and the bank has gone quiet). Measured at two state sizes, so a cost that grows with the state file
  * shows as a ratio.
  *
- * Standalone: `node --import tsx bench/bank-charges.ts [--charges 2000] [--prefill 10000]`; `npm run bench` runs it
- * as its `bank` section.
+ * Standalone: `node --import tsx bench/bank-charges.ts [--charges 2000] [--prefill 10000] [--compare DIR] [--rounds N]`.
+ * `--compare DIR` measures the bank of another checkout too (e.g. `git worktree add /tmp/before <commit>`, or a
+ * `git archive` of it with a node_modules link), alternating the two banks `--rounds` times (default 1), and prints
+ * the ratio of their figures from the same run: on a shared machine only such ratios are comparable.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
@@ -16,6 +18,7 @@ import { startBank } from "../scripts/lib/stack";
 import { createCharge } from "../lib/bank/client";
 import { randomWebhookSecret } from "../scripts/lib/secrets";
 import { processCpuMs } from "./cpu-accounting";
+import { ratio } from "./stats";
 
 /** One measured batch of charges. */
 export interface BankChargePoint {
@@ -71,9 +74,14 @@ async function waitFor(condition: () => boolean, timeoutMs: number): Promise<voi
 
 /**
  * Runs `charges` charges on a fresh bank, then fills its state to `prefill` charges and runs `charges` more.
- * Returns one point per state size. Throws when a charge is not acknowledged or webhooks go missing.
+ * `root` is the checkout whose bank runs (default this one). Returns one point per state size. Throws when a
+ * charge is not acknowledged or webhooks go missing.
  */
-export async function benchBankCharges(options: { charges: number; prefill: number }): Promise<BankChargePoint[]> {
+export async function benchBankCharges(options: {
+  charges: number;
+  prefill: number;
+  root?: string;
+}): Promise<BankChargePoint[]> {
   const receiver = await startReceiver();
   const stateDir = await mkdtemp(join(tmpdir(), "bench-bank-"));
   const bank = await startBank({
@@ -83,6 +91,7 @@ export async function benchBankCharges(options: { charges: number; prefill: numb
       BANK_WEBHOOK_SECRETS: randomWebhookSecret(),
       BANK_WEBHOOK_DELAY_MS: "0",
     },
+    root: options.root,
   });
   try {
     const points: BankChargePoint[] = [];
@@ -133,6 +142,38 @@ export function renderBankCharges(points: readonly BankChargePoint[]): string {
   return lines.join("\n");
 }
 
+/**
+ * Renders a comparison: for each state size, the CPU per charge of the `other` checkout's bank and of this one
+ * (means over the rounds) and their ratio (this / other).
+ */
+export function renderBankComparison(
+  otherLabel: string,
+  other: readonly BankChargePoint[][],
+  self: readonly BankChargePoint[][],
+): string {
+  const mean = (rounds: readonly BankChargePoint[][], index: number) =>
+    rounds.reduce((sum, points) => sum + (points[index]?.cpuMsPerCharge ?? 0), 0) / rounds.length;
+  const sizes = self[0]?.map((p) => p.stateCharges) ?? [];
+  const rows = sizes.map((size, index) => {
+    const before = mean(other, index);
+    const after = mean(self, index);
+    return `${String(size).padStart(16)}  ${before.toFixed(3).padStart(16)}  ${after.toFixed(3).padStart(16)}  ${(ratio(after, before) ?? Number.NaN).toFixed(2).padStart(5)}`;
+  });
+  return [
+    `bank CPU ms/charge, mean of ${self.length} round(s); other = ${otherLabel}`,
+    "charges in state  other ms/charge  this ms/charge  ratio",
+    ...rows,
+  ].join("\n");
+}
+
+function stringArg(name: string): string | null {
+  const index = process.argv.indexOf(`--${name}`);
+  if (index < 0) return null;
+  const value = process.argv[index + 1];
+  if (!value || value.startsWith("--")) throw new Error(`--${name} takes a value`);
+  return value;
+}
+
 function numberArg(name: string, fallback: number): number {
   const index = process.argv.indexOf(`--${name}`);
   if (index < 0) return fallback;
@@ -141,11 +182,29 @@ function numberArg(name: string, fallback: number): number {
   return value;
 }
 
+async function main(): Promise<void> {
+  const options = { charges: numberArg("charges", 2000), prefill: numberArg("prefill", 10_000) };
+  const compare = stringArg("compare");
+  if (compare === null) {
+    console.log(renderBankCharges(await benchBankCharges(options)));
+    return;
+  }
+  const rounds = Math.max(1, numberArg("rounds", 1));
+  const other: BankChargePoint[][] = [];
+  const self: BankChargePoint[][] = [];
+  for (let round = 1; round <= rounds; round++) {
+    // Alternated, so a change in the machine's load during the run falls on both.
+    other.push(await benchBankCharges({ ...options, root: compare }));
+    console.log(`round ${round}, ${compare}:\n${renderBankCharges(other.at(-1) ?? [])}`);
+    self.push(await benchBankCharges(options));
+    console.log(`round ${round}, this checkout:\n${renderBankCharges(self.at(-1) ?? [])}`);
+  }
+  console.log(renderBankComparison(compare, other, self));
+}
+
 if (process.argv[1]?.endsWith("bank-charges.ts")) {
-  benchBankCharges({ charges: numberArg("charges", 2000), prefill: numberArg("prefill", 10_000) })
-    .then((points) => console.log(renderBankCharges(points)))
-    .catch((error: unknown) => {
-      console.error(error);
-      process.exitCode = 1;
-    });
+  main().catch((error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+  });
 }

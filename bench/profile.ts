@@ -3,6 +3,10 @@
  * in docs/benchmarks.md is missed (that page cites its output).
  *
  *   node --import tsx bench/profile.ts [--route noop|payments|replays|topups|storm] [--seconds N] [--out file]
+ *   node --experimental-websocket --import tsx bench/profile.ts --memory [--seconds N] [--app-node-options="..."]
+ *
+ * `--memory` runs bench/memory-probe.ts instead: the app under `--inspect` (plus `--app-node-options`), the bench's
+ * HTTP phases and storms, and its memory after each.
  *
  * Starts PostgreSQL and Redis (scripts/lib/stack.ts), the sandbox bank, and `next start` under
  * `node --cpu-prof` (V8's sampling profiler; `--cpu-prof` is refused in NODE_OPTIONS, so the app is spawned here
@@ -23,6 +27,7 @@ import { ensureBuilt, LOAD_OPS_PER_MINUTE, projectRoot, spawnApp, spawnBank, sta
 import { duplicateStorm } from "./duplicate-storm";
 import { loadRoute, type RequestGenerator } from "./http-load";
 import { createHttpUsers } from "./http-users";
+import { probeMemory } from "./memory-probe";
 import { renderTable } from "./report";
 
 const ROUTES = ["noop", "payments", "replays", "topups", "storm"] as const;
@@ -113,13 +118,22 @@ async function main(): Promise<number> {
   const { values } = parseArgs({
     args: process.argv.slice(2),
     strict: true,
-    options: { route: { type: "string" }, seconds: { type: "string" }, out: { type: "string" } },
+    options: {
+      route: { type: "string" },
+      seconds: { type: "string" },
+      out: { type: "string" },
+      memory: { type: "boolean" },
+      "app-node-options": { type: "string" },
+    },
   });
   const route = (values.route ?? "payments") as Route;
   // 10 s by default, as bench/run.ts measures; 3..60 for the same reasons as there.
   const seconds = Number(values.seconds ?? "10");
   if (!ROUTES.includes(route) || !Number.isInteger(seconds) || seconds < 3 || seconds > 60) {
-    say(`usage: node --import tsx bench/profile.ts [--route ${ROUTES.join("|")}] [--seconds 3..60] [--out file]`);
+    say(
+      `usage: node --import tsx bench/profile.ts [--route ${ROUTES.join("|")}] [--seconds 3..60] [--out file]\n` +
+        '       node --experimental-websocket --import tsx bench/profile.ts --memory [--seconds 3..60] [--app-node-options="..."]',
+    );
     return 2;
   }
   ensureBuilt();
@@ -131,7 +145,7 @@ async function main(): Promise<number> {
   const db = new pg.Pool({ connectionString: stack.databaseUrl, max: 2 });
   db.on("error", () => {});
   try {
-    const [appPort, bankPort] = await Promise.all([freePort(), freePort()]);
+    const [appPort, bankPort, inspectPort] = await Promise.all([freePort(), freePort(), freePort()]);
     const appUrl = `http://127.0.0.1:${appPort}`;
     const bankUrl = `http://127.0.0.1:${bankPort}`;
     // Secrets of this profile run only (case C16).
@@ -153,7 +167,10 @@ async function main(): Promise<number> {
     services.push(bank);
     const app = spawnApp({
       port: appPort,
-      nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${profileDir}`],
+      // --memory: the inspector instead of the CPU profiler (bench/memory-probe.ts), plus the options compared.
+      nodeArgs: values.memory
+        ? [`--inspect=127.0.0.1:${inspectPort}`, ...(values["app-node-options"] ?? "").split(" ").filter(Boolean)]
+        : ["--cpu-prof", `--cpu-prof-dir=${profileDir}`],
       env: {
         ...inherited,
         DATABASE_URL: stack.databaseUrl,
@@ -176,7 +193,12 @@ async function main(): Promise<number> {
     ]);
 
     const tag = Date.now().toString(36);
-    const users = await createHttpUsers(db, USERS, tag);
+    // --memory: the bench's 1000 loading users plus the one its storms use.
+    const users = await createHttpUsers(db, values.memory ? USERS + 1 : USERS, tag);
+    if (values.memory) {
+      process.stdout.write(`${await probeMemory({ appUrl, inspectPort, users, seconds, tag })}\n`);
+      return 0;
+    }
     let sequence = 0;
     if (route === "replays") {
       for (const [index, user] of users.entries()) {

@@ -94,14 +94,21 @@ type ServiceEnv = Record<string, string | undefined>;
 /**
  * Spawns the sandbox bank (`node --import tsx bank/main.ts`) in its own process group. `env` is its whole
  * environment (BANK_PORT, APP_URL, BANK_WEBHOOK_SECRETS, BANK_STATE_FILE, fault settings...); `log` as in
- * spawnService. Readiness is the caller's business (`GET /health`).
+ * spawnService; `nodeArgs` go before the script (e.g. `--cpu-prof`); `root` is the checkout whose bank runs
+ * (default this one; the bank benchmark compares two). Readiness is the caller's business (`GET /health`).
  */
-export function spawnBank(options: { name?: string; env: ServiceEnv; log?: string }): Service {
+export function spawnBank(options: {
+  name?: string;
+  env: ServiceEnv;
+  log?: string;
+  nodeArgs?: string[];
+  root?: string;
+}): Service {
   return spawnService({
     name: options.name ?? "bank",
     command: process.execPath,
-    args: ["--import", "tsx", "bank/main.ts"],
-    cwd: projectRoot,
+    args: [...(options.nodeArgs ?? []), "--import", "tsx", "bank/main.ts"],
+    cwd: options.root ?? projectRoot,
     env: { ...options.env, NODE_ENV: "production" },
     log: options.log,
   });
@@ -120,7 +127,8 @@ export interface RunningBank extends Service {
  * Starts the sandbox bank on 127.0.0.1 for a test or a benchmark and resolves once its `GET /health` answers 200
  * (within `readyTimeoutMs`, default 60 s). `env` holds the bank's settings (bank/config.ts) on top of PATH and
  * HOME only, so a developer's shell cannot change what a test runs against; `BANK_PORT` defaults to a free port.
- * Its output stays in memory ({@link Service.recentOutput}) unless `log` names a file.
+ * Its output stays in memory ({@link Service.recentOutput}) unless `log` names a file; `nodeArgs` and `root` as in
+ * {@link spawnBank}.
  *
  * @throws Error with the end of the bank's output when it exits or is not ready in time.
  */
@@ -128,12 +136,16 @@ export async function startBank(options: {
   env: Record<string, string>;
   log?: string;
   readyTimeoutMs?: number;
+  nodeArgs?: string[];
+  root?: string;
 }): Promise<RunningBank> {
   const port = Number(options.env.BANK_PORT ?? 0) || (await freePort());
   const url = `http://127.0.0.1:${port}`;
   const service = spawnBank({
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...options.env, BANK_PORT: String(port) },
     log: options.log ?? "silent",
+    nodeArgs: options.nodeArgs,
+    root: options.root,
   });
   try {
     await waitForService(service, `${url}/health`, { timeoutMs: options.readyTimeoutMs });

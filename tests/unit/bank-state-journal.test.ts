@@ -103,6 +103,27 @@ describe("sandbox bank state: snapshot plus journal", () => {
     expect(reopened.cancelledKeys.has("cancelled-1")).toBe(true);
   });
 
+  it("pruning keeps every pending delivery however old, and the pending ones are known again after a reopen", async () => {
+    const state = await openState();
+    for (let index = 0; index < 5; index++) state.addCharge(charge(index));
+    state.addDelivery(delivery(99)); // the oldest delivery, still pending (its app keeps failing)
+    for (let index = 0; index < 5; index++) settleAndDeliver(state, index);
+    state.pruneFinishedDeliveries(2);
+    await state.save();
+    expect(state.deliveries.map((d) => d.id)).toEqual(["dlv_99", "dlv_3", "dlv_4"]);
+    expect([...state.pendingDeliveries].map((d) => d.id)).toEqual(["dlv_99"]);
+
+    const reopened = await openState();
+    expect(plain(reopened)).toEqual(plain(state));
+    expect([...reopened.pendingDeliveries].map((d) => d.id)).toEqual(["dlv_99"]);
+    const pending = reopened.pendingDeliveries.values().next().value as DeliveryRecord;
+    pending.status = "delivered";
+    reopened.deliveryChanged(pending);
+    expect(reopened.pendingDeliveries.size).toBe(0);
+    await reopened.save();
+    expect((await openState()).pendingDeliveries.size).toBe(0);
+  });
+
   it("a save appends only the changed records: the journal grows by one line for one new charge", async () => {
     const state = await openState();
     for (let index = 0; index < 50; index++) state.addCharge(charge(index));
