@@ -37,7 +37,11 @@ export default defineConfig({
   workers: process.env.CI ? 1 : 2,
   fullyParallel: false,
   forbidOnly: Boolean(process.env.CI),
-  retries: 0,
+  // One retry on CI: a browser test on a 2-core machine shared by the app, the bank, PostgreSQL, Redis and Chromium
+  // has failed a CI run on a timing it does not own (a 5 s expectation during a load spike). A test that passes
+  // only on its retry is counted as passed but named in `npm test`'s "passed only on a retry:" list, to be fixed;
+  // a test broken for real fails both attempts. Locally: no retry, a failure shows at once.
+  retries: process.env.CI ? 1 : 0,
   reporter: [["list"]],
   use: {
     baseURL: appUrlFromTestStack(),

@@ -174,11 +174,13 @@ test("C20: a form whose reference was not issued by the server is refused and ch
   const form = page.getByTestId("topup-form");
   // An edited hidden field: the count scheme's next name, then a well-formed reference the server never issued.
   for (const forged of ["web-topup-1", `web:${randomUUID()}`]) {
+    // Any re-render of the form (choosing the amount, a live-status update) writes the server-issued reference back
+    // into the hidden field, so the forged value is written and submitted in one task, with nothing in between.
+    await form.getByLabel("10.00").check();
     await form.locator('input[name="refId"]').evaluate((input: HTMLInputElement, value) => {
       input.value = value;
+      input.form?.requestSubmit();
     }, forged);
-    await form.getByLabel("10.00").check();
-    await form.getByRole("button", { name: "Top up" }).click();
     await expect(form.getByTestId("result")).toContainText("Reload the page");
     await expect(form.getByTestId("result")).toHaveAttribute("role", "alert");
   }

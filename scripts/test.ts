@@ -9,7 +9,9 @@
  *     N passed, N failed, N skipped
  *
  * (docs/development.md note 11: CI reads that line). Just above it, when anything failed, a `failed:` list names each
- * failed test (suite › file › test), static check, storm or suite that could not run. Exit code 0 only when nothing failed and at least one test ran.
+ * failed test (suite › file › test), static check, storm or suite that could not run, and a `passed only on a retry:`
+ * list names each browser test that failed once on CI and then passed. Exit code 0 only when nothing failed and at
+ * least one test ran.
  * A suite that exits non-zero without reporting a failed test (crash, unhandled error, setup failure) counts as
  * one failed test, so it cannot pass silently. The stack is stopped on every path, Ctrl-C included.
  *
@@ -34,6 +36,8 @@ type Suite = (typeof SUITES)[number];
  * a CI log, often all that is kept of it, says which tests failed and not only how many.
  */
 const failures: string[] = [];
+/** Tests that passed only on a retry (e2e on CI, playwright.config.ts): counted as passed, named above the summary. */
+const flaky: string[] = [];
 
 const CHROMIUM_PATH = "/usr/bin/chromium";
 const REPORT_DIR = join(projectRoot, "reports", "test");
@@ -126,6 +130,7 @@ async function runPlaywright(stack: Stack | null, passThrough: string[]): Promis
  */
 function settle(name: string, report: SuiteReport | null, exitCode: number | null): Counts {
   failures.push(...(report?.failures ?? []));
+  flaky.push(...(report?.flaky ?? []));
   const result = report?.counts ?? { passed: 0, failed: 0, skipped: 0 };
   if (exitCode !== 0 && result.failed === 0) {
     const what = `${name} exited with ${exitCode ?? "a signal"} without reporting a failed test`;
@@ -245,6 +250,7 @@ let summaryPrinted = false;
 function printSummary(): void {
   if (summaryPrinted) return;
   summaryPrinted = true;
+  if (flaky.length > 0) process.stdout.write(`passed only on a retry:\n${flaky.map((line) => `  ${line}\n`).join("")}`);
   if (failures.length > 0) process.stdout.write(`failed:\n${failures.map((line) => `  ${line}\n`).join("")}`);
   process.stdout.write(`${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped\n`);
 }

@@ -12,7 +12,8 @@
  * made while nobody listened were not announced.
  *
  * The small indicator says which mode is on; its `data-live` and `data-refreshing` attributes are what the browser
- * tests read.
+ * tests read. `data-refreshing` is true from the moment a refresh is due (announcements are debounced for
+ * {@link REFRESH_DEBOUNCE_MS}) until its data has rendered, so "false" means no refresh is pending or running.
  */
 import { useRouter } from "next/navigation";
 import { useEffect, useRef, useState, useTransition } from "react";
@@ -38,6 +39,7 @@ type Mode = "connecting" | "push" | "polling";
 export function LiveUpdates({ following }: { following: boolean }) {
   const router = useRouter();
   const [refreshing, startTransition] = useTransition();
+  const [refreshDue, setRefreshDue] = useState(false);
   const [live, setLive] = useState(false);
   const [supported, setSupported] = useState(true);
   const refreshRef = useRef<() => void>(() => {});
@@ -57,8 +59,11 @@ export function LiveUpdates({ following }: { following: boolean }) {
 
     const refreshSoon = () => {
       if (refreshTimer !== undefined) return;
+      setRefreshDue(true);
       refreshTimer = setTimeout(() => {
         refreshTimer = undefined;
+        // Both updates land in one render: the transition's pending state takes over from `refreshDue`.
+        setRefreshDue(false);
         refreshRef.current();
       }, REFRESH_DEBOUNCE_MS);
     };
@@ -121,7 +126,7 @@ export function LiveUpdates({ following }: { following: boolean }) {
 
   const mode: Mode = live ? "push" : supported && !polling ? "connecting" : "polling";
   return (
-    <span className="live-indicator" data-live={mode} data-refreshing={refreshing} data-testid="live">
+    <span className="live-indicator" data-live={mode} data-refreshing={refreshing || refreshDue} data-testid="live">
       {mode === "push" ? "Live" : mode === "polling" ? "Updating every few seconds" : ""}
     </span>
   );

@@ -13,10 +13,14 @@ export interface Counts {
   skipped: number;
 }
 
-/** A suite's report: its counts and one line per failure (`<suite> › <file> › <test title>`). */
+/**
+ * A suite's report: its counts, one line per failure (`<suite> › <file> › <test title>`) and one line per test that
+ * passed only on a retry (same shape; counted as passed, named so that a flaky test is seen and fixed).
+ */
 export interface SuiteReport {
   counts: Counts;
   failures: string[];
+  flaky: string[];
 }
 
 /** The first line of a message, at most 200 characters (a failure line stays one line). */
@@ -65,6 +69,7 @@ export function readVitestReport(path: string, suite: string, root: string): Sui
       skipped: (json.numPendingTests ?? 0) + (json.numTodoTests ?? 0),
     },
     failures,
+    flaky: [],
   };
 }
 
@@ -82,9 +87,9 @@ interface PlaywrightSuite {
 
 /**
  * Reads Playwright's JSON report at `path`. A test counts as failed when Playwright marks it `unexpected` (it
- * failed on every attempt); a `flaky` one (passed on a retry) counts as passed. Each failure line is
+ * failed on every attempt); a `flaky` one (passed on a retry) counts as passed and is named in `flaky`. Each line is
  * `e2e › <file>:<line> › [<describe> › ]<title>`; an error outside any test (global setup, a timeout of the whole
- * run) gets a line too.
+ * run) gets a failure line too.
  *
  * Returns null when the file is missing or is not JSON. Never throws.
  */
@@ -92,11 +97,14 @@ export function readPlaywrightReport(path: string): SuiteReport | null {
   const json = readJson<PlaywrightReport>(path);
   if (!json) return null;
   const failures: string[] = [];
+  const flaky: string[] = [];
   const walk = (suite: PlaywrightSuite, describeTitles: string[]): void => {
     for (const spec of suite.specs ?? []) {
-      if (!(spec.tests ?? []).some((test) => test.status === "unexpected")) continue;
+      const statuses = (spec.tests ?? []).map((test) => test.status);
+      const list = statuses.includes("unexpected") ? failures : statuses.includes("flaky") ? flaky : null;
+      if (!list) continue;
       const title = [...describeTitles, spec.title ?? "?"].join(" › ");
-      failures.push(`e2e › ${spec.file ?? "?"}:${spec.line ?? "?"} › ${title}`);
+      list.push(`e2e › ${spec.file ?? "?"}:${spec.line ?? "?"} › ${title}`);
     }
     for (const inner of suite.suites ?? []) walk(inner, [...describeTitles, inner.title ?? "?"]);
   };
@@ -111,6 +119,7 @@ export function readPlaywrightReport(path: string): SuiteReport | null {
       skipped: stats.skipped ?? 0,
     },
     failures,
+    flaky,
   };
 }
 

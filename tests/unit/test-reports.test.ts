@@ -51,6 +51,7 @@ describe("vitest reports", () => {
         "http › tests/http/payments.test.ts › payments two racers debit once",
         "http › tests/http/broken.test.ts › (the file failed: Hook timed out in 120000ms.)",
       ],
+      flaky: [],
     });
   });
 
@@ -61,7 +62,7 @@ describe("vitest reports", () => {
 });
 
 describe("Playwright reports", () => {
-  it("names tests that failed on every attempt, with their describe blocks; a flaky test counts as passed", () => {
+  it("names tests that failed on every attempt, with their describe blocks; a flaky test counts as passed and is named", () => {
     const path = writeReport("playwright.json", {
       stats: { expected: 2, unexpected: 2, flaky: 1, skipped: 0 },
       errors: [{ message: "Timed out waiting 1800s for the test suite to run\n  at ..." }],
@@ -94,6 +95,7 @@ describe("Playwright reports", () => {
         "e2e › wallet.spec.ts:68 › every page fits › at 390 px",
         "e2e › (outside any test: Timed out waiting 1800s for the test suite to run)",
       ],
+      flaky: ["e2e › wallet.spec.ts:76 › two tabs"],
     });
   });
 
