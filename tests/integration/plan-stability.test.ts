@@ -29,7 +29,7 @@ import {
 import { migrate } from "../../lib/migrate";
 import { debitIntoDebt } from "../../lib/chargebacks/apply-dispute";
 import { openDebtMinor } from "../../lib/chargebacks/wallet-debt";
-import { debitWallet } from "../../lib/payments/create-payment";
+import { debitWallet } from "../../lib/ledger/debit";
 import { raiseRewardDayCredit, readRewardDayCredited } from "../../lib/rewards/raise-reward-day-credit";
 import { createScratchDatabase, dropScratchDatabases } from "../helpers/db";
 import { claimRequest } from "../helpers/ledger";
