@@ -17,12 +17,15 @@ import { withTransactionRetry } from "./retry";
 import { type EntryRef, storeResponse, type TransitionGuard, type TransitionOutcome } from "./transitions";
 import { newLeaseOwner } from "./worker";
 
+/** An abandoned decision with what it found, for operations that can abandon: none when `A` is `never`. */
+type Abandoned<A> = [A] extends [never] ? never : { readonly kind: "abandoned"; readonly detail: A };
+
 /** What one attempt of an operation ended with (`T`: what a decision found; `A`: what an abandon found). */
 export type ClaimAttempt<T, A = never> =
   /** This attempt claimed the key, decided, and stored `response` as the operation's first response. */
   | { readonly kind: "decided"; readonly response: StoredResponse; readonly detail: T }
   /** This attempt claimed the key but its decision rolled everything back: no row, nothing stored. */
-  | { readonly kind: "abandoned"; readonly detail: A }
+  | Abandoned<A>
   /** The key already had a row (another request's, or this request's own earlier attempt's). Nothing written. */
   | { readonly kind: "lost" };
 
@@ -54,7 +57,8 @@ export interface ClaimedOperation<T, A = never> {
 /** What {@link runClaimedOperation} returns. */
 export type ClaimedOperationOutcome<T, A = never> =
   | { readonly kind: "decided"; readonly response: StoredResponse; readonly detail: T }
-  | { readonly kind: "abandoned"; readonly detail: A }
+  /** Only for operations that can abandon (`A` is not `never`). */
+  | Abandoned<A>
   /**
    * The key had a row: `outcome` is the loser's answer (replay, mismatch, in progress) and `entry` the row as last
    * read (its status tells a caller whether the winner's money movement landed).
@@ -129,10 +133,10 @@ export type TransactionDecision<T, A = never> =
   | { readonly kind: "abandon"; readonly detail: A };
 
 /** Carries an `abandon` decision out of the transaction, rolling it back. */
-class Abandoned extends Error {
+class AbandonSignal extends Error {
   constructor(readonly detail: unknown) {
     super("claim runner: decision abandoned");
-    this.name = "Abandoned";
+    this.name = "AbandonSignal";
   }
 }
 
@@ -157,14 +161,14 @@ export function decideInClaimTransaction<T, A = never>(
         if (!entry) return { kind: "lost" };
         const ref = { userId: entry.userId, entryId: entry.id };
         const decision = await decide(tx, { entry, ref, guard: { kind: "lease", attempt: entry.attempt } });
-        if (decision.kind === "abandon") throw new Abandoned(decision.detail);
+        if (decision.kind === "abandon") throw new AbandonSignal(decision.detail);
         const stored = (await storeResponse(ref, decision.response, tx)).response;
         context.mayCommit();
         return { kind: "decided", response: stored, detail: decision.detail };
       });
     } catch (error) {
       // The detail came from this call's own `decide`, whose abandon type is A.
-      if (error instanceof Abandoned) return { kind: "abandoned", detail: error.detail as A };
+      if (error instanceof AbandonSignal) return { kind: "abandoned", detail: error.detail } as Abandoned<A>;
       throw error;
     }
   };

@@ -7,7 +7,7 @@ export * from "./fingerprint";
 export * from "./entry";
 export * from "./claim";
 export * from "./claim-runner";
-export * from "./debit";
+export * from "./payment-statement";
 export * from "./take-over";
 export * from "./transitions";
 export * from "./outcome";

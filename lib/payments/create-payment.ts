@@ -1,22 +1,20 @@
 /**
- * Pays from the wallet balance: claim and debit in one transaction (contract sections 1, 3 and 8).
+ * Pays from the wallet balance: claim, debit, terminal state and stored response in one statement (contract
+ * sections 1, 3 and 8; docs/decisions/040).
  */
-import { openDebtMinor } from "../chargebacks/wallet-debt";
-import { env } from "../env";
+import { pool } from "../db";
 import { countOperation } from "../metrics/registry";
 import { formatMinor } from "../money";
 import {
-  debitWallet,
-  decideInClaimTransaction,
-  failEntry,
-  completeEntry,
+  decidePaymentInOneStatement,
   fromExisting,
-  jsonStoredResponse,
-  movedOrThrow,
   operationKey,
-  paymentView,
+  RESPONSE_DEBT_SLOT,
   runClaimedOperation,
+  succeededPaymentResponse,
+  type DecidedPayment,
   type OperationResult,
+  type PaymentResponses,
 } from "../ledger";
 import { gateNewOperation, rateLimitedResult } from "../limits/new-operation-rate";
 import { problemStoredResponse } from "../problems";
@@ -34,9 +32,10 @@ export interface CreatePaymentInput {
 /**
  * Debits `amountMinor` once per `(user, "payment", orderId)`.
  *
- * In one READ COMMITTED transaction: claim the row, run the conditional debit, move the row to `succeeded`
- * or to `failed` ("insufficient_funds"), and store the response (201 `{ payment }` or 402 problem). A
- * concurrent duplicate blocks on the claim until this commits, then replays. A 402 is a stored outcome and
+ * In one statement (lib/ledger payment-statement.ts, run by the claim runner): lock the wallet row, claim the row
+ * already terminal, `succeeded` with the conditional debit or `failed` ("insufficient_funds", or "debt_outstanding"
+ * while a debt is open, contract section 12), with its audit rows and its stored response (201 `{ payment }` or 402
+ * problem). A concurrent duplicate waits on the wallet row until this commits, then finds the key taken and replays. A 402 is a stored outcome and
  * replays as 402 even after the balance grows: an outcome never flips; the user pays with a new order id
  * (docs/decisions/002-replay-semantics.md). Deadlocks and serialization failures are retried a bounded
  * number of times; nothing is persisted by a failed attempt.
@@ -50,7 +49,6 @@ export async function createPayment(input: CreatePaymentInput): Promise<Operatio
 
 /** The payment itself (see {@link createPayment}). */
 async function runPayment(input: CreatePaymentInput): Promise<OperationResult> {
-  const settings = env();
   const key = operationKey(input.userId, "payment", input.orderId);
   const params = { amount: input.amountMinor, currency: input.currency };
 
@@ -59,54 +57,45 @@ async function runPayment(input: CreatePaymentInput): Promise<OperationResult> {
   const gate = await gateNewOperation(key, params);
   if (gate.kind === "cached") return fromExisting(gate.outcome);
   if (gate.kind === "rate_limited") return rateLimitedResult(gate.retryAfterS);
+  const responses = paymentResponses(input.orderId, input.amountMinor, input.currency);
 
-  const ran = await runClaimedOperation({
+  const ran = await runClaimedOperation<DecidedPayment>({
     key,
     params,
-    attempt: decideInClaimTransaction(
-      {
+    attempt: async ({ mayCommit }) => {
+      // One autocommit statement: once sent, it may have committed whatever its answer (a lost connection).
+      mayCommit();
+      const decided = await decidePaymentInOneStatement(pool(), {
         key,
         amountMinor: input.amountMinor,
         currency: input.currency,
         params,
-        leaseMs: settings.LEASE_MS,
-        actor: "request",
-      },
-      async (tx, claim) => {
-        const debited = (await debitWallet(tx, input.userId, input.amountMinor)) !== null;
-        // Refused: an open debt is the reason to name (contract section 12), else the balance was short.
-        const debtMinor = debited ? 0 : await openDebtMinor(tx, input.userId);
-        const entry = movedOrThrow(
-          debited
-            ? await completeEntry(claim.ref, { actor: "request", guard: claim.guard, credit: false }, tx)
-            : await failEntry(
-                claim.ref,
-                {
-                  actor: "request",
-                  guard: claim.guard,
-                  reason: debtMinor > 0 ? "debt_outstanding" : "insufficient_funds",
-                },
-                tx,
-              ),
-          `payment ${input.orderId}`,
-        );
-        const response =
-          entry.status === "succeeded"
-            ? jsonStoredResponse(201, { payment: paymentView(entry) })
-            : debtMinor > 0
-              ? problemStoredResponse(
-                  "debt_outstanding",
-                  `The wallet owes ${formatMinor(debtMinor)} ${input.currency} from a disputed top-up; payments resume once a credit repays it.`,
-                )
-              : problemStoredResponse(
-                  "insufficient_funds",
-                  `The balance does not cover ${formatMinor(input.amountMinor)} ${input.currency}.`,
-                );
-        return { kind: "store", response, detail: null };
-      },
-    ),
+        responses,
+      });
+      return decided ? { kind: "decided", response: decided.response, detail: decided } : { kind: "lost" };
+    },
   });
   if (ran.kind === "decided") return { kind: "response", response: ran.response, replayed: false };
   if (ran.kind === "existing") return fromExisting(ran.outcome);
-  throw new Error(`payment ${input.orderId}: a payment decision never abandons`);
+  // A payment's attempt never abandons (it has no `abandoned` outcome); the type says so, this keeps it checked.
+  return ran satisfies never;
+}
+
+/**
+ * The three first responses a payment of `amountMinor` (minor units of `currency`) for `orderId` may store
+ * (contract sections 3, 8 and 12): the statement picks one from the locked wallet row and fills in the row's time
+ * or the wallet's debt.
+ */
+function paymentResponses(orderId: string, amountMinor: number, currency: string): PaymentResponses {
+  return {
+    succeeded: succeededPaymentResponse(orderId, amountMinor, currency),
+    insufficientFunds: problemStoredResponse(
+      "insufficient_funds",
+      `The balance does not cover ${formatMinor(amountMinor)} ${currency}.`,
+    ),
+    debtOutstanding: problemStoredResponse(
+      "debt_outstanding",
+      `The wallet owes ${RESPONSE_DEBT_SLOT} ${currency} from a disputed top-up; payments resume once a credit repays it.`,
+    ),
+  };
 }
