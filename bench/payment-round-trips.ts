@@ -19,13 +19,10 @@ import {
   type PaymentResponses,
   paymentView,
   prepared,
-  RESPONSE_DEBT_SLOT,
   storeResponse,
-  succeededPaymentResponse,
   withTransactionRetry,
 } from "../lib/ledger";
-import { formatMinor } from "../lib/money";
-import { problemStoredResponse } from "../lib/problems";
+import { paymentResponses } from "../lib/payments/create-payment";
 import { cpuSnapshot, cpuUse, type CpuTargets, type CpuUse } from "./cpu-accounting";
 import { percentile } from "./stats";
 
@@ -42,17 +39,7 @@ RETURNING balance_minor`;
 const TWO_STEP_DEBT_SQL = "SELECT debt_minor FROM wallets WHERE user_id = $1";
 
 function responses(orderId: string): PaymentResponses {
-  return {
-    succeeded: succeededPaymentResponse(orderId, PAYMENT_AMOUNT_MINOR, CURRENCY),
-    insufficientFunds: problemStoredResponse(
-      "insufficient_funds",
-      `The balance does not cover ${formatMinor(PAYMENT_AMOUNT_MINOR)} ${CURRENCY}.`,
-    ),
-    debtOutstanding: problemStoredResponse(
-      "debt_outstanding",
-      `The wallet owes ${RESPONSE_DEBT_SLOT} ${CURRENCY} from a disputed top-up; payments resume once a credit repays it.`,
-    ),
-  };
+  return paymentResponses(orderId, PAYMENT_AMOUNT_MINOR, CURRENCY);
 }
 
 /** One payment as the two-step transaction of main 40fb2bc (claim, debit, transition, stored response). */

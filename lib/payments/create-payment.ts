@@ -84,9 +84,9 @@ async function runPayment(input: CreatePaymentInput): Promise<OperationResult> {
 /**
  * The three first responses a payment of `amountMinor` (minor units of `currency`) for `orderId` may store
  * (contract sections 3, 8 and 12): the statement picks one from the locked wallet row and fills in the row's time
- * or the wallet's debt.
+ * or the wallet's debt. Exported for the bench, which stores the same responses.
  */
-function paymentResponses(orderId: string, amountMinor: number, currency: string): PaymentResponses {
+export function paymentResponses(orderId: string, amountMinor: number, currency: string): PaymentResponses {
   return {
     succeeded: succeededPaymentResponse(orderId, amountMinor, currency),
     insufficientFunds: problemStoredResponse(
