@@ -135,8 +135,7 @@ export type TransactionDecision<T, A = never> =
 /** Carries an `abandon` decision out of the transaction, rolling it back. */
 class AbandonSignal extends Error {
   constructor(readonly detail: unknown) {
-    super("claim runner: decision abandoned");
-    this.name = "AbandonSignal";
+    super();
   }
 }
 

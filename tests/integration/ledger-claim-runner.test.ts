@@ -4,7 +4,8 @@
  * uncertainty), driven through small decisions on real PostgreSQL and the test stack's Redis.
  */
 import { describe, expect, it } from "vitest";
-import { findEntryByKey } from "../../lib/ledger/claim";
+import { findEntryByKey, insertClaim } from "../../lib/ledger/claim";
+import { countExpiredUnfinishedEntries, takeOverExpiredEntry } from "../../lib/ledger/take-over";
 import {
   CommitUncertainError,
   decideInClaimTransaction,
@@ -16,8 +17,8 @@ import type { OperationKey } from "../../lib/ledger/keys";
 import { readCachedReplay } from "../../lib/ledger/replay-cache";
 import { completeEntry } from "../../lib/ledger/transitions";
 import { jsonStoredResponse } from "../../lib/ledger/views";
-import { createTestUser } from "../helpers/db";
-import { countRows, freshRefId, transitionsOf } from "../helpers/ledger";
+import { createTestUser, testPool } from "../helpers/db";
+import { claimRequest, countRows, freshRefId, transitionsOf } from "../helpers/ledger";
 
 const params = { amount: 10, currency: "USD" };
 
@@ -136,7 +137,11 @@ describe("runClaimedOperation", () => {
       },
     });
     await expect(uncertain).rejects.toBeInstanceOf(CommitUncertainError);
-    await expect(uncertain).rejects.toMatchObject({ cause, message: expect.stringContaining(key.refId) });
+    await expect(uncertain).rejects.toMatchObject({
+      name: "CommitUncertainError",
+      cause,
+      message: `reward ${key.refId}: the attempt may have committed before it failed`,
+    });
     const plain = new Error("refused before any write");
     await expect(
       runClaimedOperation<number>({
@@ -154,6 +159,44 @@ describe("runClaimedOperation", () => {
     await expect(runClaimedOperation<number>({ key, params, attempt: async () => ({ kind: "lost" }) })).rejects.toThrow(
       `reward ${key.refId}: claimed row vanished`,
     );
+  });
+});
+
+describe("decideInClaimTransaction", () => {
+  it("an error thrown by the decision rolls the claim back and reaches the caller unchanged (it is not an abandon)", async () => {
+    const key = await freshKey();
+    const bug = new Error("decision failed");
+    await expect(
+      runClaimedOperation<number, string>({
+        key,
+        params,
+        attempt: decideInClaimTransaction<number, string>(
+          { key, amountMinor: 10, currency: "USD", params, leaseMs: 30_000, actor: "request" },
+          async () => {
+            throw bug;
+          },
+        ),
+      }),
+    ).rejects.toBe(bug);
+    expect(await countRows(key.userId, key.type, key.refId)).toBe(0);
+  });
+});
+
+describe("takeOverExpiredEntry", () => {
+  it("takes over an expired unfinished row once: fencing token raised, new lease owner, the previous owner named", async () => {
+    const user = await createTestUser();
+    const request = claimRequest(user.id, { leaseOwner: "dead-worker", leaseMs: -60_000 });
+    const claimed = await insertClaim(testPool(), request);
+    if (!claimed) throw new Error("expected a claim");
+    expect(await countExpiredUnfinishedEntries([user.id])).toBe(1);
+    const taken = await takeOverExpiredEntry({ workerId: "taker", leaseMs: 30_000, userIds: [user.id] });
+    expect(taken).toMatchObject({
+      previousOwner: "dead-worker",
+      entry: { id: claimed.id, attempt: 2, leaseOwner: "taker", status: "initiated" },
+    });
+    expect(taken?.ageMs).toBeGreaterThanOrEqual(0);
+    expect(await countExpiredUnfinishedEntries([user.id])).toBe(0);
+    expect(await takeOverExpiredEntry({ workerId: "second", leaseMs: 30_000, userIds: [user.id] })).toBeNull();
   });
 });
 

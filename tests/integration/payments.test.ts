@@ -5,8 +5,10 @@
 import { describe, expect, it } from "vitest";
 import { findEntryByKey } from "../../lib/ledger/claim";
 import { operationKey } from "../../lib/ledger/keys";
+import { decidePaymentInOneStatement } from "../../lib/ledger/payment-statement";
+import type { Queryable } from "../../lib/ledger/queryable";
 import { paymentView } from "../../lib/ledger/views";
-import { createPayment } from "../../lib/payments/create-payment";
+import { createPayment, paymentResponses } from "../../lib/payments/create-payment";
 import { createTestUser, testPool } from "../helpers/db";
 import { balanceOf, countRows, freshRefId, seedBalance, transitionsOf } from "../helpers/ledger";
 
@@ -162,5 +164,42 @@ describe("createPayment", () => {
     expect(first).toMatchObject({ response: { status: 402 } });
     const wallets = await testPool().query("SELECT 1 FROM wallets WHERE user_id = $1", [user.id]);
     expect(wallets.rows).toEqual([]);
+  });
+
+  describe("the statement's errors (contract section 8)", () => {
+    const request = (userId: string, refId: string) => ({
+      key: operationKey(userId, "payment", refId),
+      amountMinor: 100,
+      currency: "USD",
+      params: { amount: 100, currency: "USD" },
+      responses: paymentResponses(refId, 100, "USD"),
+    });
+
+    it("C01: a 23505 that PostgreSQL raises on the claim index (the statement sent without ON CONFLICT) is a lost claim: null, nothing debited", async () => {
+      const user = await createTestUser();
+      await seedBalance(user.id, 1000);
+      const orderId = freshRefId("order");
+      expect(await decidePaymentInOneStatement(testPool(), request(user.id, orderId))).not.toBeNull();
+      const withoutOnConflict: Queryable = {
+        query: (config: unknown) => {
+          const { text, values } = config as { text: string; values: unknown[] };
+          const bare = text.replace("ON CONFLICT (user_id, type, ref_id) DO NOTHING", "");
+          if (bare === text) throw new Error("the payment's claim no longer has the expected ON CONFLICT clause");
+          return testPool().query({ text: bare, values });
+        },
+      } as Queryable;
+      expect(await decidePaymentInOneStatement(withoutOnConflict, request(user.id, orderId))).toBeNull();
+      expect(await balanceOf(user.id)).toBe(900);
+      expect(await countRows(user.id, "payment", orderId)).toBe(1);
+    });
+
+    it("any other error is thrown as it comes (a user that does not exist: 23503), and nothing is written", async () => {
+      const userId = `missing_${freshRefId("u").replaceAll("-", "")}`;
+      await expect(decidePaymentInOneStatement(testPool(), request(userId, freshRefId("order")))).rejects.toMatchObject(
+        {
+          code: "23503",
+        },
+      );
+    });
   });
 });
