@@ -8,7 +8,8 @@
  *
  *     N passed, N failed, N skipped
  *
- * (docs/development.md note 11: CI reads that line). Exit code 0 only when nothing failed and at least one test ran.
+ * (docs/development.md note 11: CI reads that line). Just above it, when anything failed, a `failed:` list names each
+ * failed test (suite › file › test), static check, storm or suite that could not run. Exit code 0 only when nothing failed and at least one test ran.
  * A suite that exits non-zero without reporting a failed test (crash, unhandled error, setup failure) counts as
  * one failed test, so it cannot pass silently. The stack is stopped on every path, Ctrl-C included.
  *
@@ -16,23 +17,23 @@
  *
  * Usage: `npm test [-- --only static,unit,integration,http,e2e,storm,cluster] [-- <args passed to every runner>]`.
  */
-import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { exitWithHelpIfAsked } from "./lib/cli-help";
 import { registerCleanup, runForeground, shutdownSignal } from "./lib/processes";
 import { missingClusterPackages } from "./lib/ha-cluster";
 import { findRedisServerBinary } from "./lib/redis-server";
 import { ensureBuilt, projectRoot, startStack, testStackJson, type Stack } from "./lib/stack";
+import { type Counts, readPlaywrightReport, readVitestReport, type SuiteReport } from "./lib/test-reports";
 
 const SUITES = ["static", "unit", "integration", "http", "e2e", "storm", "cluster"] as const;
 type Suite = (typeof SUITES)[number];
 
-/** Counts of one suite or of the whole run. */
-interface Counts {
-  passed: number;
-  failed: number;
-  skipped: number;
-}
+/**
+ * What failed, one line each (suite › file › test name), printed just above the summary line so that the end of
+ * a CI log, often all that is kept of it, says which tests failed and not only how many.
+ */
+const failures: string[] = [];
 
 const CHROMIUM_PATH = "/usr/bin/chromium";
 const REPORT_DIR = join(projectRoot, "reports", "test");
@@ -103,27 +104,7 @@ async function runVitest(suite: Suite, stack: Stack | null, passThrough: string[
     cwd: projectRoot,
     env: suiteEnvironment(stack),
   });
-  const counts = readVitestCounts(report);
-  return settle(`vitest ${suite}`, counts, status.code);
-}
-
-function readVitestCounts(report: string): Counts | null {
-  if (!existsSync(report)) return null;
-  try {
-    const json = JSON.parse(readFileSync(report, "utf8")) as {
-      numPassedTests?: number;
-      numFailedTests?: number;
-      numPendingTests?: number;
-      numTodoTests?: number;
-    };
-    return {
-      passed: json.numPassedTests ?? 0,
-      failed: json.numFailedTests ?? 0,
-      skipped: (json.numPendingTests ?? 0) + (json.numTodoTests ?? 0),
-    };
-  } catch {
-    return null;
-  }
+  return settle(`vitest ${suite}`, readVitestReport(report, suite, projectRoot), status.code);
 }
 
 async function runPlaywright(stack: Stack | null, passThrough: string[]): Promise<Counts> {
@@ -136,36 +117,20 @@ async function runPlaywright(stack: Stack | null, passThrough: string[]): Promis
     cwd: projectRoot,
     env: { ...suiteEnvironment(stack), PLAYWRIGHT_JSON_OUTPUT_FILE: report },
   });
-  let counts: Counts | null = null;
-  if (existsSync(report)) {
-    try {
-      const json = JSON.parse(readFileSync(report, "utf8")) as {
-        stats?: { expected?: number; unexpected?: number; flaky?: number; skipped?: number };
-      };
-      const stats = json.stats ?? {};
-      counts = {
-        // A flaky test passed on a retry; it is counted as passed here and reported by the list reporter.
-        passed: (stats.expected ?? 0) + (stats.flaky ?? 0),
-        failed: stats.unexpected ?? 0,
-        skipped: stats.skipped ?? 0,
-      };
-    } catch {
-      counts = null;
-    }
-  }
-  return settle("playwright", counts, status.code);
+  return settle("playwright", readPlaywrightReport(report), status.code);
 }
 
 /**
  * Turns a suite's report and exit code into counts: a non-zero exit with no failed test reported (a crash,
  * an unhandled error, a failed global setup, a missing report) is one failed test.
  */
-function settle(name: string, counts: Counts | null, exitCode: number | null): Counts {
-  const result = counts ?? { passed: 0, failed: 0, skipped: 0 };
+function settle(name: string, report: SuiteReport | null, exitCode: number | null): Counts {
+  failures.push(...(report?.failures ?? []));
+  const result = report?.counts ?? { passed: 0, failed: 0, skipped: 0 };
   if (exitCode !== 0 && result.failed === 0) {
-    process.stderr.write(
-      `${name} exited with ${exitCode ?? "a signal"} without reporting a failed test: counted as 1 failed\n`,
-    );
+    const what = `${name} exited with ${exitCode ?? "a signal"} without reporting a failed test`;
+    process.stderr.write(`${what}: counted as 1 failed\n`);
+    failures.push(what);
     result.failed = 1;
   }
   return result;
@@ -184,7 +149,14 @@ async function runStorm(): Promise<Counts> {
     cwd: projectRoot,
     env: suiteEnvironment(null),
   });
-  return status.code === 0 ? { passed: 1, failed: 0, skipped: 0 } : { passed: 0, failed: 1, skipped: 0 };
+  return stormCounts("storm (short)", status.code);
+}
+
+/** A storm is one test: its exit code is the verdict (0 every invariant held, 1 one was violated, 2 it could not run). */
+function stormCounts(name: string, exitCode: number | null): Counts {
+  if (exitCode === 0) return { passed: 1, failed: 0, skipped: 0 };
+  failures.push(`${name} exited with ${exitCode ?? "a signal"} (1: an invariant violated; 2: it could not run)`);
+  return { passed: 0, failed: 1, skipped: 0 };
 }
 
 /**
@@ -205,7 +177,7 @@ async function runClusterStorm(): Promise<Counts> {
     cwd: projectRoot,
     env: suiteEnvironment(null),
   });
-  return status.code === 0 ? { passed: 1, failed: 0, skipped: 0 } : { passed: 0, failed: 1, skipped: 0 };
+  return stormCounts("cluster storm (short)", status.code);
 }
 
 /**
@@ -237,8 +209,12 @@ async function runStatic(): Promise<Counts> {
       env: suiteEnvironment(null),
     });
     process.stderr.write(`${status.code === 0 ? "✓" : "✘"} ${check.name}\n`);
-    if (status.code === 0) counts.passed += 1;
-    else counts.failed += 1;
+    if (status.code === 0) {
+      counts.passed += 1;
+    } else {
+      counts.failed += 1;
+      failures.push(`static › ${check.name}`);
+    }
   }
   return counts;
 }
@@ -257,11 +233,19 @@ function add(counts: Counts): void {
   total.skipped += counts.skipped;
 }
 
+/** A suite that could not run counts as one failed test. */
+function notRun(suite: string, why: string): void {
+  process.stderr.write(`${suite}: not run (${why}): counted as 1 failed\n`);
+  failures.push(`${suite}: not run (${why})`);
+  add({ passed: 0, failed: 1, skipped: 0 });
+}
+
 let summaryPrinted = false;
 /** Prints the summary line once, on stdout; whatever comes after it goes to stderr or nowhere. */
 function printSummary(): void {
   if (summaryPrinted) return;
   summaryPrinted = true;
+  if (failures.length > 0) process.stdout.write(`failed:\n${failures.map((line) => `  ${line}\n`).join("")}`);
   process.stdout.write(`${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped\n`);
 }
 
@@ -279,6 +263,7 @@ async function main(): Promise<number> {
   const missing = missingPrerequisites(suites);
   if (missing.length > 0) {
     for (const line of missing) process.stderr.write(`missing prerequisite: ${line}\n`);
+    failures.push(`missing prerequisites: ${missing.length}`);
     total.failed += 1;
     printSummary();
     return 1;
@@ -334,8 +319,7 @@ async function main(): Promise<number> {
       if (suite === "cluster") {
         process.stderr.write("\n=== cluster storm (short) ===\n");
         if (!appReady) {
-          process.stderr.write("cluster storm: not run (the app could not be built): counted as 1 failed\n");
-          add({ passed: 0, failed: 1, skipped: 0 });
+          notRun("cluster storm", "the app could not be built");
         } else {
           add(await runClusterStorm());
         }
@@ -344,8 +328,7 @@ async function main(): Promise<number> {
       if (suite === "storm") {
         process.stderr.write("\n=== storm (short) ===\n");
         if (!appReady) {
-          process.stderr.write("storm: not run (the app could not be built): counted as 1 failed\n");
-          add({ passed: 0, failed: 1, skipped: 0 });
+          notRun("storm", "the app could not be built");
         } else {
           add(await runStorm());
         }
@@ -354,8 +337,7 @@ async function main(): Promise<number> {
       const needsApp = suite === "http" || suite === "e2e";
       if ((suite !== "unit" && !stack) || (needsApp && !appReady)) {
         const why = needsApp && !appReady ? "the app could not be built or started" : "the stack could not be started";
-        process.stderr.write(`${suite}: not run (${why}, see above): counted as 1 failed\n`);
-        add({ passed: 0, failed: 1, skipped: 0 });
+        notRun(suite, `${why}, see above`);
         continue;
       }
       process.stderr.write(`\n=== ${suite} ===\n`);
@@ -375,7 +357,10 @@ async function main(): Promise<number> {
     return signal === "SIGINT" ? 130 : signal === "SIGHUP" ? 129 : 143;
   }
   const ran = total.passed + total.failed;
-  if (ran === 0) process.stderr.write("no test ran: failing the run\n");
+  if (ran === 0) {
+    process.stderr.write("no test ran: failing the run\n");
+    failures.push("no test ran");
+  }
   printSummary();
   return total.failed > 0 || ran === 0 ? 1 : 0;
 }
