@@ -10,7 +10,8 @@ import type { Queryable } from "../../lib/ledger/queryable";
 import { paymentView } from "../../lib/ledger/views";
 import { createPayment, paymentResponses } from "../../lib/payments/create-payment";
 import { createTestUser, testPool } from "../helpers/db";
-import { balanceOf, countRows, freshRefId, seedBalance, transitionsOf } from "../helpers/ledger";
+import { balanceOf, countRows, dedicatedClient, freshRefId, seedBalance, transitionsOf } from "../helpers/ledger";
+import { waitForBlockedSessions } from "../helpers/wait";
 
 const pay = (userId: string, orderId: string, amountMinor: number) =>
   createPayment({ userId, orderId, amountMinor, currency: "USD" });
@@ -52,6 +53,29 @@ describe("createPayment", () => {
     await pay(user.id, orderId, 100);
     expect(await pay(user.id, orderId, 150)).toEqual({ kind: "mismatch", fields: ["amount"] });
     expect(await balanceOf(user.id)).toBe(900);
+  });
+
+  it("a credit committed while the payment waits on the wallet lock: the payment decided on the new balance is debited (storm finding)", async () => {
+    // The payment's statement takes its snapshot, then waits on the wallet row a credit holds. When the credit
+    // commits, the statement locks and decides on the new version; its debit must update that same version (at
+    // READ COMMITTED the debit re-checks the newer version: the recheck may not lose the claim it depends on).
+    const user = await createTestUser();
+    await seedBalance(user.id, 100);
+    const credit = await dedicatedClient("payments-race-credit");
+    try {
+      await credit.query("BEGIN");
+      await credit.query("UPDATE wallets SET balance_minor = balance_minor + 4900 WHERE user_id = $1", [user.id]);
+      const { rows } = await credit.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
+      const payment = pay(user.id, freshRefId("race"), 400);
+      await waitForBlockedSessions({ blockedBy: rows[0]!.pid }, 1);
+      await credit.query("COMMIT");
+      const result = await payment;
+      expect(result.kind === "response" ? result.response.status : result.kind).toBe(201);
+    } finally {
+      await credit.end();
+    }
+    // 100 + 4900 - 400: the row says succeeded, so the wallet was debited (invariant 7.1).
+    expect(await balanceOf(user.id)).toBe(4600);
   });
 
   it("50 concurrent payments of 10 with different order ids on a balance of 100: exactly 10 succeed, 40 get 402, balance 0", async () => {
