@@ -10,7 +10,7 @@ import { randomUUID } from "node:crypto";
 import { pool, withTransaction } from "../lib/db";
 import {
   completeEntry,
-  decidePaymentInOneStatement,
+  decidePaymentUnderWalletLock,
   failEntry,
   insertClaimOrLose,
   jsonStoredResponse,
@@ -77,17 +77,19 @@ async function twoStepPayment(userId: string, orderId: string): Promise<void> {
   );
 }
 
-/** One payment in one statement (what createPayment sends now, without the Redis copy). */
+/** One payment decided in one statement under the wallet lock (what createPayment sends now, without the Redis copy). */
 async function oneStatementPayment(userId: string, orderId: string): Promise<void> {
   const key = operationKey(userId, "payment", orderId);
   const decided = await withTransactionRetry(() =>
-    decidePaymentInOneStatement(pool(), {
-      key,
-      amountMinor: PAYMENT_AMOUNT_MINOR,
-      currency: CURRENCY,
-      params: { amount: PAYMENT_AMOUNT_MINOR, currency: CURRENCY },
-      responses: responses(orderId),
-    }),
+    withTransaction((tx) =>
+      decidePaymentUnderWalletLock(tx, {
+        key,
+        amountMinor: PAYMENT_AMOUNT_MINOR,
+        currency: CURRENCY,
+        params: { amount: PAYMENT_AMOUNT_MINOR, currency: CURRENCY },
+        responses: responses(orderId),
+      }),
+    ),
   );
   if (!decided) throw new Error(`bench: fresh payment key ${orderId} was not claimed`);
 }

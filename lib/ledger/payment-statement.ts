@@ -1,7 +1,7 @@
 /**
- * A payment decided in one statement (contract sections 1, 3 and 8): the claim, the conditional debit, the row's
- * terminal state, its audit rows and its stored first response, written together by one autocommit statement of
- * data-modifying CTEs, so a payment costs one round trip after authentication (docs/decisions/040).
+ * A payment decided in one statement under the wallet's lock (contract sections 1, 3 and 8): the wallet row is
+ * locked by a first statement, then the claim, the conditional debit, the row's terminal state, its audit rows and
+ * its stored first response are written together by one statement of data-modifying CTEs (docs/decisions/040).
  */
 import { classifyDbError } from "./db-errors";
 import { ENTRY_COLUMNS, toLedgerEntry, type LedgerEntry, type StoredResponse } from "./entry";
@@ -41,22 +41,28 @@ export interface PaymentDecisionRequest {
   readonly responses: PaymentResponses;
 }
 
-// wallet: the user's wallet row, locked first. Every statement that decides on this wallet (this one, a credit's
-// upsert, a headroom check) takes the same row lock, so the decision below and the debit see one version of it.
+// The lock comes first, in a statement of its own. A statement's snapshot is taken before it waits for a lock, so
+// a statement that locked the wallet row itself would, after waiting on a credit, decide on the credit's version
+// (FOR UPDATE returns the newest) while its debit re-checked an older one; the storm found such a payment recorded
+// succeeded without its debit (tests/integration/payments.test.ts, "a credit committed while the payment waits").
+// Locked first, the row cannot change after the deciding statement's snapshot: the decision and the debit read
+// the same version, with no re-check.
+const LOCK_WALLET_SQL = "SELECT 1 FROM wallets WHERE user_id = $1 FOR UPDATE";
+
+// wallet: the user's wallet row, already locked by this transaction (LOCK_WALLET_SQL).
 // decision: what that version allows (contract section 8: the balance covers the amount; section 12: no debt
 // open). A user without a wallet row has nothing to pay with.
 // claimed: the claim (contract section 1): the row is inserted already terminal, with its failure reason and its
 // stored first response, or nothing is inserted when the key has a row (ON CONFLICT DO NOTHING waits for an
 // uncommitted duplicate and then inserts nothing). Everything below runs only on a row this statement claimed.
-// debited: the conditional debit, only for a claimed success; it repeats the decision's guard on the row it
-// updates, which the wallet CTE holds locked, so it cannot disagree with the decision (the balance CHECK stays the
-// last line of defence).
+// debited: the conditional debit, only for a claimed success; it repeats the decision's guard on the same locked
+// version, so it cannot disagree with the decision (the balance CHECK stays the last line of defence).
 // logged: the audit rows the two-step path wrote (claim: NULL -> initiated; decision: initiated -> final), attempt 1.
 // $1 user_id, $2 ref_id, $3 amount (minor units), $4 currency, $5 fingerprint, $6 params (json), $7/$8 the success
 // status and body, $9/$10 the insufficient-funds status and body, $11/$12 the debt status and body.
 const DECIDE_PAYMENT_SQL = `
 WITH wallet AS (
-  SELECT balance_minor, debt_minor FROM wallets WHERE user_id = $1 FOR UPDATE
+  SELECT balance_minor, debt_minor FROM wallets WHERE user_id = $1
 ), decision AS (
   SELECT COALESCE(w.balance_minor >= $3::bigint AND w.debt_minor = 0, false) AS covered,
          COALESCE(w.debt_minor, 0) AS debt_minor
@@ -100,20 +106,22 @@ export interface DecidedPayment {
 }
 
 /**
- * Claims `request.key` and decides the payment in one statement on `db` (autocommit: the pool, not a transaction's
- * client). Returns the new row, terminal, and its stored first response: `succeeded` when the wallet covered
+ * Claims `request.key` and decides the payment on `tx`, a client inside a READ COMMITTED transaction that the caller
+ * commits (the wallet lock lasts until then): two statements, the wallet lock, then the claim and its decision.
+ * Returns the new row, terminal, and its stored first response: `succeeded` when the wallet covered
  * `amountMinor` with no debt open (debited in the same statement; the 201 body with the row's time), else `failed`
  * with `debt_outstanding` (the debt written into its body) or `insufficient_funds` (contract sections 8 and 12).
  * Returns null when the key already has a row (also for a unique violation of the claim index itself, contract
  * section 8): the caller reads that row (a loser, or this request's own earlier attempt).
  * Throws database errors as they come.
  */
-export async function decidePaymentInOneStatement(
-  db: Queryable,
+export async function decidePaymentUnderWalletLock(
+  tx: Queryable,
   request: PaymentDecisionRequest,
 ): Promise<DecidedPayment | null> {
   const { key, responses } = request;
-  const row = await db
+  await tx.query(prepared("ledger_lock_wallet", LOCK_WALLET_SQL, [key.userId]));
+  const row = await tx
     .query(
       prepared("ledger_decide_payment", DECIDE_PAYMENT_SQL, [
         key.userId,

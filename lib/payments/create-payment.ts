@@ -2,11 +2,11 @@
  * Pays from the wallet balance: claim, debit, terminal state and stored response in one statement (contract
  * sections 1, 3 and 8; docs/decisions/040).
  */
-import { pool } from "../db";
+import { withTransaction } from "../db";
 import { countOperation } from "../metrics/registry";
 import { formatMinor } from "../money";
 import {
-  decidePaymentInOneStatement,
+  decidePaymentUnderWalletLock,
   fromExisting,
   operationKey,
   RESPONSE_DEBT_SLOT,
@@ -62,18 +62,21 @@ async function runPayment(input: CreatePaymentInput): Promise<OperationResult> {
   const ran = await runClaimedOperation<DecidedPayment>({
     key,
     params,
-    attempt: async ({ mayCommit }) => {
-      // One autocommit statement: once sent, it may have committed whatever its answer (a lost connection).
-      mayCommit();
-      const decided = await decidePaymentInOneStatement(pool(), {
-        key,
-        amountMinor: input.amountMinor,
-        currency: input.currency,
-        params,
-        responses,
-      });
-      return decided ? { kind: "decided", response: decided.response, detail: decided } : { kind: "lost" };
-    },
+    attempt: ({ mayCommit }) =>
+      withTransaction(async (tx) => {
+        const decided = await decidePaymentUnderWalletLock(tx, {
+          key,
+          amountMinor: input.amountMinor,
+          currency: input.currency,
+          params,
+          responses,
+        });
+        // No row back: the key was taken and this transaction wrote nothing (it only held the wallet lock).
+        if (!decided) return { kind: "lost" };
+        // Next comes COMMIT: once sent, it may have committed whatever its answer (a lost connection).
+        mayCommit();
+        return { kind: "decided", response: decided.response, detail: decided };
+      }),
   });
   if (ran.kind === "decided") return { kind: "response", response: ran.response, replayed: false };
   if (ran.kind === "existing") return fromExisting(ran.outcome);

@@ -5,7 +5,11 @@
 import { describe, expect, it } from "vitest";
 import { findEntryByKey } from "../../lib/ledger/claim";
 import { operationKey } from "../../lib/ledger/keys";
-import { decidePaymentInOneStatement } from "../../lib/ledger/payment-statement";
+import {
+  type DecidedPayment,
+  decidePaymentUnderWalletLock,
+  type PaymentDecisionRequest,
+} from "../../lib/ledger/payment-statement";
 import type { Queryable } from "../../lib/ledger/queryable";
 import { paymentView } from "../../lib/ledger/views";
 import { createPayment, paymentResponses } from "../../lib/payments/create-payment";
@@ -56,9 +60,10 @@ describe("createPayment", () => {
   });
 
   it("a credit committed while the payment waits on the wallet lock: the payment decided on the new balance is debited (storm finding)", async () => {
-    // The payment's statement takes its snapshot, then waits on the wallet row a credit holds. When the credit
-    // commits, the statement locks and decides on the new version; its debit must update that same version (at
-    // READ COMMITTED the debit re-checks the newer version: the recheck may not lose the claim it depends on).
+    // The payment waits on the wallet row a credit holds. When the credit commits, the payment must decide on the
+    // new version and debit that same version. A statement that locked the row itself (its snapshot taken before
+    // the wait) decided on the new version and its debit re-checked it as no longer claimed: 201, no debit.
+    // Negative control: drop the lock statement of decidePaymentUnderWalletLock and this test fails (402, 5000).
     const user = await createTestUser();
     await seedBalance(user.id, 100);
     const credit = await dedicatedClient("payments-race-credit");
@@ -191,6 +196,31 @@ describe("createPayment", () => {
   });
 
   describe("the statement's errors (contract section 8)", () => {
+    /** decidePaymentUnderWalletLock in a transaction of its own, each statement's text passed through `rewrite`. */
+    async function decideInTransaction(
+      request: PaymentDecisionRequest,
+      rewrite: (text: string) => string = (text) => text,
+    ): Promise<DecidedPayment | null> {
+      const client = await testPool().connect();
+      try {
+        await client.query("BEGIN");
+        const tx = {
+          query: (config: unknown) => {
+            const { text, values } = config as { text: string; values: unknown[] };
+            return client.query({ text: rewrite(text), values });
+          },
+        } as Queryable;
+        const decided = await decidePaymentUnderWalletLock(tx, request);
+        await client.query("COMMIT");
+        return decided;
+      } catch (error) {
+        await client.query("ROLLBACK");
+        throw error;
+      } finally {
+        client.release();
+      }
+    }
+
     const request = (userId: string, refId: string) => ({
       key: operationKey(userId, "payment", refId),
       amountMinor: 100,
@@ -203,27 +233,26 @@ describe("createPayment", () => {
       const user = await createTestUser();
       await seedBalance(user.id, 1000);
       const orderId = freshRefId("order");
-      expect(await decidePaymentInOneStatement(testPool(), request(user.id, orderId))).not.toBeNull();
-      const withoutOnConflict: Queryable = {
-        query: (config: unknown) => {
-          const { text, values } = config as { text: string; values: unknown[] };
-          const bare = text.replace("ON CONFLICT (user_id, type, ref_id) DO NOTHING", "");
-          if (bare === text) throw new Error("the payment's claim no longer has the expected ON CONFLICT clause");
-          return testPool().query({ text: bare, values });
-        },
-      } as Queryable;
-      expect(await decidePaymentInOneStatement(withoutOnConflict, request(user.id, orderId))).toBeNull();
+      expect(await decideInTransaction(request(user.id, orderId))).not.toBeNull();
+      let rewritten = 0;
+      const withoutOnConflict = (text: string) => {
+        if (!text.includes("INSERT INTO ledger_entries")) return text;
+        const bare = text.replace("ON CONFLICT (user_id, type, ref_id) DO NOTHING", "");
+        if (bare === text) throw new Error("the payment's claim no longer has the expected ON CONFLICT clause");
+        rewritten += 1;
+        return bare;
+      };
+      expect(await decideInTransaction(request(user.id, orderId), withoutOnConflict)).toBeNull();
+      expect(rewritten).toBe(1);
       expect(await balanceOf(user.id)).toBe(900);
       expect(await countRows(user.id, "payment", orderId)).toBe(1);
     });
 
     it("any other error is thrown as it comes (a user that does not exist: 23503), and nothing is written", async () => {
       const userId = `missing_${freshRefId("u").replaceAll("-", "")}`;
-      await expect(decidePaymentInOneStatement(testPool(), request(userId, freshRefId("order")))).rejects.toMatchObject(
-        {
-          code: "23503",
-        },
-      );
+      await expect(decideInTransaction(request(userId, freshRefId("order")))).rejects.toMatchObject({
+        code: "23503",
+      });
     });
   });
 });

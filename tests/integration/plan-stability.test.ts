@@ -28,7 +28,7 @@ import {
 } from "../../lib/ledger/transitions";
 import { migrate } from "../../lib/migrate";
 import { debitIntoDebt } from "../../lib/chargebacks/apply-dispute";
-import { decidePaymentInOneStatement, RESPONSE_DEBT_SLOT } from "../../lib/ledger/payment-statement";
+import { decidePaymentUnderWalletLock, RESPONSE_DEBT_SLOT } from "../../lib/ledger/payment-statement";
 import { raiseRewardDayCredit, readRewardDayCredited } from "../../lib/rewards/raise-reward-day-credit";
 import { createScratchDatabase, dropScratchDatabases } from "../helpers/db";
 import { claimRequest } from "../helpers/ledger";
@@ -44,6 +44,7 @@ const MONEY_PATH_STATEMENTS = [
   "ledger_store_response",
   "ledger_select_by_id",
   "ledger_select_by_key",
+  "ledger_lock_wallet",
   "ledger_decide_payment",
   "chargeback_debit",
   "reward_cap_day_raise",
@@ -126,8 +127,9 @@ async function moneyPathRound(session: pg.Client, userId: string): Promise<void>
   // A payment decided in one statement (docs/decisions/040): one that the wallet covers, the same key again (taken:
   // no row back), and one the wallet cannot cover (a stored 402).
   const paymentKey = claimRequest(userId, { type: "payment", amountMinor: 10 }).key;
-  const payment = (amountMinor: number, key = paymentKey) =>
-    decidePaymentInOneStatement(session, {
+  const payment = async (amountMinor: number, key = paymentKey) => {
+    await session.query("BEGIN");
+    const decided = await decidePaymentUnderWalletLock(session, {
       key,
       amountMinor,
       currency: "USD",
@@ -138,6 +140,9 @@ async function moneyPathRound(session: pg.Client, userId: string): Promise<void>
         debtOutstanding: jsonStoredResponse(402, { code: "debt_outstanding", debt: RESPONSE_DEBT_SLOT }),
       },
     });
+    await session.query("COMMIT");
+    return decided;
+  };
   if ((await payment(10))?.entry.status !== "succeeded") throw new Error("C25: the payment found no funds");
   if ((await payment(10)) !== null) throw new Error("C25: a taken payment key was claimed again");
   const short = await payment(1_000_000_000, claimRequest(userId, { type: "payment" }).key);
