@@ -3,8 +3,8 @@
  * (payments, rewards; contract sections 1, 3 and 8). The runner owns what every such operation does the same way:
  * a lease owner per request, the bounded retry of the whole attempt, the claim, the stored first response, the
  * Redis replay copy of it, and the loser's wait for the winner's response. An operation supplies only its decision:
- * either a body run inside the claim's transaction ({@link decideInClaimTransaction}), or one statement that claims
- * and decides at once (lib/ledger/payment-statement.ts).
+ * either a body run inside the claim's transaction ({@link decideInClaimTransaction}), or its own transaction whose
+ * one statement claims and decides at once (lib/ledger/payment-statement.ts).
  */
 import { withTransaction } from "../db";
 import { awaitStoredEntry, type ClaimRequest, type ExistingOutcome, insertClaimOrLose } from "./claim";

@@ -32,8 +32,8 @@ export interface CreatePaymentInput {
 /**
  * Debits `amountMinor` once per `(user, "payment", orderId)`.
  *
- * In one statement (lib/ledger payment-statement.ts, run by the claim runner): lock the wallet row, claim the row
- * already terminal, `succeeded` with the conditional debit or `failed` ("insufficient_funds", or "debt_outstanding"
+ * In one transaction (lib/ledger payment-statement.ts, run by the claim runner): lock the wallet row, then in one
+ * statement claim the row already terminal, `succeeded` with the conditional debit or `failed` ("insufficient_funds", or "debt_outstanding"
  * while a debt is open, contract section 12), with its audit rows and its stored response (201 `{ payment }` or 402
  * problem). A concurrent duplicate waits on the wallet row until this commits, then finds the key taken and replays. A 402 is a stored outcome and
  * replays as 402 even after the balance grows: an outcome never flips; the user pays with a new order id

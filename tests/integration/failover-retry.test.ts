@@ -38,14 +38,13 @@ afterAll(async () => {
 });
 
 describe("a lost answer is settled by the operation's key, never by running it twice", () => {
-  it("a payment whose answer is lost after its one statement committed is retried, finds its own committed row, and debits once", async () => {
+  it("a payment whose COMMIT answer is lost is retried, finds its own committed row, and debits once", async () => {
     const user = await createTestUser();
     await seedBalance(user.id, 1000);
     const orderId = freshRefId("order");
-    await pool().query("SELECT 1"); // an open connection, so the marker below can only match the payment's answer
-    // The payment is one autocommit statement of CTEs ending in SELECT (docs/decisions/040): its CommandComplete is
-    // "SELECT 1", sent after the commit. (The two-step payment's marker was its COMMIT.)
-    proxy.arm("SELECT 1\0");
+    await pool().query("SELECT 1"); // an open connection, so the marker below can only match the COMMIT
+    // The payment is a transaction: the wallet lock, the deciding statement, COMMIT (docs/decisions/040).
+    proxy.arm("COMMIT\0");
     const cutsBefore = proxy.cuts();
     const result = await createPayment({ userId: user.id, orderId, amountMinor: 300, currency: "USD" });
     expect(proxy.cuts()).toBe(cutsBefore + 1);
