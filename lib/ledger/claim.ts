@@ -124,8 +124,21 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 export async function awaitStoredResponse(
   key: OperationKey,
   params: OperationParams,
-  waitMs: number = env().IDEMPOTENCY_WAIT_MS,
+  waitMs?: number,
 ): Promise<ExistingOutcome | null> {
+  return (await awaitStoredEntry(key, params, waitMs))?.outcome ?? null;
+}
+
+/**
+ * {@link awaitStoredResponse}, also returning the row as it was last read (its status says whether the winner's
+ * money movement landed: the claim runner's callers settle or release a reservation on it).
+ * Returns null only if the row does not exist. Throws database errors.
+ */
+export async function awaitStoredEntry(
+  key: OperationKey,
+  params: OperationParams,
+  waitMs: number = env().IDEMPOTENCY_WAIT_MS,
+): Promise<{ readonly outcome: ExistingOutcome; readonly entry: LedgerEntry } | null> {
   const expected = fingerprint(key.type, params);
   const deadline = Date.now() + waitMs;
   let stepMs = WAIT_FIRST_MS;
@@ -133,17 +146,17 @@ export async function awaitStoredResponse(
     const entry = await findEntryByKey(key);
     if (!entry) return null;
     if (entry.fingerprint !== expected) {
-      return { kind: "mismatch", fields: differingFields(entry.params, params) };
+      return { outcome: { kind: "mismatch", fields: differingFields(entry.params, params) }, entry };
     }
     if (entry.response) {
       await cacheStoredResponse(key, params, entry.response);
-      return { kind: "replay", response: entry.response };
+      return { outcome: { kind: "replay", response: entry.response }, entry };
     }
     const remainingMs = deadline - Date.now();
     if (remainingMs <= 0) {
       // One second: the winner is alive (or its lease will expire and the reconciler finishes the row);
       // a client retrying after a second either replays or waits again, and never runs the work twice.
-      return { kind: "in_progress", retryAfterS: 1 };
+      return { outcome: { kind: "in_progress", retryAfterS: 1 }, entry };
     }
     await sleep(Math.min(stepMs, remainingMs));
     stepMs = Math.min(stepMs * 2, WAIT_MAX_STEP_MS);

@@ -5,6 +5,7 @@
  */
 import type { z } from "zod";
 import type { LedgerEntry, StoredResponse } from "./entry";
+import { RESPONSE_TIME_SLOT } from "./payment-statement";
 import type { paymentViewSchema, rewardViewSchema, statementEntryViewSchema, topupViewSchema } from "./view-schemas";
 
 /** `T` of contract section 4 (its schema, the OpenAPI document's `Topup`, is in ./view-schemas.ts). */
@@ -24,7 +25,13 @@ export function topupView(entry: LedgerEntry): TopupView {
 
 export type PaymentView = z.infer<typeof paymentViewSchema>;
 
-export function paymentView(entry: LedgerEntry): PaymentView {
+/** The row's fields a payment's view shows. */
+type PaymentViewFields = Pick<
+  LedgerEntry,
+  "refId" | "amountMinor" | "currency" | "status" | "failureReason" | "createdAt" | "updatedAt"
+>;
+
+export function paymentView(entry: PaymentViewFields): PaymentView {
   return {
     orderId: entry.refId,
     amount: entry.amountMinor,
@@ -34,6 +41,28 @@ export function paymentView(entry: LedgerEntry): PaymentView {
     createdAt: entry.createdAt.toISOString(),
     updatedAt: entry.updatedAt.toISOString(),
   };
+}
+
+/**
+ * The stored 201 of a payment decided in one statement, before the statement runs: `{ payment: PaymentView }` of
+ * a `succeeded` row for `orderId`, `amountMinor` (minor units) and `currency`, its timestamps left as
+ * {@link RESPONSE_TIME_SLOT} for the statement to fill with the row's time (payment-statement.ts). Filled, it is
+ * byte for byte `jsonStoredResponse(201, { payment: paymentView(row) })`.
+ */
+export function succeededPaymentResponse(orderId: string, amountMinor: number, currency: string): StoredResponse {
+  const time = new Date(0);
+  const view = paymentView({
+    refId: orderId,
+    amountMinor,
+    currency,
+    status: "succeeded",
+    failureReason: null,
+    createdAt: time,
+    updatedAt: time,
+  });
+  return jsonStoredResponse(201, {
+    payment: { ...view, createdAt: RESPONSE_TIME_SLOT, updatedAt: RESPONSE_TIME_SLOT },
+  });
 }
 
 export type RewardView = z.infer<typeof rewardViewSchema>;

@@ -1,28 +1,20 @@
 /**
- * Pays from the wallet balance: claim and debit in one transaction (contract sections 1, 3 and 8).
+ * Pays from the wallet balance: claim, debit, terminal state and stored response in one statement (contract
+ * sections 1, 3 and 8; docs/decisions/040).
  */
-import { openDebtMinor } from "../chargebacks/wallet-debt";
-import { env } from "../env";
+import { withTransaction } from "../db";
 import { countOperation } from "../metrics/registry";
 import { formatMinor } from "../money";
-import { withTransaction } from "../db";
 import {
-  withTransactionRetry,
-  prepared,
-  type Queryable,
-  awaitStoredResponse,
-  cacheStoredResponse,
-  completeEntry,
-  failEntry,
+  decidePaymentUnderWalletLock,
   fromExisting,
-  insertClaimOrLose,
-  jsonStoredResponse,
   operationKey,
-  paymentView,
-  storeResponse,
-  newLeaseOwner,
+  RESPONSE_DEBT_SLOT,
+  runClaimedOperation,
+  succeededPaymentResponse,
+  type DecidedPayment,
   type OperationResult,
-  type StoredResponse,
+  type PaymentResponses,
 } from "../ledger";
 import { gateNewOperation, rateLimitedResult } from "../limits/new-operation-rate";
 import { problemStoredResponse } from "../problems";
@@ -37,34 +29,13 @@ export interface CreatePaymentInput {
   readonly currency: string;
 }
 
-// The debit decides insufficient funds by itself (contract section 8): no row back means the balance
-// did not cover the amount at the moment of the update, or a debt is open (contract section 12: payments wait until
-// credits have repaid it). The balance CHECK is only the last line of defence.
-const DEBIT_SQL = `
-UPDATE wallets SET balance_minor = balance_minor - $2, updated_at = now()
- WHERE user_id = $1 AND balance_minor >= $2 AND debt_minor = 0
-RETURNING balance_minor`;
-
-/**
- * Debits `amountMinor` (minor units) from `userId`'s wallet on `db` (the payment's transaction) if the balance
- * covers it and no debt is open, in one conditional UPDATE (contract section 8: the debit itself decides).
- * Returns the new balance in minor units, or null when the balance was short, a debt is open (contract section 12)
- * or the user has no wallet.
- * Throws database errors as they come.
- */
-export async function debitWallet(db: Queryable, userId: string, amountMinor: number): Promise<number | null> {
-  const debited = await db.query<{ balance_minor: number }>(
-    prepared("payment_debit", DEBIT_SQL, [userId, amountMinor]),
-  );
-  return debited.rows[0]?.balance_minor ?? null;
-}
-
 /**
  * Debits `amountMinor` once per `(user, "payment", orderId)`.
  *
- * In one READ COMMITTED transaction: claim the row, run the conditional debit, move the row to `succeeded`
- * or to `failed` ("insufficient_funds"), and store the response (201 `{ payment }` or 402 problem). A
- * concurrent duplicate blocks on the claim until this commits, then replays. A 402 is a stored outcome and
+ * In one transaction (lib/ledger payment-statement.ts, run by the claim runner): lock the wallet row, then in one
+ * statement claim the row already terminal, `succeeded` with the conditional debit or `failed` ("insufficient_funds", or "debt_outstanding"
+ * while a debt is open, contract section 12), with its audit rows and its stored response (201 `{ payment }` or 402
+ * problem). A concurrent duplicate waits on the wallet row until this commits, then finds the key taken and replays. A 402 is a stored outcome and
  * replays as 402 even after the balance grows: an outcome never flips; the user pays with a new order id
  * (docs/decisions/002-replay-semantics.md). Deadlocks and serialization failures are retried a bounded
  * number of times; nothing is persisted by a failed attempt.
@@ -78,7 +49,6 @@ export async function createPayment(input: CreatePaymentInput): Promise<Operatio
 
 /** The payment itself (see {@link createPayment}). */
 async function runPayment(input: CreatePaymentInput): Promise<OperationResult> {
-  const settings = env();
   const key = operationKey(input.userId, "payment", input.orderId);
   const params = { amount: input.amountMinor, currency: input.currency };
 
@@ -87,59 +57,48 @@ async function runPayment(input: CreatePaymentInput): Promise<OperationResult> {
   const gate = await gateNewOperation(key, params);
   if (gate.kind === "cached") return fromExisting(gate.outcome);
   if (gate.kind === "rate_limited") return rateLimitedResult(gate.retryAfterS);
+  const responses = paymentResponses(input.orderId, input.amountMinor, input.currency);
 
-  const response = await withTransactionRetry(() =>
-    withTransaction(async (tx): Promise<StoredResponse | null> => {
-      const entry = await insertClaimOrLose(tx, {
-        key,
-        amountMinor: input.amountMinor,
-        currency: input.currency,
-        params,
-        leaseOwner: newLeaseOwner(),
-        leaseMs: settings.LEASE_MS,
-        actor: "request",
-      });
-      if (!entry) return null;
-      const ref = { userId: input.userId, entryId: entry.id };
-      const guard = { kind: "lease", attempt: entry.attempt } as const;
+  const ran = await runClaimedOperation<DecidedPayment>({
+    key,
+    params,
+    attempt: ({ mayCommit }) =>
+      withTransaction(async (tx) => {
+        const decided = await decidePaymentUnderWalletLock(tx, {
+          key,
+          amountMinor: input.amountMinor,
+          currency: input.currency,
+          params,
+          responses,
+        });
+        // No row back: the key was taken and this transaction wrote nothing (it only held the wallet lock).
+        if (!decided) return { kind: "lost" };
+        // Next comes COMMIT: once sent, it may have committed whatever its answer (a lost connection).
+        mayCommit();
+        return { kind: "decided", response: decided.response, detail: decided };
+      }),
+  });
+  if (ran.kind === "decided") return { kind: "response", response: ran.response, replayed: false };
+  if (ran.kind === "existing") return fromExisting(ran.outcome);
+  // A payment's attempt never abandons (it has no `abandoned` outcome); the type says so, this keeps it checked.
+  return ran satisfies never;
+}
 
-      const debited = (await debitWallet(tx, input.userId, input.amountMinor)) !== null;
-      // Refused: an open debt is the reason to name (contract section 12), else the balance was short.
-      const debtMinor = debited ? 0 : await openDebtMinor(tx, input.userId);
-      const moved = debited
-        ? await completeEntry(ref, { actor: "request", guard, credit: false }, tx)
-        : await failEntry(
-            ref,
-            { actor: "request", guard, reason: debtMinor > 0 ? "debt_outstanding" : "insufficient_funds" },
-            tx,
-          );
-      // The row was inserted by this transaction and nobody else can see it yet: the guard cannot refuse.
-      if (moved.kind !== "moved")
-        throw new Error(`payment ${input.orderId}: the fresh claim's transition did not move the row`);
-
-      const first =
-        moved.entry.status === "succeeded"
-          ? jsonStoredResponse(201, { payment: paymentView(moved.entry) })
-          : debtMinor > 0
-            ? problemStoredResponse(
-                "debt_outstanding",
-                `The wallet owes ${formatMinor(debtMinor)} ${input.currency} from a disputed top-up; payments resume once a credit repays it.`,
-              )
-            : problemStoredResponse(
-                "insufficient_funds",
-                `The balance does not cover ${formatMinor(input.amountMinor)} ${input.currency}.`,
-              );
-      return (await storeResponse(ref, first, tx)).response;
-    }),
-  );
-  if (response) {
-    await cacheStoredResponse(key, params, response);
-    return { kind: "response", response, replayed: false };
-  }
-
-  const existing = await awaitStoredResponse(key, params);
-  // The key's row was read as absent after the claim saw it: only a deleted row can do that, and
-  // unfinished rows are never deleted (contract section 2).
-  if (!existing) throw new Error(`payment ${input.orderId}: claimed row vanished`);
-  return fromExisting(existing);
+/**
+ * The three first responses a payment of `amountMinor` (minor units of `currency`) for `orderId` may store
+ * (contract sections 3, 8 and 12): the statement picks one from the locked wallet row and fills in the row's time
+ * or the wallet's debt. Exported for the bench, which stores the same responses.
+ */
+export function paymentResponses(orderId: string, amountMinor: number, currency: string): PaymentResponses {
+  return {
+    succeeded: succeededPaymentResponse(orderId, amountMinor, currency),
+    insufficientFunds: problemStoredResponse(
+      "insufficient_funds",
+      `The balance does not cover ${formatMinor(amountMinor)} ${currency}.`,
+    ),
+    debtOutstanding: problemStoredResponse(
+      "debt_outstanding",
+      `The wallet owes ${RESPONSE_DEBT_SLOT} ${currency} from a disputed top-up; payments resume once a credit repays it.`,
+    ),
+  };
 }

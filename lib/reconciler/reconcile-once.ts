@@ -24,12 +24,15 @@ import {
 } from "../bank/client";
 import { merchantRefFor, parseMerchantRef } from "../bank/merchant-ref";
 import {
+  countExpiredUnfinishedEntries,
   findEntryByKey,
   insertClaimOrLose,
   isTerminal,
   operationKey,
+  takeOverExpiredEntry,
   WORKER_ID,
   type LedgerEntry,
+  type TakenOverEntry,
   classifyDbError,
 } from "../ledger";
 import { CHARGE_LOOK_BACK_MS_DEFAULT, readChargeCursorMs, writeChargeCursorMs } from "./charge-cursor";
@@ -38,7 +41,6 @@ import { settleTopup, type ChargeEvidence, type SettlementOutcome } from "../top
 import { reconcileRefundEntry } from "../refunds/reconcile-refund";
 import { storeFinishedTopupResponse } from "../topups/topup-response";
 import { admitTopup } from "../topups/admit-topup";
-import { countExpiredUnfinishedEntries, takeOverExpiredEntry, type TakenOverEntry } from "./take-over-expired-entry";
 
 export type { ReconcileResult, ReconcileAnomaly } from "./reconcile-result";
 

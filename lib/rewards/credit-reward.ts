@@ -4,28 +4,31 @@
  */
 import { randomUUID } from "node:crypto";
 import { countOperation, metrics } from "../metrics/registry";
-import { autocommit, withTransaction } from "../db";
+import { autocommit } from "../db";
 import { env } from "../env";
 import { log } from "../log";
 import {
-  withTransactionRetry,
   awaitStoredResponse,
+  CommitUncertainError,
   completeEntry,
+  decideInClaimTransaction,
   failEntry,
   findEntryByKey,
   fingerprint,
   fromExisting,
-  insertClaim,
   jsonStoredResponse,
+  movedOrThrow,
   operationKey,
   rewardView,
-  storeResponse,
-  newLeaseOwner,
+  runClaimedOperation,
+  type FreshClaim,
   type LedgerEntry,
   type OperationKey,
   type OperationParams,
   type OperationResult,
+  type Queryable,
   type StoredResponse,
+  type TransactionDecision,
 } from "../ledger";
 import {
   capKeysExpireAtS,
@@ -163,18 +166,32 @@ async function runReward(input: CreditRewardInput, dependencies: CreditRewardDep
   // The day's credited total in the ledger, when known: the counter is never left below it.
   let ledgerTotalMinor: number | undefined;
   try {
-    const outcome = await creditInOneTransaction(key, params, rules, day, dependencies.ledgerCap ?? true);
-    if (outcome.kind === "credited") {
-      landed = true;
-      ledgerTotalMinor = outcome.creditedTodayMinor ?? undefined;
-      return { kind: "response", response: outcome.response, replayed: false };
+    const ran = await runClaimedOperation({
+      key,
+      params,
+      attempt: decideInClaimTransaction(
+        {
+          key,
+          amountMinor: rules.amountMinor,
+          currency: rules.currency,
+          params,
+          leaseMs: env().LEASE_MS,
+          actor: "request",
+        },
+        (tx, claim) => decideReward(tx, claim, rules, day, dependencies.ledgerCap ?? true),
+      ),
+    });
+    if (ran.kind === "decided") {
+      if (ran.detail.kind === "credited") {
+        landed = true;
+        ledgerTotalMinor = ran.detail.creditedTodayMinor ?? undefined;
+      }
+      // Otherwise no room under MAX_BALANCE_MINOR: a stored outcome of a claimed row (contract section 5); the
+      // credit did not land, the reservation is released.
+      return { kind: "response", response: ran.response, replayed: false };
     }
-    if (outcome.kind === "no_room") {
-      // A stored outcome of a claimed row (contract section 5): the credit did not land, the reservation is released.
-      return { kind: "response", response: outcome.response, replayed: false };
-    }
-    if (outcome.kind === "over_cap") {
-      ledgerTotalMinor = outcome.creditedTodayMinor;
+    if (ran.kind === "abandoned") {
+      ledgerTotalMinor = ran.detail.creditedTodayMinor;
       log().warn(
         {
           userId: input.userId,
@@ -187,11 +204,9 @@ async function runReward(input: CreditRewardInput, dependencies: CreditRewardDep
       return dailyCapReached(rules);
     }
     // Lost the claim race, or our own earlier attempt committed before its connection died (the retry then finds
-    // the key taken): the ledger says whether this operation's credit landed.
-    landed = await creditLandedAfterError(key, params);
-    const existing = await awaitStoredResponse(key, params);
-    if (!existing) throw new Error(`reward ${key.refId}: claimed row vanished`);
-    return fromExisting(existing);
+    // the key taken): the row says whether this operation's credit landed (succeeded, same fingerprint).
+    landed = ran.entry.status === "succeeded" && ran.outcome.kind !== "mismatch";
+    return fromExisting(ran.outcome);
   } catch (error) {
     if (error instanceof CommitUncertainError) landed = await creditLandedAfterError(key, params);
     throw error;
@@ -215,119 +230,67 @@ function dailyCapReached(rules: RewardRules): OperationResult {
   };
 }
 
-type CreditOutcome =
+/** What the reward's decision inside the claim's transaction found when it stored a response. */
+type RewardDecision =
   /** The credit landed; `creditedTodayMinor` is the day's ledger total with it (null without the ledger cap). */
-  | { readonly kind: "credited"; readonly response: StoredResponse; readonly creditedTodayMinor: number | null }
-  /** Another request holds the key (or this request's own committed earlier attempt does). Nothing written now. */
-  | { readonly kind: "lost_claim" }
-  /** PostgreSQL refused the credit past the cap; rolled back, no row. */
-  | { readonly kind: "over_cap"; readonly creditedTodayMinor: number }
-  /** No room under MAX_BALANCE_MINOR: the row failed with its stored 422 (committed); nothing was credited. */
-  | { readonly kind: "no_room"; readonly response: StoredResponse };
+  | { readonly kind: "credited"; readonly creditedTodayMinor: number | null }
+  /** No room under MAX_BALANCE_MINOR: the row failed with its stored 422; nothing was credited. */
+  | { readonly kind: "no_room" };
 
-/** Thrown inside the transaction to roll it back when the day's row refuses the credit. */
-class LedgerCapRefusal extends Error {
-  constructor(readonly creditedTodayMinor: number) {
-    super("reward: the day's ledger total would pass the cap");
-    this.name = "LedgerCapRefusal";
-  }
+/** PostgreSQL refused the credit past the cap: abandoned (rolled back, no row); the day's total as it is. */
+interface RewardOverCap {
+  readonly creditedTodayMinor: number;
 }
 
 /**
- * Claims, counts the credit against the day's row (unless `ledgerCap` is false), credits and stores the first
- * response in one transaction, retried as a whole after a conflict or a lost connection. Returns `credited`,
- * `lost_claim` (another request, or this request's own committed earlier attempt, holds the key) or `over_cap`
- * (rolled back). Throws the database error as it comes when no attempt's body finished (nothing landed), and a
- * {@link CommitUncertainError} when some attempt's body finished but the call still failed (a COMMIT may have
- * happened).
+ * The reward's decision on its fresh claim, inside the claim's transaction (lib/ledger claim-runner.ts): room under
+ * the ceiling first (a stored 422 when there is none), then the day's row in PostgreSQL (`abandon` past the cap,
+ * unless `ledgerCap` is false), then the credit and its 201.
  */
-async function creditInOneTransaction(
-  key: OperationKey,
-  params: OperationParams,
+async function decideReward(
+  tx: Queryable,
+  claim: FreshClaim,
   rules: RewardRules,
   day: string,
   ledgerCap: boolean,
-): Promise<CreditOutcome> {
-  // Sticky across attempts: once any attempt sent COMMIT, a later failure cannot prove nothing landed.
-  let commitSent = false;
-  const leaseOwner = newLeaseOwner();
-  try {
-    return await withTransactionRetry(() =>
-      withTransaction(async (tx): Promise<CreditOutcome> => {
-        const entry = await insertClaim(tx, {
-          key,
-          amountMinor: rules.amountMinor,
-          currency: rules.currency,
-          params,
-          leaseOwner,
-          leaseMs: env().LEASE_MS,
-          actor: "request",
-        });
-        // No row back: another request holds the key and has committed (contract section 1). Not a result.
-        if (!entry) return { kind: "lost_claim" };
-        const ref = { userId: key.userId, entryId: entry.id };
-        const guard = { kind: "lease", attempt: entry.attempt } as const;
-        // Rewards refuse at the ceiling like top-ups (contract section 5, case C15), before the day's cap is counted:
-        // the row fails with a stored 422 instead of a credit the balance cannot take.
-        const maxBalanceMinor = env().MAX_BALANCE_MINOR;
-        const headroom = await checkBalanceHeadroom(tx, {
-          userId: key.userId,
-          currency: rules.currency,
-          amountMinor: rules.amountMinor,
-          excludeEntryId: null,
-          maxBalanceMinor,
-        });
-        if (!headroom.fits) {
-          const failed = await failEntry(ref, { actor: "request", guard, reason: "balance_limit_exceeded" }, tx);
-          if (failed.kind !== "moved")
-            throw new Error(`reward ${key.refId}: the fresh claim's transition did not move the row`);
-          const refusal = balanceLimitResponse(rules.amountMinor, rules.currency, maxBalanceMinor);
-          const stored = (await storeResponse(ref, refusal, tx)).response;
-          commitSent = true;
-          return { kind: "no_room", response: stored };
-        }
-        let creditedTodayMinor: number | null = null;
-        if (ledgerCap) {
-          const counted = await raiseRewardDayCredit(tx, {
-            userId: key.userId,
-            day,
-            amountMinor: rules.amountMinor,
-            capMinor: rules.dailyCapMinor,
-          });
-          // Throwing rolls the claim back with everything else: a 429 leaves no row (contract section 3).
-          if (counted.kind === "over_cap") throw new LedgerCapRefusal(counted.creditedMinor);
-          creditedTodayMinor = counted.creditedMinor;
-        }
-        const moved = await completeEntry(ref, { actor: "request", guard, credit: true }, tx);
-        // The row was inserted by this transaction and nobody else can see it yet: the guard cannot refuse.
-        if (moved.kind !== "moved")
-          throw new Error(`reward ${key.refId}: the fresh claim's transition did not move the row`);
-        const stored = (await storeResponse(ref, creditedResponse(moved.entry), tx)).response;
-        commitSent = true;
-        return { kind: "credited", response: stored, creditedTodayMinor };
-      }),
-    );
-  } catch (error) {
-    if (error instanceof LedgerCapRefusal) return { kind: "over_cap", creditedTodayMinor: error.creditedTodayMinor };
-    if (commitSent) throw new CommitUncertainError(error);
-    throw error;
+): Promise<TransactionDecision<RewardDecision, RewardOverCap>> {
+  const { entry, ref, guard } = claim;
+  const what = `reward ${entry.refId}`;
+  // Rewards refuse at the ceiling like top-ups (contract section 5, case C15), before the day's cap is counted:
+  // the row fails with a stored 422 instead of a credit the balance cannot take.
+  const maxBalanceMinor = env().MAX_BALANCE_MINOR;
+  const headroom = await checkBalanceHeadroom(tx, {
+    userId: entry.userId,
+    currency: rules.currency,
+    amountMinor: rules.amountMinor,
+    excludeEntryId: null,
+    maxBalanceMinor,
+  });
+  if (!headroom.fits) {
+    movedOrThrow(await failEntry(ref, { actor: "request", guard, reason: "balance_limit_exceeded" }, tx), what);
+    const refusal = balanceLimitResponse(rules.amountMinor, rules.currency, maxBalanceMinor);
+    return { kind: "store", response: refusal, detail: { kind: "no_room" } };
   }
-}
-
-/** The transaction body finished but COMMIT (or the connection) failed: the credit may have landed. */
-class CommitUncertainError extends Error {
-  constructor(cause: unknown) {
-    super("reward: COMMIT failed; the credit may have landed", { cause });
-    this.name = "CommitUncertainError";
+  let creditedTodayMinor: number | null = null;
+  if (ledgerCap) {
+    const counted = await raiseRewardDayCredit(tx, {
+      userId: entry.userId,
+      day,
+      amountMinor: rules.amountMinor,
+      capMinor: rules.dailyCapMinor,
+    });
+    // Abandoning rolls the claim back with everything else: a 429 leaves no row (contract section 3).
+    if (counted.kind === "over_cap") return { kind: "abandon", detail: { creditedTodayMinor: counted.creditedMinor } };
+    creditedTodayMinor = counted.creditedMinor;
   }
+  const credited = movedOrThrow(await completeEntry(ref, { actor: "request", guard, credit: true }, tx), what);
+  return { kind: "store", response: creditedResponse(credited), detail: { kind: "credited", creditedTodayMinor } };
 }
 
 /**
  * Whether this operation's credit landed, decided by the ledger: a succeeded row with this request's fingerprint
  * means it did (settle keeps it counted). Used when the transaction's own answer cannot say: after a
- * {@link CommitUncertainError}, and when the claim found the key taken (by a concurrent duplicate, or by this
- * request's own attempt that committed before its connection died). Returns "unknown" when the ledger cannot be
- * read.
+ * {@link CommitUncertainError}. Returns "unknown" when the ledger cannot be read.
  */
 async function creditLandedAfterError(key: OperationKey, params: OperationParams): Promise<boolean | "unknown"> {
   try {

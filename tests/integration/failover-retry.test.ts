@@ -43,6 +43,7 @@ describe("a lost answer is settled by the operation's key, never by running it t
     await seedBalance(user.id, 1000);
     const orderId = freshRefId("order");
     await pool().query("SELECT 1"); // an open connection, so the marker below can only match the COMMIT
+    // The payment is a transaction: the wallet lock, the deciding statement, COMMIT (docs/decisions/040).
     proxy.arm("COMMIT\0");
     const cutsBefore = proxy.cuts();
     const result = await createPayment({ userId: user.id, orderId, amountMinor: 300, currency: "USD" });

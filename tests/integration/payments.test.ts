@@ -1,10 +1,21 @@
 /**
- * Payments: claim and debit in one transaction (contract sections 1, 3 and 8). Real PostgreSQL.
+ * Payments: claim, debit, terminal state and stored response in one statement (contract sections 1, 3 and 8;
+ * docs/decisions/040). Real PostgreSQL.
  */
 import { describe, expect, it } from "vitest";
-import { createPayment } from "../../lib/payments/create-payment";
+import { findEntryByKey } from "../../lib/ledger/claim";
+import { operationKey } from "../../lib/ledger/keys";
+import {
+  type DecidedPayment,
+  decidePaymentUnderWalletLock,
+  type PaymentDecisionRequest,
+} from "../../lib/ledger/payment-statement";
+import type { Queryable } from "../../lib/ledger/queryable";
+import { paymentView } from "../../lib/ledger/views";
+import { createPayment, paymentResponses } from "../../lib/payments/create-payment";
 import { createTestUser, testPool } from "../helpers/db";
-import { balanceOf, countRows, freshRefId, seedBalance } from "../helpers/ledger";
+import { balanceOf, countRows, dedicatedClient, freshRefId, seedBalance, transitionsOf } from "../helpers/ledger";
+import { waitForBlockedSessions } from "../helpers/wait";
 
 const pay = (userId: string, orderId: string, amountMinor: number) =>
   createPayment({ userId, orderId, amountMinor, currency: "USD" });
@@ -48,6 +59,30 @@ describe("createPayment", () => {
     expect(await balanceOf(user.id)).toBe(900);
   });
 
+  it("a credit committed while the payment waits on the wallet lock: the payment decided on the new balance is debited (storm finding)", async () => {
+    // The payment waits on the wallet row a credit holds. When the credit commits, the payment must decide on the
+    // new version and debit that same version. A statement that locked the row itself (its snapshot taken before
+    // the wait) decided on the new version and its debit re-checked it as no longer claimed: 201, no debit.
+    // Negative control: drop the lock statement of decidePaymentUnderWalletLock and this test fails (402, 5000).
+    const user = await createTestUser();
+    await seedBalance(user.id, 100);
+    const credit = await dedicatedClient("payments-race-credit");
+    try {
+      await credit.query("BEGIN");
+      await credit.query("UPDATE wallets SET balance_minor = balance_minor + 4900 WHERE user_id = $1", [user.id]);
+      const { rows } = await credit.query<{ pid: number }>("SELECT pg_backend_pid() AS pid");
+      const payment = pay(user.id, freshRefId("race"), 400);
+      await waitForBlockedSessions({ blockedBy: rows[0]!.pid }, 1);
+      await credit.query("COMMIT");
+      const result = await payment;
+      expect(result.kind === "response" ? result.response.status : result.kind).toBe(201);
+    } finally {
+      await credit.end();
+    }
+    // 100 + 4900 - 400: the row says succeeded, so the wallet was debited (invariant 7.1).
+    expect(await balanceOf(user.id)).toBe(4600);
+  });
+
   it("50 concurrent payments of 10 with different order ids on a balance of 100: exactly 10 succeed, 40 get 402, balance 0", async () => {
     const user = await createTestUser();
     await seedBalance(user.id, 100);
@@ -80,5 +115,144 @@ describe("createPayment", () => {
     expect(results.filter((r) => r.kind === "response" && !r.replayed)).toHaveLength(1);
     expect(await countRows(user.id, "payment", orderId)).toBe(1);
     expect(await balanceOf(user.id)).toBe(930);
+  });
+
+  it("the one statement stores what the two-step path stored: the view of the row byte for byte, a terminal row with no lease, two audit rows", async () => {
+    const user = await createTestUser();
+    await seedBalance(user.id, 500);
+    const orderId = freshRefId("order");
+    const first = await pay(user.id, orderId, 125);
+    if (first.kind !== "response") throw new Error("expected a response");
+    const row = await findEntryByKey(operationKey(user.id, "payment", orderId));
+    if (!row) throw new Error("no row");
+    expect(first.response).toEqual({ status: 201, body: JSON.stringify({ payment: paymentView(row) }) });
+    expect(row.response).toEqual(first.response);
+    expect(row).toMatchObject({ status: "succeeded", failureReason: null, leaseOwner: null, leaseExpiresAt: null });
+    expect(row.attempt).toBe(1);
+    expect(row.updatedAt).toEqual(row.createdAt);
+    expect(await transitionsOf(user.id, row.id)).toEqual([
+      { from: null, to: "initiated", actor: "request", attempt: 1 },
+      { from: "initiated", to: "succeeded", actor: "request", attempt: 1 },
+    ]);
+    expect(await balanceOf(user.id)).toBe(375);
+  });
+
+  it("a wallet that covers exactly the amount is debited to 0; one minor unit short is 402 with the amount in plain words", async () => {
+    const user = await createTestUser();
+    await seedBalance(user.id, 250);
+    expect(await pay(user.id, freshRefId("order"), 251)).toMatchObject({ response: { status: 402 } });
+    const exact = await pay(user.id, freshRefId("order"), 250);
+    expect(exact).toMatchObject({ response: { status: 201 } });
+    expect(await balanceOf(user.id)).toBe(0);
+    const short = await pay(user.id, freshRefId("order"), 1);
+    if (short.kind !== "response") throw new Error("expected a response");
+    expect(JSON.parse(short.response.body)).toMatchObject({
+      code: "insufficient_funds",
+      detail: "The balance does not cover 0.01 USD.",
+    });
+  });
+
+  it("an open debt refuses the payment whatever the balance: a stored 402 debt_outstanding naming the debt, no debit, audit rows to failed", async () => {
+    const user = await createTestUser();
+    await seedBalance(user.id, 10_000);
+    await testPool().query("UPDATE wallets SET debt_minor = 1205 WHERE user_id = $1", [user.id]);
+    const orderId = freshRefId("order");
+    const first = await pay(user.id, orderId, 100);
+    if (first.kind !== "response") throw new Error("expected a response");
+    expect(first.response.status).toBe(402);
+    expect(JSON.parse(first.response.body)).toMatchObject({
+      code: "debt_outstanding",
+      detail: "The wallet owes 12.05 USD from a disputed top-up; payments resume once a credit repays it.",
+    });
+    const row = await findEntryByKey(operationKey(user.id, "payment", orderId));
+    expect(row).toMatchObject({ status: "failed", failureReason: "debt_outstanding", response: first.response });
+    expect(await transitionsOf(user.id, row!.id)).toEqual([
+      { from: null, to: "initiated", actor: "request", attempt: 1 },
+      { from: "initiated", to: "failed", actor: "request", attempt: 1 },
+    ]);
+    expect(await balanceOf(user.id)).toBe(10_000);
+    // Once the debt is repaid the same order id still replays its 402 (an outcome never flips); a new one pays.
+    await testPool().query("UPDATE wallets SET debt_minor = 0 WHERE user_id = $1", [user.id]);
+    expect(await pay(user.id, orderId, 100)).toEqual({ kind: "response", replayed: true, response: first.response });
+    expect(await pay(user.id, freshRefId("order"), 100)).toMatchObject({ response: { status: 201 } });
+    expect(await balanceOf(user.id)).toBe(9_900);
+  });
+
+  it("a debt of less than one major unit is written with its leading zero (0.07), as formatMinor writes it", async () => {
+    const user = await createTestUser();
+    await seedBalance(user.id, 100);
+    await testPool().query("UPDATE wallets SET debt_minor = 7 WHERE user_id = $1", [user.id]);
+    const refused = await pay(user.id, freshRefId("order"), 10);
+    if (refused.kind !== "response") throw new Error("expected a response");
+    expect(JSON.parse(refused.response.body).detail).toContain("The wallet owes 0.07 USD");
+  });
+
+  it("a user without a wallet row is refused 402 insufficient_funds, and no wallet row is made", async () => {
+    const user = await createTestUser();
+    const first = await pay(user.id, freshRefId("order"), 1);
+    expect(first).toMatchObject({ response: { status: 402 } });
+    const wallets = await testPool().query("SELECT 1 FROM wallets WHERE user_id = $1", [user.id]);
+    expect(wallets.rows).toEqual([]);
+  });
+
+  describe("the statement's errors (contract section 8)", () => {
+    /** decidePaymentUnderWalletLock in a transaction of its own, each statement's text passed through `rewrite`. */
+    async function decideInTransaction(
+      request: PaymentDecisionRequest,
+      rewrite: (text: string) => string = (text) => text,
+    ): Promise<DecidedPayment | null> {
+      const client = await testPool().connect();
+      try {
+        await client.query("BEGIN");
+        const tx = {
+          query: (config: unknown) => {
+            const { text, values } = config as { text: string; values: unknown[] };
+            return client.query({ text: rewrite(text), values });
+          },
+        } as Queryable;
+        const decided = await decidePaymentUnderWalletLock(tx, request);
+        await client.query("COMMIT");
+        return decided;
+      } catch (error) {
+        await client.query("ROLLBACK");
+        throw error;
+      } finally {
+        client.release();
+      }
+    }
+
+    const request = (userId: string, refId: string) => ({
+      key: operationKey(userId, "payment", refId),
+      amountMinor: 100,
+      currency: "USD",
+      params: { amount: 100, currency: "USD" },
+      responses: paymentResponses(refId, 100, "USD"),
+    });
+
+    it("C01: a 23505 that PostgreSQL raises on the claim index (the statement sent without ON CONFLICT) is a lost claim: null, nothing debited", async () => {
+      const user = await createTestUser();
+      await seedBalance(user.id, 1000);
+      const orderId = freshRefId("order");
+      expect(await decideInTransaction(request(user.id, orderId))).not.toBeNull();
+      let rewritten = 0;
+      const withoutOnConflict = (text: string) => {
+        if (!text.includes("INSERT INTO ledger_entries")) return text;
+        const bare = text.replace("ON CONFLICT (user_id, type, ref_id) DO NOTHING", "");
+        if (bare === text) throw new Error("the payment's claim no longer has the expected ON CONFLICT clause");
+        rewritten += 1;
+        return bare;
+      };
+      expect(await decideInTransaction(request(user.id, orderId), withoutOnConflict)).toBeNull();
+      expect(rewritten).toBe(1);
+      expect(await balanceOf(user.id)).toBe(900);
+      expect(await countRows(user.id, "payment", orderId)).toBe(1);
+    });
+
+    it("any other error is thrown as it comes (a user that does not exist: 23503), and nothing is written", async () => {
+      const userId = `missing_${freshRefId("u").replaceAll("-", "")}`;
+      await expect(decideInTransaction(request(userId, freshRefId("order")))).rejects.toMatchObject({
+        code: "23503",
+      });
+    });
   });
 });

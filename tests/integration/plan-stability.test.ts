@@ -17,7 +17,7 @@ import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findEntryByKey, insertClaim } from "../../lib/ledger/claim";
-import { jsonStoredResponse } from "../../lib/ledger/views";
+import { jsonStoredResponse, succeededPaymentResponse } from "../../lib/ledger/views";
 import {
   attachCharge,
   completeEntry,
@@ -28,8 +28,7 @@ import {
 } from "../../lib/ledger/transitions";
 import { migrate } from "../../lib/migrate";
 import { debitIntoDebt } from "../../lib/chargebacks/apply-dispute";
-import { openDebtMinor } from "../../lib/chargebacks/wallet-debt";
-import { debitWallet } from "../../lib/payments/create-payment";
+import { decidePaymentUnderWalletLock, RESPONSE_DEBT_SLOT } from "../../lib/ledger/payment-statement";
 import { raiseRewardDayCredit, readRewardDayCredited } from "../../lib/rewards/raise-reward-day-credit";
 import { createScratchDatabase, dropScratchDatabases } from "../helpers/db";
 import { claimRequest } from "../helpers/ledger";
@@ -45,8 +44,8 @@ const MONEY_PATH_STATEMENTS = [
   "ledger_store_response",
   "ledger_select_by_id",
   "ledger_select_by_key",
-  "payment_debit",
-  "wallet_debt",
+  "ledger_lock_wallet",
+  "ledger_decide_payment",
   "chargeback_debit",
   "reward_cap_day_raise",
   "reward_cap_day_read",
@@ -102,23 +101,10 @@ async function cachedPlans(session: pg.Client): Promise<Map<string, PlanNode>> {
   return plans;
 }
 
-/** Runs `work` in one READ COMMITTED transaction on `session`, as lib/db.ts `withTransaction` does. */
-async function inTransaction<T>(session: pg.Client, work: () => Promise<T>): Promise<T> {
-  await session.query("BEGIN ISOLATION LEVEL READ COMMITTED");
-  try {
-    const result = await work();
-    await session.query("COMMIT");
-    return result;
-  } catch (error) {
-    await session.query("ROLLBACK");
-    throw error;
-  }
-}
-
 /**
  * One round of every money-path statement on `session`, through lib/: a top-up's claim, processing, charge id,
- * credit and stored response (twice: the second finds it stored), a read by key; a payment's claim, debit, debit
- * transition, debt read and response in one transaction; a failed claim; a chargeback's debit; a reward day's raise,
+ * credit and stored response (twice: the second finds it stored), a read by key; a payment decided in one
+ * statement (covered, its key again, not covered); a failed claim; a chargeback's debit; a reward day's raise,
  * refusal and read.
  */
 async function moneyPathRound(session: pg.Client, userId: string): Promise<void> {
@@ -138,19 +124,29 @@ async function moneyPathRound(session: pg.Client, userId: string): Promise<void>
   await storeResponse(topupRef, jsonStoredResponse(201, { id: topup.id }), session);
   await findEntryByKey(topupRequest.key, session);
 
-  await inTransaction(session, async () => {
-    const payment = await insertClaim(session, claimRequest(userId, { type: "payment", amountMinor: 10 }));
-    if (!payment) throw new Error("C25: a fresh payment key was not claimed");
-    const ref = { userId, entryId: payment.id };
-    if ((await debitWallet(session, userId, 10)) === null) throw new Error("C25: the debit found no funds");
-    await openDebtMinor(session, userId);
-    await completeEntry(
-      ref,
-      { actor: "request", guard: { kind: "lease", attempt: payment.attempt }, credit: false },
-      session,
-    );
-    await storeResponse(ref, jsonStoredResponse(201, { id: payment.id }), session);
-  });
+  // A payment decided in one statement (docs/decisions/040): one that the wallet covers, the same key again (taken:
+  // no row back), and one the wallet cannot cover (a stored 402).
+  const paymentKey = claimRequest(userId, { type: "payment", amountMinor: 10 }).key;
+  const payment = async (amountMinor: number, key = paymentKey) => {
+    await session.query("BEGIN");
+    const decided = await decidePaymentUnderWalletLock(session, {
+      key,
+      amountMinor,
+      currency: "USD",
+      params: { amount: amountMinor, currency: "USD" },
+      responses: {
+        succeeded: succeededPaymentResponse(key.refId, amountMinor, "USD"),
+        insufficientFunds: jsonStoredResponse(402, { code: "insufficient_funds" }),
+        debtOutstanding: jsonStoredResponse(402, { code: "debt_outstanding", debt: RESPONSE_DEBT_SLOT }),
+      },
+    });
+    await session.query("COMMIT");
+    return decided;
+  };
+  if ((await payment(10))?.entry.status !== "succeeded") throw new Error("C25: the payment found no funds");
+  if ((await payment(10)) !== null) throw new Error("C25: a taken payment key was claimed again");
+  const short = await payment(1_000_000_000, claimRequest(userId, { type: "payment" }).key);
+  if (short?.entry.status !== "failed") throw new Error("C25: a payment the wallet cannot cover succeeded");
 
   const failing = await insertClaim(session, claimRequest(userId, { type: "topup" }));
   if (!failing) throw new Error("C25: a fresh key was not claimed");
@@ -247,7 +243,7 @@ describe("C25: money-path plans survive a ledger that grows after they were made
     const after = await admin.query<{ reltuples: number; rows: number }>(
       "SELECT reltuples, (SELECT count(*)::int FROM ledger_entries) AS rows FROM pg_class WHERE relname = 'ledger_entries'",
     );
-    expect(after.rows[0]).toEqual({ reltuples: -1, rows: FILL_ROWS + 4 * 3 });
+    expect(after.rows[0]).toEqual({ reltuples: -1, rows: FILL_ROWS + 4 * 4 });
   });
 
   it("every money-path statement was prepared on the session, and none of their plans scans a whole table", () => {

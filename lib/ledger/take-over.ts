@@ -2,10 +2,12 @@
  * The reconciler's take-over of an unfinished row whose lease expired (contract section 2: "a row whose lease
  * expired is taken over by the reconciler"). One statement raises the fencing token, so the previous lease
  * holder, if it is still alive somewhere, can no longer move the row (its lease-guarded transitions carry the old
- * `attempt`), and records the take-over in the audit table.
+ * `attempt`: the fencing check in transitions.ts), and records the take-over in the audit table. The reconciler
+ * (lib/reconciler) decides what to do with the row it took over.
  */
 import { pool } from "../db";
-import { entryColumns, toLedgerEntry, type LedgerEntry, type Queryable } from "../ledger";
+import { entryColumns, toLedgerEntry, type LedgerEntry } from "./entry";
+import type { Queryable } from "./queryable";
 
 /** A row this reconciler now owns, with how old it is by the database's clock. */
 export interface TakenOverEntry {
@@ -59,7 +61,7 @@ WITH picked AS (
 ), logged AS (
   INSERT INTO ledger_transitions (user_id, entry_id, from_status, to_status, actor, attempt, detail)
   SELECT user_id, id, status, status, 'reconciler', attempt,
-         'lease taken over from ' || COALESCE(previous_owner, 'nobody')
+         format('lease taken over from %s', COALESCE(previous_owner, 'nobody'))
     FROM taken
 )
 SELECT taken.*, (EXTRACT(EPOCH FROM (now() - taken.created_at)) * 1000)::float8 AS age_ms FROM taken`;
