@@ -1,6 +1,6 @@
 /**
- * `npm run bench -- --only payments`: a payment decided in one statement (lib/ledger payment-statement.ts,
- * docs/decisions/040) against the same payment as the two-step transaction it replaced (BEGIN; claim; debit;
+ * `npm run bench -- --only payments`: a payment decided in one statement after the wallet lock (BEGIN; lock;
+ * decide; COMMIT: lib/ledger payment-statement.ts, docs/decisions/040) against the same payment as the two-step transaction it replaced (BEGIN; claim; debit;
  * transition; stored response; COMMIT: five round trips plus the debt read of a refusal, as the app sent it up to
  * main 40fb2bc), in-process on lib/db's pool, measured in the same run, interleaved (two-step, one statement, one
  * statement, two-step at each concurrency) so the machine's drift falls on both. Figures only: nothing asserts on

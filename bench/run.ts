@@ -513,7 +513,7 @@ async function benchPayments(paymentsUrl: string, seconds: number): Promise<Paym
 function renderPayments(rows: readonly PaymentRow[]): string {
   if (rows.length === 0) return "";
   const lines = [
-    "Payments in-process: one statement vs the two-step transaction (two runs each, interleaved)",
+    "Payments in-process: one statement (after the wallet lock) vs the two-step transaction (two runs each, interleaved)",
     "c  | variant       | payments/s      | p50 ms    | p99 ms      | PG CPU ms/payment | app CPU ms/payment",
   ];
   for (const row of rows) {
