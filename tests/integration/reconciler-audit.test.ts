@@ -78,6 +78,21 @@ describe("audit", () => {
     ]);
   });
 
+  it("7.1 fails for a wallet that holds a balance beside a debt, though balance minus debt matches the ledger", async () => {
+    // 100 held and 100 owed: balance − debt is the ledger's 1750 + 0, so the sum alone cannot see it (the negative
+    // control: the check before this rule passed this wallet). A credit repays the debt first (contract section 12).
+    const user = await cleanUser();
+    await testPool().query(
+      "UPDATE wallets SET balance_minor = balance_minor + 100, debt_minor = debt_minor + 100 WHERE user_id = $1",
+      [user.id],
+    );
+    const report = await audit(user.id);
+    expect(failing(report)).toEqual(["balance_matches_ledger"]);
+    expect(report.checks[0]!.violations).toEqual([
+      `user ${user.id}: wallet holds 1850 beside a debt of 100 (a credit repays the debt first)`,
+    ]);
+  });
+
   it("7.2 fails for a top-up credited without a bank charge, and for a succeeded charge without its top-up", async () => {
     const user = await cleanUser();
     // Credited with no charge at the bank (what a forged webhook or a bug would do).
