@@ -612,7 +612,10 @@ async function main(): Promise<number> {
   const stack = await startStack({
     withApp,
     label: "bench",
-    env: { LOG_LEVEL: "warn", OPS_PER_MINUTE: LOAD_OPS_PER_MINUTE },
+    // The HTTP users' wallets are funded far past the default balance ceiling (bench/http-users.ts: payments must
+    // never run dry), and the ceiling refuses a top-up before the bank is called (422 balance_limit_exceeded, case
+    // C15): with the default, the top-up figures measured refusals. The ceiling is raised to its highest setting.
+    env: { LOG_LEVEL: "warn", OPS_PER_MINUTE: LOAD_OPS_PER_MINUTE, MAX_BALANCE_MINOR: String(2 ** 52) },
   });
   // One connection: CREATE DATABASE and SHOW server_version.
   const admin = quietPool(stack.databaseUrl, 1);
@@ -952,8 +955,9 @@ function evaluateTargets(input: {
     },
     {
       target: "T4 HTTP top-ups / empty route >= 0.35, bank CPU <= 1 ms per top-up",
-      measured: `${cell(topups?.ratioRps, 2)}, bank ${cell(bankMsPerTopup, 3)} ms`,
-      met: allMet(meets(topups?.ratioRps, 0.35), meets(bankMsPerTopup, 1, true)),
+      // Judged only on top-ups the bank answered: a refused top-up (non-2xx) never reaches the bank.
+      measured: `${cell(topups?.ratioRps, 2)}, bank ${cell(bankMsPerTopup, 3)} ms${topups?.figures.non2xx ? `, ${topups.figures.non2xx} non-2xx` : ""}`,
+      met: topups?.figures.non2xx ? false : allMet(meets(topups?.ratioRps, 0.35), meets(bankMsPerTopup, 1, true)),
     },
     {
       target: "T5 1000 identical payments / top-ups: p99 < 2 s, one row, one body",
