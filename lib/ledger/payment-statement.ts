@@ -46,10 +46,12 @@ export interface PaymentDecisionRequest {
 // (FOR UPDATE returns the newest) while its debit re-checked an older one; the storm found such a payment recorded
 // succeeded without its debit (tests/integration/payments.test.ts, "a credit committed while the payment waits").
 // Locked first, the row cannot change after the deciding statement's snapshot: the decision and the debit read
-// the same version, with no re-check.
+// the same version, with no re-check. A user with no wallet row has nothing to lock: the deciding statement is
+// told so ($13), and treats the wallet as absent even if a credit has created it since (that row is not locked,
+// and a payment racing on it could spend it before this debit ran).
 const LOCK_WALLET_SQL = "SELECT 1 FROM wallets WHERE user_id = $1 FOR UPDATE";
 
-// wallet: the user's wallet row, already locked by this transaction (LOCK_WALLET_SQL).
+// wallet: the user's wallet row, locked by this transaction (LOCK_WALLET_SQL); none when the lock found no row.
 // decision: what that version allows (contract section 8: the balance covers the amount; section 12: no debt
 // open). A user without a wallet row has nothing to pay with.
 // claimed: the claim (contract section 1): the row is inserted already terminal, with its failure reason and its
@@ -59,10 +61,11 @@ const LOCK_WALLET_SQL = "SELECT 1 FROM wallets WHERE user_id = $1 FOR UPDATE";
 // version, so it cannot disagree with the decision (the balance CHECK stays the last line of defence).
 // logged: the audit rows the two-step path wrote (claim: NULL -> initiated; decision: initiated -> final), attempt 1.
 // $1 user_id, $2 ref_id, $3 amount (minor units), $4 currency, $5 fingerprint, $6 params (json), $7/$8 the success
-// status and body, $9/$10 the insufficient-funds status and body, $11/$12 the debt status and body.
+// status and body, $9/$10 the insufficient-funds status and body, $11/$12 the debt status and body, $13 whether
+// LOCK_WALLET_SQL locked a row.
 const DECIDE_PAYMENT_SQL = `
 WITH wallet AS (
-  SELECT balance_minor, debt_minor FROM wallets WHERE user_id = $1
+  SELECT balance_minor, debt_minor FROM wallets WHERE user_id = $1 AND $13::boolean
 ), decision AS (
   SELECT COALESCE(w.balance_minor >= $3::bigint AND w.debt_minor = 0, false) AS covered,
          COALESCE(w.debt_minor, 0) AS debt_minor
@@ -120,7 +123,7 @@ export async function decidePaymentUnderWalletLock(
   request: PaymentDecisionRequest,
 ): Promise<DecidedPayment | null> {
   const { key, responses } = request;
-  await tx.query(prepared("ledger_lock_wallet", LOCK_WALLET_SQL, [key.userId]));
+  const lock = await tx.query(prepared("ledger_lock_wallet", LOCK_WALLET_SQL, [key.userId]));
   const row = await tx
     .query(
       prepared("ledger_decide_payment", DECIDE_PAYMENT_SQL, [
@@ -136,6 +139,7 @@ export async function decidePaymentUnderWalletLock(
         responses.insufficientFunds.body,
         responses.debtOutstanding.status,
         responses.debtOutstanding.body,
+        lock.rows.length === 1,
       ]),
     )
     .then(

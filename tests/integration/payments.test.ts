@@ -248,6 +248,21 @@ describe("createPayment", () => {
       expect(await countRows(user.id, "payment", orderId)).toBe(1);
     });
 
+    it("a wallet the lock did not find is absent for the decision, even if a credit has made it since: 402, nothing debited", async () => {
+      // The lock statement finds no row (the user had no wallet yet); before the deciding statement starts, a credit
+      // creates the wallet. That row is not locked by this payment, so another payment could spend it before this
+      // debit ran: the decision must not count it. Staged by making the lock find nothing on a funded wallet.
+      // Negative control: drop `AND $13::boolean` from the wallet CTE and this payment answers 201 and debits.
+      const user = await createTestUser();
+      await seedBalance(user.id, 1000);
+      const lockFindsNothing = (text: string) =>
+        text.includes("FOR UPDATE") ? text.replace("WHERE user_id = $1", "WHERE user_id = $1 AND false") : text;
+      const decided = await decideInTransaction(request(user.id, freshRefId("order")), lockFindsNothing);
+      expect(decided?.entry).toMatchObject({ status: "failed", failureReason: "insufficient_funds" });
+      expect(decided?.response.status).toBe(402);
+      expect(await balanceOf(user.id)).toBe(1000);
+    });
+
     it("any other error is thrown as it comes (a user that does not exist: 23503), and nothing is written", async () => {
       const userId = `missing_${freshRefId("u").replaceAll("-", "")}`;
       await expect(decideInTransaction(request(userId, freshRefId("order")))).rejects.toMatchObject({
