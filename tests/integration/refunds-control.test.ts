@@ -246,7 +246,7 @@ describe("refund negative control 4: a give-back that ignores the wallet's debt"
   it("a give-back to the balance alone fails them: a balance and a debt side by side", async () => {
     const outcome = await failedRefundAfterChargeback(giveBackThenFail);
     expect(() => assertDebtRepaidFirst(outcome)).toThrow();
-    // 7.1 alone cannot tell (balance − debt is the same): the repayment rule is what this control pins.
-    expect(outcome).toEqual({ balance: 600, debt: 600, balanceCheckOk: true });
+    // balance − debt is the same either way; 7.1 sees it because a wallet never holds a balance beside a debt.
+    expect(outcome).toEqual({ balance: 600, debt: 600, balanceCheckOk: false });
   });
 });
