@@ -28,7 +28,7 @@ import { migrate } from "../lib/migrate";
 import { runCleanups } from "../scripts/lib/processes";
 import { ensureBuilt, LOAD_OPS_PER_MINUTE, projectRoot, startStack, type Stack } from "../scripts/lib/stack";
 import { duplicateStorm, type DuplicateStormFigures } from "./duplicate-storm";
-import { loadRoute, type HttpFigures, type RequestGenerator } from "./http-load";
+import { loadRoute, type HttpFigures, type RequestGenerator, type WarmUp, warmUntilSteady } from "./http-load";
 import { createHttpUsers } from "./http-users";
 import type { PgbenchScript, StatementCost } from "./ledger-vs-pgbench";
 import { cpuSnapshot, cpuUse, findCpuTargets, type CpuTargets, type CpuUse } from "./cpu-accounting";
@@ -58,8 +58,8 @@ const DUPLICATE_STORM_REQUESTS = 1000;
 /** Default seconds per measurement: 10 s gives autocannon ten one-second samples and pgbench tens of thousands of transactions. */
 const DEFAULT_SECONDS = 10;
 /**
- * Warm-up before each HTTP route: 2 s. The first requests of a route load its code and warm V8's JIT and the pools;
- * they are not what the route costs in steady state.
+ * Warm-up of the in-process ledger loops: 2 s (they reach steady state within it). HTTP routes warm up until their
+ * rate stops rising (bench/http-load.ts `warmUntilSteady`).
  */
 const WARMUP_SECONDS = 2;
 /** Scale points: 10k and 1M rows, 10M with --large. */
@@ -100,6 +100,8 @@ interface HttpRow {
   ratioP99: number | null;
   /** CPU of each component during the measured run. */
   cpu: CpuUse;
+  /** The warm-up before the measured run. */
+  warmUp: WarmUp;
 }
 
 /** The port of a URL (http or postgres). */
@@ -382,12 +384,16 @@ async function benchHttp(
       );
     }
     const run = async (route: string, path: string, generator: RequestGenerator) => {
-      say(`http: ${route}: ${WARMUP_SECONDS} s warm-up, ${seconds} s measured, ${HTTP_CONNECTIONS} connections`);
-      await loadRoute({ appUrl, path, connections: HTTP_CONNECTIONS, durationS: WARMUP_SECONDS, next: generator });
+      say(`http: ${route}: warm-up until steady, then ${seconds} s measured, ${HTTP_CONNECTIONS} connections`);
+      const warmUp = await warmUntilSteady({ appUrl, path, connections: HTTP_CONNECTIONS, next: generator });
+      say(
+        `http: ${route}: warm-up windows ${warmUp.windowsRps.map((rps) => rps.toFixed(0)).join(", ")} req/s` +
+          (warmUp.steady ? "" : " (not steady after the window limit)"),
+      );
       const measured = await withCpu(targets, () =>
         loadRoute({ appUrl, path, connections: HTTP_CONNECTIONS, durationS: seconds, next: generator }),
       );
-      return { ...measured.result, cpu: measured.cpu };
+      return { ...measured.result, cpu: measured.cpu, warmUp };
     };
     // The floor is measured first and last; its mean is the divisor, so a drift during the run (ledger growth,
     // the bank's state file, heap growth) does not favour the routes measured early.
@@ -398,12 +404,13 @@ async function benchHttp(
     const floorLast = await run("empty route (last)", "/api/v1/bench/noop", generators.noop!);
     const floorRps = (floorFirst.requestsPerS + floorLast.requestsPerS) / 2;
     const floorP99Ms = (floorFirst.p99Ms + floorLast.p99Ms) / 2;
-    const row = (route: string, figures: HttpFigures & { cpu: CpuUse }): HttpRow => {
-      const { cpu, ...rest } = figures;
+    const row = (route: string, figures: HttpFigures & { cpu: CpuUse; warmUp: WarmUp }): HttpRow => {
+      const { cpu, warmUp, ...rest } = figures;
       return {
         route,
         figures: rest,
         cpu,
+        warmUp,
         ratioRps: ratio(figures.requestsPerS, floorRps),
         ratioP99: ratio(figures.p99Ms, floorP99Ms),
       };
