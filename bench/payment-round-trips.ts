@@ -1,6 +1,6 @@
 /**
- * `npm run bench -- --only payments`: a payment decided in one statement after the wallet lock (BEGIN; lock;
- * decide; COMMIT: lib/ledger payment-statement.ts, docs/decisions/040) against the same payment as the two-step transaction it replaced (BEGIN; claim; debit;
+ * `npm run bench -- --only payments`: a payment decided in one round trip, one autocommit call of the function that
+ * locks the wallet and then decides (lib/ledger payment-statement.ts, docs/decisions/040) against the same payment as the two-step transaction it replaced (BEGIN; claim; debit;
  * transition; stored response; COMMIT: five round trips plus the debt read of a refusal, as the app sent it up to
  * main 40fb2bc), in-process on lib/db's pool, measured in the same run, interleaved (two-step, one statement, one
  * statement, two-step at each concurrency) so the machine's drift falls on both. Figures only: nothing asserts on
@@ -77,19 +77,20 @@ async function twoStepPayment(userId: string, orderId: string): Promise<void> {
   );
 }
 
-/** One payment decided in one statement under the wallet lock (what createPayment sends now, without the Redis copy). */
+/**
+ * One payment decided in one round trip: one autocommit call of the function that locks the wallet and then decides
+ * (what createPayment sends now, without the Redis copy).
+ */
 async function oneStatementPayment(userId: string, orderId: string): Promise<void> {
   const key = operationKey(userId, "payment", orderId);
   const decided = await withTransactionRetry(() =>
-    withTransaction((tx) =>
-      decidePaymentUnderWalletLock(tx, {
-        key,
-        amountMinor: PAYMENT_AMOUNT_MINOR,
-        currency: CURRENCY,
-        params: { amount: PAYMENT_AMOUNT_MINOR, currency: CURRENCY },
-        responses: responses(orderId),
-      }),
-    ),
+    decidePaymentUnderWalletLock(pool(), {
+      key,
+      amountMinor: PAYMENT_AMOUNT_MINOR,
+      currency: CURRENCY,
+      params: { amount: PAYMENT_AMOUNT_MINOR, currency: CURRENCY },
+      responses: responses(orderId),
+    }),
   );
   if (!decided) throw new Error(`bench: fresh payment key ${orderId} was not claimed`);
 }

@@ -2,7 +2,7 @@
  * Pays from the wallet balance: claim, debit, terminal state and stored response in one statement (contract
  * sections 1, 3 and 8; docs/decisions/040).
  */
-import { withTransaction } from "../db";
+import { pool } from "../db";
 import { countOperation } from "../metrics/registry";
 import { formatMinor } from "../money";
 import {
@@ -32,16 +32,18 @@ export interface CreatePaymentInput {
 /**
  * Debits `amountMinor` once per `(user, "payment", orderId)`.
  *
- * In one transaction (lib/ledger payment-statement.ts, run by the claim runner): lock the wallet row, then in one
- * statement claim the row already terminal, `succeeded` with the conditional debit or `failed` ("insufficient_funds", or "debt_outstanding"
- * while a debt is open, contract section 12), with its audit rows and its stored response (201 `{ payment }` or 402
- * problem). A concurrent duplicate waits on the wallet row until this commits, then finds the key taken and replays. A 402 is a stored outcome and
- * replays as 402 even after the balance grows: an outcome never flips; the user pays with a new order id
+ * In one autocommit statement (lib/ledger payment-statement.ts, run by the claim runner), which locks the wallet
+ * row and then claims the row already terminal: `succeeded` with the conditional debit or `failed`
+ * ("insufficient_funds", or "debt_outstanding" while a debt is open, contract section 12), with its audit rows and
+ * its stored response (201 `{ payment }` or 402 problem). A concurrent duplicate waits on the wallet row until this
+ * commits, then finds the key taken and replays. A 402 is a stored outcome and replays as 402 even after the balance
+ * grows: an outcome never flips; the user pays with a new order id
  * (docs/decisions/002-replay-semantics.md). Deadlocks and serialization failures are retried a bounded
  * number of times; nothing is persisted by a failed attempt.
  *
  * Returns `response`, `mismatch`, `in_progress`, or `refused rate_limited` for a new order id past
- * OPS_PER_MINUTE (nothing written). Throws on other database failures (500, nothing stored).
+ * OPS_PER_MINUTE (nothing written). Throws on other database failures (500): a CommitUncertainError once the
+ * statement was sent (lib/ledger claim-runner.ts; the key's row, if any, then answers the client's retry).
  */
 export async function createPayment(input: CreatePaymentInput): Promise<OperationResult> {
   return countOperation("payment", await runPayment(input));
@@ -62,21 +64,20 @@ async function runPayment(input: CreatePaymentInput): Promise<OperationResult> {
   const ran = await runClaimedOperation<DecidedPayment>({
     key,
     params,
-    attempt: ({ mayCommit }) =>
-      withTransaction(async (tx) => {
-        const decided = await decidePaymentUnderWalletLock(tx, {
-          key,
-          amountMinor: input.amountMinor,
-          currency: input.currency,
-          params,
-          responses,
-        });
-        // No row back: the key was taken and this transaction wrote nothing (it only held the wallet lock).
-        if (!decided) return { kind: "lost" };
-        // Next comes COMMIT: once sent, it may have committed whatever its answer (a lost connection).
-        mayCommit();
-        return { kind: "decided", response: decided.response, detail: decided };
-      }),
+    attempt: async ({ mayCommit }) => {
+      // One autocommit statement: once sent, it may have committed whatever its answer (a lost connection).
+      mayCommit();
+      const decided = await decidePaymentUnderWalletLock(pool(), {
+        key,
+        amountMinor: input.amountMinor,
+        currency: input.currency,
+        params,
+        responses,
+      });
+      // No row back: the key was taken and this statement wrote nothing (it only held the wallet lock).
+      if (!decided) return { kind: "lost" };
+      return { kind: "decided", response: decided.response, detail: decided };
+    },
   });
   if (ran.kind === "decided") return { kind: "response", response: ran.response, replayed: false };
   if (ran.kind === "existing") return fromExisting(ran.outcome);

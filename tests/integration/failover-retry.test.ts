@@ -2,8 +2,8 @@
  * Failover as a normal event, on a real PostgreSQL: the app's pool runs through a proxy that
  * loses answers on purpose (tests/helpers/cutting-proxy.ts), and sessions are terminated with
  * pg_terminate_backend (57P01, what a node being stopped sends).
- *  - A transaction whose COMMIT answer is lost is retried; the retry finds the key taken by its own commit and
- *    answers from the row: money moved once, never twice.
+ *  - A payment whose answer is lost after it committed is retried; the retry finds the key taken by its own commit
+ *    and answers from the row: money moved once, never twice.
  *  - A claim whose answer is lost carries on as the winner (same lease owner) instead of answering 409.
  *  - 57P01 mid-transaction: the whole transaction runs again and commits; health says "degraded" meanwhile.
  *  - 25006 (a read-only node) is retried only for the bounded time, then thrown.
@@ -38,13 +38,14 @@ afterAll(async () => {
 });
 
 describe("a lost answer is settled by the operation's key, never by running it twice", () => {
-  it("a payment whose COMMIT answer is lost is retried, finds its own committed row, and debits once", async () => {
+  it("a payment whose answer is lost after it committed is retried, finds its own committed row, and debits once", async () => {
     const user = await createTestUser();
     await seedBalance(user.id, 1000);
     const orderId = freshRefId("order");
-    await pool().query("SELECT 1"); // an open connection, so the marker below can only match the COMMIT
-    // The payment is a transaction: the wallet lock, the deciding statement, COMMIT (docs/decisions/040).
-    proxy.arm("COMMIT\0");
+    await pool().query("SELECT 1"); // an open connection, so the marker below can only match the payment's answer
+    // The payment is one autocommit statement returning its row (docs/decisions/040): its CommandComplete is
+    // "SELECT 1", sent after the commit.
+    proxy.arm("SELECT 1\0");
     const cutsBefore = proxy.cuts();
     const result = await createPayment({ userId: user.id, orderId, amountMinor: 300, currency: "USD" });
     expect(proxy.cuts()).toBe(cutsBefore + 1);

@@ -1,6 +1,6 @@
 /**
- * Payments: claim, debit, terminal state and stored response in one statement (contract sections 1, 3 and 8;
- * docs/decisions/040). Real PostgreSQL.
+ * Payments: the wallet lock, then claim, debit, terminal state and stored response in one statement, all in one
+ * call of the function ledger_decide_payment (contract sections 1, 3 and 8; docs/decisions/040). Real PostgreSQL.
  */
 import { describe, expect, it } from "vitest";
 import { findEntryByKey } from "../../lib/ledger/claim";
@@ -63,7 +63,7 @@ describe("createPayment", () => {
     // The payment waits on the wallet row a credit holds. When the credit commits, the payment must decide on the
     // new version and debit that same version. A statement that locked the row itself (its snapshot taken before
     // the wait) decided on the new version and its debit re-checked it as no longer claimed: 201, no debit.
-    // Negative control: drop the lock statement of decidePaymentUnderWalletLock and this test fails (402, 5000).
+    // Negative control (runnable, below): without the function's lock statement the payment decides on 100 (402).
     const user = await createTestUser();
     await seedBalance(user.id, 100);
     const credit = await dedicatedClient("payments-race-credit");
@@ -195,31 +195,50 @@ describe("createPayment", () => {
     expect(wallets.rows).toEqual([]);
   });
 
-  describe("the statement's errors (contract section 8)", () => {
-    /** decidePaymentUnderWalletLock in a transaction of its own, each statement's text passed through `rewrite`. */
-    async function decideInTransaction(
+  describe("the function's guards and errors (contract section 8; migration 20261203100000)", () => {
+    /**
+     * decidePaymentUnderWalletLock on a client of its own, inside a transaction that is always rolled back, after
+     * the function ledger_decide_payment was replaced in that transaction by its own definition passed through
+     * `rewrite` (DDL is transactional: no other session sees the change, and the rollback undoes it). `inspect`
+     * reads, on the same client before the rollback, what the call wrote.
+     */
+    async function decideWithRewrittenFunction<T>(
       request: PaymentDecisionRequest,
-      rewrite: (text: string) => string = (text) => text,
-    ): Promise<DecidedPayment | null> {
+      rewrite: (definition: string) => string,
+      inspect: (client: Queryable) => Promise<T>,
+    ): Promise<{ decided: DecidedPayment | null; seen: T }> {
       const client = await testPool().connect();
       try {
         await client.query("BEGIN");
-        const tx = {
-          query: (config: unknown) => {
-            const { text, values } = config as { text: string; values: unknown[] };
-            return client.query({ text: rewrite(text), values });
-          },
-        } as Queryable;
-        const decided = await decidePaymentUnderWalletLock(tx, request);
-        await client.query("COMMIT");
-        return decided;
-      } catch (error) {
-        await client.query("ROLLBACK");
-        throw error;
+        const { rows } = await client.query<{ definition: string }>(
+          "SELECT pg_get_functiondef('ledger_decide_payment'::regproc) AS definition",
+        );
+        const definition = rows[0]!.definition;
+        const rewritten = rewrite(definition);
+        if (rewritten === definition) throw new Error("the rewrite no longer matches the function's text");
+        await client.query(rewritten);
+        const decided = await decidePaymentUnderWalletLock(client, request);
+        return { decided, seen: await inspect(client) };
       } finally {
+        await client.query("ROLLBACK");
         client.release();
       }
     }
+
+    const balanceOn = async (client: Queryable, userId: string) =>
+      Number(
+        (await client.query({ text: "SELECT balance_minor FROM wallets WHERE user_id = $1", values: [userId] })).rows[0]
+          ?.balance_minor,
+      );
+    const rowsOn = async (client: Queryable, userId: string, refId: string) =>
+      Number(
+        (
+          await client.query({
+            text: "SELECT count(*) AS n FROM ledger_entries WHERE user_id = $1 AND type = 'payment' AND ref_id = $2",
+            values: [userId, refId],
+          })
+        ).rows[0]?.n,
+      );
 
     const request = (userId: string, refId: string) => ({
       key: operationKey(userId, "payment", refId),
@@ -229,43 +248,91 @@ describe("createPayment", () => {
       responses: paymentResponses(refId, 100, "USD"),
     });
 
-    it("C01: a 23505 that PostgreSQL raises on the claim index (the statement sent without ON CONFLICT) is a lost claim: null, nothing debited", async () => {
+    /** The function's lock made to find no row, as for a user who had no wallet when the lock ran. */
+    const lockFindsNothing = (definition: string) =>
+      definition.replace(
+        "PERFORM 1 FROM wallets WHERE user_id = p_user_id FOR UPDATE",
+        "PERFORM 1 FROM wallets WHERE user_id = p_user_id AND false FOR UPDATE",
+      );
+
+    it("C01: a 23505 that PostgreSQL raises on the claim index (the function without ON CONFLICT) is a lost claim: null, nothing debited", async () => {
       const user = await createTestUser();
       await seedBalance(user.id, 1000);
       const orderId = freshRefId("order");
-      expect(await decideInTransaction(request(user.id, orderId))).not.toBeNull();
-      let rewritten = 0;
-      const withoutOnConflict = (text: string) => {
-        if (!text.includes("INSERT INTO ledger_entries")) return text;
-        const bare = text.replace("ON CONFLICT (user_id, type, ref_id) DO NOTHING", "");
-        if (bare === text) throw new Error("the payment's claim no longer has the expected ON CONFLICT clause");
-        rewritten += 1;
-        return bare;
-      };
-      expect(await decideInTransaction(request(user.id, orderId), withoutOnConflict)).toBeNull();
-      expect(rewritten).toBe(1);
+      expect(await decidePaymentUnderWalletLock(testPool(), request(user.id, orderId))).not.toBeNull();
+      const withoutOnConflict = (definition: string) =>
+        definition.replace("ON CONFLICT (user_id, type, ref_id) DO NOTHING", "");
+      const { decided } = await decideWithRewrittenFunction(
+        request(user.id, orderId),
+        withoutOnConflict,
+        async () => null,
+      );
+      expect(decided).toBeNull();
       expect(await balanceOf(user.id)).toBe(900);
       expect(await countRows(user.id, "payment", orderId)).toBe(1);
     });
 
     it("a wallet the lock did not find is absent for the decision, even if a credit has made it since: 402, nothing debited", async () => {
-      // The lock statement finds no row (the user had no wallet yet); before the deciding statement starts, a credit
-      // creates the wallet. That row is not locked by this payment, so another payment could spend it before this
-      // debit ran: the decision must not count it. Staged by making the lock find nothing on a funded wallet.
-      // Negative control: drop `AND $13::boolean` from the wallet CTE and this payment answers 201 and debits.
+      // The lock finds no row (the user had no wallet yet); before the deciding statement starts, a credit creates
+      // the wallet. That row is not locked by this payment, so another payment could spend it before this debit
+      // ran: the decision must not count it. Staged by making the lock find nothing on a funded wallet.
       const user = await createTestUser();
       await seedBalance(user.id, 1000);
-      const lockFindsNothing = (text: string) =>
-        text.includes("FOR UPDATE") ? text.replace("WHERE user_id = $1", "WHERE user_id = $1 AND false") : text;
-      const decided = await decideInTransaction(request(user.id, freshRefId("order")), lockFindsNothing);
+      const orderId = freshRefId("order");
+      const { decided, seen } = await decideWithRewrittenFunction(
+        request(user.id, orderId),
+        lockFindsNothing,
+        (client) => balanceOn(client, user.id),
+      );
       expect(decided?.entry).toMatchObject({ status: "failed", failureReason: "insufficient_funds" });
       expect(decided?.response.status).toBe(402);
-      expect(await balanceOf(user.id)).toBe(1000);
+      expect(seen).toBe(1000);
+    });
+
+    it("negative control: without `AND wallet_locked` the same staging pays from the unlocked wallet (201, debited)", async () => {
+      const user = await createTestUser();
+      await seedBalance(user.id, 1000);
+      const ignoreTheLock = (definition: string) => lockFindsNothing(definition).replace("AND wallet_locked", "");
+      const { decided, seen } = await decideWithRewrittenFunction(
+        request(user.id, freshRefId("order")),
+        ignoreTheLock,
+        (client) => balanceOn(client, user.id),
+      );
+      expect(decided?.response.status).toBe(201);
+      expect(seen).toBe(900);
+    });
+
+    it("negative control of the wait on the lock: without the lock statement, a payment staged as in the credit race decides on the old balance (402)", async () => {
+      // The race test above, with the function's lock removed: the payment no longer waits for the credit holding
+      // the wallet row, decides on the committed 100 and refuses 400, so that test would fail (402, 5000).
+      const user = await createTestUser();
+      await seedBalance(user.id, 100);
+      const credit = await dedicatedClient("payments-race-credit-control");
+      try {
+        await credit.query("BEGIN");
+        await credit.query("UPDATE wallets SET balance_minor = balance_minor + 4900 WHERE user_id = $1", [user.id]);
+        const withoutLock = (definition: string) =>
+          definition.replace("PERFORM 1 FROM wallets WHERE user_id = p_user_id FOR UPDATE;", "");
+        const orderId = freshRefId("race");
+        const { decided, seen } = await decideWithRewrittenFunction(
+          { ...request(user.id, orderId), amountMinor: 400, params: { amount: 400, currency: "USD" } },
+          (definition) => withoutLock(definition).replace("wallet_locked := FOUND;", "wallet_locked := true;"),
+          (client) => rowsOn(client, user.id, orderId),
+        );
+        expect(decided?.response.status).toBe(402);
+        expect(seen).toBe(1);
+        await credit.query("COMMIT");
+      } finally {
+        await credit.end();
+      }
+      expect(await balanceOf(user.id)).toBe(5000);
     });
 
     it("any other error is thrown as it comes (a user that does not exist: 23503), and nothing is written", async () => {
       const userId = `missing_${freshRefId("u").replaceAll("-", "")}`;
-      await expect(decideInTransaction(request(userId, freshRefId("order")))).rejects.toMatchObject({
+      await expect(
+        decidePaymentUnderWalletLock(testPool(), request(userId, freshRefId("order"))),
+      ).rejects.toMatchObject({
         code: "23503",
       });
     });

@@ -10,8 +10,13 @@
  * certain), the money path run through lib/ on that session, the ledger filled to 100k rows, the money path run
  * again, and then the cached plan of every named statement read with `EXPLAIN EXECUTE`.
  *
- * Negative control: the credit transition as it was written before (its UPDATE joined to the locked row instead
- * of naming the key) is prepared on the same session at the same moment and must be caught scanning the ledger.
+ * The payment's statements run inside the PL/pgSQL function ledger_decide_payment, which caches their plans per
+ * session as named statements are cached but lists them nowhere: they are read from auto_explain, loaded on the
+ * session with its nested statements sent to the client as notices, while a payment runs on the filled ledger.
+ *
+ * Negative controls: the credit transition as it was written before (its UPDATE joined to the locked row instead
+ * of naming the key) is prepared on the same session at the same moment and must be caught scanning the ledger; a
+ * function made for the control, planned with the real one, must be caught scanning through the notices.
  */
 import { randomUUID } from "node:crypto";
 import pg from "pg";
@@ -44,7 +49,6 @@ const MONEY_PATH_STATEMENTS = [
   "ledger_store_response",
   "ledger_select_by_id",
   "ledger_select_by_key",
-  "ledger_lock_wallet",
   "ledger_decide_payment",
   "chargeback_debit",
   "reward_cap_day_raise",
@@ -54,6 +58,50 @@ const MONEY_PATH_STATEMENTS = [
 const FILL_USERS = 1000;
 const FILL_ROWS = 100_000;
 const CONTROL_STATEMENT = "c25_join_bound_transition";
+/** A PL/pgSQL function made in the scratch database for the negative control: it looks a row up by ref_id alone. */
+const CONTROL_FUNCTION = `CREATE FUNCTION c25_control_lookup(p_ref_id text) RETURNS bigint LANGUAGE plpgsql AS $$
+BEGIN
+  RETURN (SELECT count(*) FROM ledger_entries WHERE ref_id = p_ref_id);
+END
+$$`;
+
+/** A nested statement's plan as auto_explain reported it. */
+interface ExplainedStatement {
+  readonly text: string;
+  readonly plan: PlanNode;
+}
+
+/**
+ * Runs `work` on `session` with auto_explain reporting every statement's plan, nested ones included (the statements
+ * a PL/pgSQL function runs), as notices, and returns those plans. The library is loaded for this session only.
+ */
+async function explainedDuring(session: pg.Client, work: () => Promise<unknown>): Promise<ExplainedStatement[]> {
+  await session.query("LOAD 'auto_explain'");
+  for (const setting of [
+    "auto_explain.log_min_duration = 0",
+    "auto_explain.log_nested_statements = on",
+    "auto_explain.log_format = json",
+    "auto_explain.log_level = notice",
+    "client_min_messages = notice",
+  ])
+    await session.query(`SET ${setting}`);
+  const explained: ExplainedStatement[] = [];
+  const onNotice = (notice: { message?: string }) => {
+    const message = notice.message ?? "";
+    const start = message.indexOf("{");
+    if (!message.startsWith("duration:") || start < 0) return;
+    const report = JSON.parse(message.slice(start)) as { "Query Text": string; Plan: PlanNode };
+    explained.push({ text: report["Query Text"], plan: report.Plan });
+  };
+  session.on("notice", onNotice);
+  try {
+    await work();
+  } finally {
+    session.off("notice", onNotice);
+    await session.query("SET auto_explain.log_min_duration = -1");
+  }
+  return explained;
+}
 
 /** A scan the plan should not contain: a whole-table read, or an index read bound by nothing. */
 interface PlanFinding {
@@ -124,11 +172,11 @@ async function moneyPathRound(session: pg.Client, userId: string): Promise<void>
   await storeResponse(topupRef, jsonStoredResponse(201, { id: topup.id }), session);
   await findEntryByKey(topupRequest.key, session);
 
-  // A payment decided in one statement (docs/decisions/040): one that the wallet covers, the same key again (taken:
+  // A payment decided in one call of the function ledger_decide_payment, in autocommit as the app sends it
+  // (docs/decisions/040): one that the wallet covers, the same key again (taken:
   // no row back), and one the wallet cannot cover (a stored 402).
   const paymentKey = claimRequest(userId, { type: "payment", amountMinor: 10 }).key;
   const payment = async (amountMinor: number, key = paymentKey) => {
-    await session.query("BEGIN");
     const decided = await decidePaymentUnderWalletLock(session, {
       key,
       amountMinor,
@@ -140,7 +188,6 @@ async function moneyPathRound(session: pg.Client, userId: string): Promise<void>
         debtOutstanding: jsonStoredResponse(402, { code: "debt_outstanding", debt: RESPONSE_DEBT_SLOT }),
       },
     });
-    await session.query("COMMIT");
     return decided;
   };
   if ((await payment(10))?.entry.status !== "succeeded") throw new Error("C25: the payment found no funds");
@@ -172,6 +219,8 @@ describe("C25: money-path plans survive a ledger that grows after they were made
   let userId: string;
   let plans: Map<string, PlanNode>;
   let controlText: string;
+  let paymentStatements: ExplainedStatement[];
+  let controlStatements: ExplainedStatement[];
 
   beforeAll(async () => {
     const url = await createScratchDatabase("c25");
@@ -198,6 +247,8 @@ describe("C25: money-path plans survive a ledger that grows after they were made
     );
     await session.query(`PREPARE ${CONTROL_STATEMENT} AS ${controlText}`);
     await cachedPlans(session);
+    await admin.query(CONTROL_FUNCTION);
+    await session.query("SELECT c25_control_lookup('none')");
 
     const before = await admin.query<{ reltuples: number }>(
       "SELECT reltuples FROM pg_class WHERE relname = 'ledger_entries'",
@@ -231,6 +282,21 @@ describe("C25: money-path plans survive a ledger that grows after they were made
     // The same session goes on working on the filled ledger with the plans it made on the empty one.
     await moneyPathRound(session, userId);
     plans = await cachedPlans(session);
+    const paymentKey = claimRequest(userId, { type: "payment", amountMinor: 10 }).key;
+    paymentStatements = await explainedDuring(session, () =>
+      decidePaymentUnderWalletLock(session, {
+        key: paymentKey,
+        amountMinor: 10,
+        currency: "USD",
+        params: { amount: 10, currency: "USD" },
+        responses: {
+          succeeded: succeededPaymentResponse(paymentKey.refId, 10, "USD"),
+          insufficientFunds: jsonStoredResponse(402, { code: "insufficient_funds" }),
+          debtOutstanding: jsonStoredResponse(402, { code: "debt_outstanding", debt: RESPONSE_DEBT_SLOT }),
+        },
+      }),
+    );
+    controlStatements = await explainedDuring(session, () => session.query("SELECT c25_control_lookup('none')"));
   });
 
   afterAll(async () => {
@@ -243,13 +309,31 @@ describe("C25: money-path plans survive a ledger that grows after they were made
     const after = await admin.query<{ reltuples: number; rows: number }>(
       "SELECT reltuples, (SELECT count(*)::int FROM ledger_entries) AS rows FROM pg_class WHERE relname = 'ledger_entries'",
     );
-    expect(after.rows[0]).toEqual({ reltuples: -1, rows: FILL_ROWS + 4 * 4 });
+    // Four rounds of four rows, and the payment read through auto_explain.
+    expect(after.rows[0]).toEqual({ reltuples: -1, rows: FILL_ROWS + 4 * 4 + 1 });
   });
 
   it("every money-path statement was prepared on the session, and none of their plans scans a whole table", () => {
     expect([...plans.keys()]).toEqual(expect.arrayContaining(MONEY_PATH_STATEMENTS));
     const findings = MONEY_PATH_STATEMENTS.flatMap((name) => fullScans(name, plans.get(name)!));
     expect(findings).toEqual([]);
+  });
+
+  it("the payment function's own statements, planned by PL/pgSQL on the empty ledger, scan no table", () => {
+    const lock = paymentStatements.find((s) => s.text.includes("FROM wallets WHERE user_id = p_user_id FOR UPDATE"));
+    const decide = paymentStatements.find((s) => s.text.includes("INSERT INTO ledger_entries"));
+    expect(lock, "the function's lock statement was not reported").toBeDefined();
+    expect(decide, "the function's deciding statement was not reported").toBeDefined();
+    const findings = paymentStatements.flatMap((s) => fullScans(s.text.slice(0, 80), s.plan));
+    expect(findings).toEqual([]);
+  });
+
+  it("negative control: a function's statement that scans the ledger is caught through the notices", () => {
+    const lookup = controlStatements.find((s) => s.text.includes("WHERE ref_id = p_ref_id"));
+    expect(lookup).toBeDefined();
+    expect(fullScans("control", lookup!.plan)).toContainEqual(
+      expect.objectContaining({ node: "Seq Scan", relation: "ledger_entries" }),
+    );
   });
 
   it("negative control: the credit transition joined to its locked row instead of naming the key scans the ledger", () => {
