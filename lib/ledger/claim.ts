@@ -163,6 +163,15 @@ export async function awaitStoredEntry(
   }
 }
 
+/** Options of {@link claimOperation}. */
+export interface ClaimOptions {
+  /**
+   * The caller has just read the key's Redis replay copy and found none (lib/limits/new-operation-rate.ts
+   * `gateNewOperation`): the claim goes straight to the ledger instead of reading it again. Default false.
+   */
+  readonly replayCopyRead?: boolean;
+}
+
 /** A claim whose row neither inserts nor reads three times in a row means rows are being deleted: a bug. */
 const CLAIM_ROUNDS_MAX = 3;
 
@@ -170,7 +179,8 @@ const CLAIM_ROUNDS_MAX = 3;
  * Claims `request.key` in its own autocommit statement (for operations with an external call, which must
  * commit the claim before the call: a rollback cannot take back a bank charge).
  * Returns `claimed` to exactly one caller per key; every other caller gets `replay`, `mismatch` or
- * `in_progress` (see {@link awaitStoredResponse}), from the Redis copy of the stored response when one exists.
+ * `in_progress` (see {@link awaitStoredResponse}), from the Redis copy of the stored response when one exists
+ * (unless `options.replayCopyRead`: then from the row).
  *
  * The claim is retried after a lost connection (lib/db.ts `autocommit`). When the lost INSERT had committed, the
  * retry finds the key taken, and the row's lease owner is this request's own (`request.leaseOwner` must be unique
@@ -178,10 +188,16 @@ const CLAIM_ROUNDS_MAX = 3;
  * a response that only it would store.
  * Throws on database errors.
  */
-export async function claimOperation(request: ClaimRequest, waitMs?: number): Promise<ClaimOutcome> {
+export async function claimOperation(
+  request: ClaimRequest,
+  waitMs?: number,
+  options: ClaimOptions = {},
+): Promise<ClaimOutcome> {
   // Hot replays are answered from the Redis copy of the stored response when there is one (replay-cache.ts).
-  const cached = await readCachedReplay(request.key, request.params);
-  if (cached) return cached;
+  if (!options.replayCopyRead) {
+    const cached = await readCachedReplay(request.key, request.params);
+    if (cached) return cached;
+  }
   for (let round = 0; round < CLAIM_ROUNDS_MAX; round++) {
     const entry = await insertClaimOrLose(autocommit(), request);
     if (entry) return { kind: "claimed", entry };

@@ -60,16 +60,29 @@ export async function readCachedReplay(
 ): Promise<CachedOutcome | null> {
   if (client?.status !== "ready") return null;
   try {
-    const raw = await client.get(replayCacheKey(key));
-    if (raw === null) return null;
-    const record: unknown = JSON.parse(raw);
-    if (!isRecord(record)) return null;
-    if (record.f !== fingerprint(key.type, params))
-      return { kind: "mismatch", fields: differingFields(record.p, params) };
-    return { kind: "replay", response: { status: record.s, body: record.b } };
+    return cachedOutcomeOf(key, params, await client.get(replayCacheKey(key)));
   } catch {
     return null;
   }
+}
+
+/**
+ * What the copy's raw text `raw` (as stored at {@link replayCacheKey}, or null when there is none) says about `key`
+ * asked with `params`: `replay`, `mismatch`, or null when there is no usable copy (absent, not JSON, not a record).
+ * For callers that read the copy in a script of their own (lib/limits/new-operation-rate.ts). Never throws.
+ */
+export function cachedOutcomeOf(key: OperationKey, params: OperationParams, raw: string | null): CachedOutcome | null {
+  if (raw === null) return null;
+  let record: unknown;
+  try {
+    record = JSON.parse(raw);
+  } catch {
+    return null;
+  }
+  if (!isRecord(record)) return null;
+  if (record.f !== fingerprint(key.type, params))
+    return { kind: "mismatch", fields: differingFields(record.p, params) };
+  return { kind: "replay", response: { status: record.s, body: record.b } };
 }
 
 /**

@@ -9,7 +9,8 @@ import {
   type OperationParams,
   type OperationKey,
   type CachedOutcome,
-  readCachedReplay,
+  cachedOutcomeOf,
+  replayCacheKey,
 } from "../ledger";
 import { ensureRedisConnected, type RedisClient, redis } from "../redis";
 
@@ -38,8 +39,26 @@ redis.call('PEXPIRE', KEYS[1], window_ms)
 return {1, 0}
 `;
 
+/**
+ * The gate of {@link gateNewOperation} in one round trip: KEYS[1] the key's replay copy
+ * (lib/ledger/replay-cache.ts), KEYS[2] the rate set; ARGV as COUNT_DISTINCT_SCRIPT's. Returns {2, the copy's text}
+ * when the key has a copy (nothing counted: a key with a stored response is never rate limited, contract section
+ * 9), else what COUNT_DISTINCT_SCRIPT returns. Both keys carry the user's hash tag, so they share a cluster slot.
+ */
+const GATE_SCRIPT = `
+local copy = redis.call('GET', KEYS[1])
+if copy then return {2, copy} end
+${COUNT_DISTINCT_SCRIPT.replaceAll("KEYS[1]", "KEYS[2]")}`;
+
 type RateClient = RedisClient & {
   walletCountNewOperation(key: string, refId: string, limit: number, windowMs: number): Promise<unknown>;
+  walletGateNewOperation(
+    copyKey: string,
+    rateKey: string,
+    refId: string,
+    limit: number,
+    windowMs: number,
+  ): Promise<unknown>;
 };
 
 function withScript(client: RedisClient): RateClient {
@@ -47,7 +66,19 @@ function withScript(client: RedisClient): RateClient {
   if (typeof typed.walletCountNewOperation !== "function") {
     client.defineCommand("walletCountNewOperation", { numberOfKeys: 1, lua: COUNT_DISTINCT_SCRIPT });
   }
+  if (typeof typed.walletGateNewOperation !== "function") {
+    client.defineCommand("walletGateNewOperation", { numberOfKeys: 2, lua: GATE_SCRIPT });
+  }
   return typed;
+}
+
+/** A count reply ({1, 0} or {0, ms}) as a decision; throws on any other reply. */
+function countDecision(reply: unknown): NewOperationDecision {
+  if (!Array.isArray(reply) || reply.length !== 2) throw new Error(`unexpected reply ${JSON.stringify(reply)}`);
+  const [admitted, waitMs] = reply.map(Number);
+  if (admitted === 1) return { allowed: true };
+  if (admitted !== 0) throw new Error(`unexpected reply ${JSON.stringify(reply)}`);
+  return { allowed: false, retryAfterS: Math.max(1, Math.ceil((waitMs ?? NEW_OPERATION_WINDOW_MS) / 1000)) };
 }
 
 /** The set of one user's new operations of one type. */
@@ -74,16 +105,14 @@ export async function admitNewOperation(key: OperationKey): Promise<NewOperation
   if (!client) return { allowed: true };
   try {
     await ensureRedisConnected(client);
-    const reply = await withScript(client).walletCountNewOperation(
-      newOperationRateKey(key),
-      key.refId,
-      env().OPS_PER_MINUTE,
-      NEW_OPERATION_WINDOW_MS,
+    return countDecision(
+      await withScript(client).walletCountNewOperation(
+        newOperationRateKey(key),
+        key.refId,
+        env().OPS_PER_MINUTE,
+        NEW_OPERATION_WINDOW_MS,
+      ),
     );
-    if (!Array.isArray(reply) || reply.length !== 2) throw new Error(`unexpected reply ${JSON.stringify(reply)}`);
-    const [admitted, waitMs] = reply.map(Number);
-    if (admitted === 1) return { allowed: true };
-    return { allowed: false, retryAfterS: Math.max(1, Math.ceil((waitMs ?? NEW_OPERATION_WINDOW_MS) / 1000)) };
   } catch (error) {
     log().warn({ err: error, userId: key.userId, type: key.type }, "new-operation rate store unavailable: not limited");
     return { allowed: true };
@@ -109,17 +138,54 @@ export type NewOperationGate =
   | { readonly kind: "rate_limited"; readonly retryAfterS: number };
 
 /**
+ * One round trip (GATE_SCRIPT): the key's replay copy when it has one, else the key counted. Returns `cached`,
+ * `counted` with the decision, or `unusable_copy` (a copy that is not a record: nothing counted). A store that
+ * cannot be reached counts as allowed, as in {@link admitNewOperation}, and a warning is logged. Never throws.
+ */
+async function copyOrCount(
+  key: OperationKey,
+  params: OperationParams,
+): Promise<
+  | { readonly kind: "cached"; readonly outcome: CachedOutcome }
+  | { readonly kind: "counted"; readonly decision: NewOperationDecision }
+  | { readonly kind: "unusable_copy" }
+> {
+  const client = redis();
+  if (!client) return { kind: "counted", decision: { allowed: true } };
+  try {
+    await ensureRedisConnected(client);
+    const reply = await withScript(client).walletGateNewOperation(
+      replayCacheKey(key),
+      newOperationRateKey(key),
+      key.refId,
+      env().OPS_PER_MINUTE,
+      NEW_OPERATION_WINDOW_MS,
+    );
+    if (Array.isArray(reply) && reply.length === 2 && Number(reply[0]) === 2) {
+      const outcome = cachedOutcomeOf(key, params, typeof reply[1] === "string" ? reply[1] : null);
+      return outcome ? { kind: "cached", outcome } : { kind: "unusable_copy" };
+    }
+    return { kind: "counted", decision: countDecision(reply) };
+  } catch (error) {
+    log().warn({ err: error, userId: key.userId, type: key.type }, "new-operation rate store unavailable: not limited");
+    return { kind: "counted", decision: { allowed: true } };
+  }
+}
+
+/**
  * The order of checks of contract section 9 between authentication and the claim, for top-ups and payments: a key
  * that has a row answers as section 3 says and is never rate limited; only a key with no row can get
- * `rate_limited` (the order, and its one cost: docs/decisions/011-new-operation-rate.md).
+ * `rate_limited` (the order, and its one cost: docs/decisions/011-new-operation-rate.md). The replay copy's read
+ * and the count are one Redis round trip (GATE_SCRIPT); PostgreSQL is read only for a key refused as new.
  *
  * @param key the operation's key; @param params its fingerprinted parameters (for the replay copy's check).
  * @throws the database driver's error when PostgreSQL cannot be read (500, nothing written).
  */
 export async function gateNewOperation(key: OperationKey, params: OperationParams): Promise<NewOperationGate> {
-  const cached = await readCachedReplay(key, params);
-  if (cached) return { kind: "cached", outcome: cached };
-  const decision = await admitNewOperation(key);
+  const first = await copyOrCount(key, params);
+  if (first.kind === "cached") return first;
+  // A copy that is not usable (not a record) was not counted by the script: count as a separate call.
+  const decision = first.kind === "counted" ? first.decision : await admitNewOperation(key);
   if (decision.allowed) return { kind: "proceed" };
   // Refused as new: a key that has a row replays instead (contract section 9: never rate limited).
   if (await findEntryByKey(key)) return { kind: "proceed" };

@@ -64,15 +64,20 @@ async function runTopup(input: CreateTopupInput): Promise<OperationResult> {
   const gate = await gateNewOperation(key, params);
   if (gate.kind === "cached") return fromExisting(gate.outcome);
   if (gate.kind === "rate_limited") return rateLimitedResult(gate.retryAfterS);
-  const claim = await claimOperation({
-    key,
-    amountMinor: input.amountMinor,
-    currency: input.currency,
-    params,
-    leaseOwner: newLeaseOwner(),
-    leaseMs: settings.LEASE_MS,
-    actor: "request",
-  });
+  const claim = await claimOperation(
+    {
+      key,
+      amountMinor: input.amountMinor,
+      currency: input.currency,
+      params,
+      leaseOwner: newLeaseOwner(),
+      leaseMs: settings.LEASE_MS,
+      actor: "request",
+    },
+    undefined,
+    // The gate has just read the replay copy.
+    { replayCopyRead: true },
+  );
   if (claim.kind !== "claimed") return fromExisting(claim);
 
   const ref = { userId: input.userId, entryId: claim.entry.id };

@@ -6,7 +6,7 @@
  */
 import { createHash, randomUUID } from "node:crypto";
 import Redis from "ioredis";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createApiToken, createApiTokenOrThrow } from "../../lib/api-tokens/create-api-token";
 import { findPrincipalByToken } from "../../lib/api-tokens/find-principal-by-token";
 import { revokeAllApiTokens } from "../../lib/api-tokens/revoke-api-token";
@@ -21,7 +21,13 @@ import {
   PASSWORD_PAIR_RULE,
 } from "../../lib/limits/auth-throttles";
 import { CounterLimiter } from "../../lib/limits/counter-limiter";
-import { admitNewOperation, NEW_OPERATION_WINDOW_MS, newOperationRateKey } from "../../lib/limits/new-operation-rate";
+import { cacheStoredResponse, replayCacheKey } from "../../lib/ledger/replay-cache";
+import {
+  admitNewOperation,
+  gateNewOperation,
+  NEW_OPERATION_WINDOW_MS,
+  newOperationRateKey,
+} from "../../lib/limits/new-operation-rate";
 import { redis } from "../../lib/redis";
 import { createTestUser, testPool } from "../helpers/db";
 import { testStack } from "../helpers/stack";
@@ -173,6 +179,58 @@ describe("OPS_PER_MINUTE: new operations counted once per key (contract section 
     expect((await admitNewOperation(keys[0]!)).allowed).toBe(true);
     expect((await admitNewOperation(operationKey(userId, "topup", "order-999"))).allowed).toBe(true);
     expect((await admitNewOperation(operationKey(randomUUID(), "payment", "order-999"))).allowed).toBe(true);
+  });
+
+  /** Runs `work` and returns its result with the names of the Redis commands the process's client sent meanwhile. */
+  async function withRedisCommands<T>(work: () => Promise<T>): Promise<{ result: T; commands: string[] }> {
+    const client = redis()!;
+    await client.ping(); // connected before counting
+    const spy = vi.spyOn(client, "sendCommand");
+    try {
+      const result = await work();
+      return { result, commands: spy.mock.calls.map(([command]) => command.name.toLowerCase()) };
+    } finally {
+      spy.mockRestore();
+    }
+  }
+  const params = { amount: 100, currency: "USD" };
+
+  it("the gate reads the replay copy and counts a new key in one round trip", async () => {
+    const key = operationKey(randomUUID(), "payment", `order-${randomUUID()}`);
+    const { result, commands } = await withRedisCommands(() => gateNewOperation(key, params));
+    expect(result).toEqual({ kind: "proceed" });
+    expect(commands).toHaveLength(1);
+    expect(commands[0]).toMatch(/^eval(sha)?$/);
+    expect(await redis()!.zscore(newOperationRateKey(key), key.refId)).not.toBeNull();
+  });
+
+  it("a key with a replay copy is answered from it in the same round trip and is not counted, even past the limit", async () => {
+    const userId = randomUUID();
+    const stored = operationKey(userId, "payment", "order-stored");
+    const response = { status: 201, body: '{"payment":{"orderId":"order-stored"}}' };
+    await cacheStoredResponse(stored, params, response);
+    // The user's window is full of other new keys.
+    const limit = env().OPS_PER_MINUTE;
+    for (let i = 0; i < limit; i++) await admitNewOperation(operationKey(userId, "payment", `order-${i}`));
+    const { result, commands } = await withRedisCommands(() => gateNewOperation(stored, params));
+    expect(result).toEqual({ kind: "cached", outcome: { kind: "replay", response } });
+    expect(commands).toHaveLength(1);
+    expect(await redis()!.zscore(newOperationRateKey(stored), stored.refId)).toBeNull();
+    expect(await gateNewOperation(stored, { amount: 1, currency: "USD" })).toEqual({
+      kind: "cached",
+      outcome: { kind: "mismatch", fields: ["amount"] },
+    });
+    // A new key with no row, past the limit: refused.
+    expect(await gateNewOperation(operationKey(userId, "payment", "order-new"), params)).toMatchObject({
+      kind: "rate_limited",
+    });
+  });
+
+  it("a replay copy that is not a record is ignored, and the key is still counted", async () => {
+    const key = operationKey(randomUUID(), "topup", `t-${randomUUID()}`);
+    await redis()!.set(replayCacheKey(key), "not json");
+    expect(await gateNewOperation(key, params)).toEqual({ kind: "proceed" });
+    expect(await redis()!.zscore(newOperationRateKey(key), key.refId)).not.toBeNull();
   });
 
   it("lets operations go on when the store holds garbage (the ledger is the guarantee)", async () => {

@@ -119,6 +119,19 @@ describe("replay cache", () => {
     });
   });
 
+  it("claimOperation with replayCopyRead (its caller has just read the copy) answers from the row, not the copy", async () => {
+    const { request, response, entryId } = await finishedOperation();
+    await cacheStoredResponse(request.key, request.params, response);
+    await testPool().query("UPDATE ledger_entries SET response_body = 'tampered' WHERE user_id = $1 AND id = $2", [
+      request.key.userId,
+      entryId,
+    ]);
+    expect(await claimOperation(request, 0, { replayCopyRead: true })).toEqual({
+      kind: "replay",
+      response: { status: response.status, body: "tampered" },
+    });
+  });
+
   it("no client, or a client that is not connected: null, and writing is a silent no-op", async () => {
     const { request, response } = await finishedOperation();
     expect(await readCachedReplay(request.key, request.params, null)).toBeNull();
