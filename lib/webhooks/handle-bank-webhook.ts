@@ -33,7 +33,7 @@ import {
 } from "../chargebacks/handle-dispute-event";
 import { pool, withTransaction } from "../db";
 import { env } from "../env";
-import { findEntryByKey, isTerminal, operationKey, type LedgerEntry, type Queryable } from "../ledger";
+import { findEntryByKey, isTerminal, operationKey, prepared, type LedgerEntry, type Queryable } from "../ledger";
 import { log } from "../log";
 import {
   APPLIED_REFUND_OUTCOMES,
@@ -378,18 +378,21 @@ async function recordEvent(
   outcome: WebhookOutcome,
   detail: string | null,
 ): Promise<void> {
-  await db.query(RECORD_EVENT_SQL, [
-    event.id,
-    event.type,
-    event.data.merchantRef,
-    event.data.chargeId,
-    event.data.amount,
-    event.data.currency,
-    outcome,
-    payload,
-    detail,
-    APPLIED_OUTCOMES.includes(outcome),
-  ]);
+  // Named: every delivery sends it, so each connection plans it once (lib/ledger queryable.ts `prepared`).
+  await db.query(
+    prepared("webhook_record_event", RECORD_EVENT_SQL, [
+      event.id,
+      event.type,
+      event.data.merchantRef,
+      event.data.chargeId,
+      event.data.amount,
+      event.data.currency,
+      outcome,
+      payload,
+      detail,
+      APPLIED_OUTCOMES.includes(outcome),
+    ]),
+  );
 }
 
 /** Longest merchant reference or charge id kept from an unusable event (the columns are for reading, not joining). */
