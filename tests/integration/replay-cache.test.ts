@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import Redis from "ioredis";
 import { startRedisServer, type RedisServer } from "../../scripts/lib/redis-server";
 import {
+  cachedOutcomeOf,
   cacheStoredResponse,
   REPLAY_CACHE_TTL_S,
   readCachedReplay,
@@ -94,6 +95,8 @@ describe("replay cache", () => {
     for (const value of garbage) {
       await client.set(replayCacheKey(request.key), value);
       expect(await readCachedReplay(request.key, request.params, client), value).toBeNull();
+      // The same reading for a copy read by a script of the caller's: null, never a throw.
+      expect(cachedOutcomeOf(request.key, request.params, value), value).toBeNull();
     }
     for (const status of [100, 599]) {
       await client.set(replayCacheKey(request.key), JSON.stringify({ ...valid, s: status }));
@@ -102,6 +105,13 @@ describe("replay cache", () => {
         response: { status, body: "{}" },
       });
     }
+  });
+
+  it("a key holding another Redis type (the read itself fails): null, never a throw", async () => {
+    const { request } = await finishedOperation();
+    await client.del(replayCacheKey(request.key));
+    await client.sadd(replayCacheKey(request.key), "not a string");
+    expect(await readCachedReplay(request.key, request.params, client)).toBeNull();
   });
 
   it("claimOperation answers a replay from the copy (the ledger's body changed behind its back is not read)", async () => {
