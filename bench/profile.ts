@@ -183,6 +183,9 @@ async function main(): Promise<number> {
         BETTER_AUTH_SECRET: randomAuthSecret(),
         LOG_LEVEL: "warn",
         OPS_PER_MINUTE: LOAD_OPS_PER_MINUTE,
+        // The users are funded at 10^12 minor units: under the default ceiling every top-up would be refused 422
+        // before the bank (case C15), as in bench/run.ts.
+        MAX_BALANCE_MINOR: String(2 ** 52),
       },
       log: join(stack.logDir, "app.log"),
     });
