@@ -10,6 +10,7 @@
  *   `getCharge`, a webhook or the reconciler find out.
  * Only programming errors throw (an invalid URL, a non-positive timeout).
  */
+import { request } from "undici";
 import { z } from "zod";
 
 /** How to reach the bank, spelled out at every call site (docs style: "explicitly pass options"). */
@@ -79,8 +80,8 @@ const errorSchema = z.object({ error: z.object({ code: z.string().min(1) }) });
 
 /**
  * Answers are small (a charge is ~200 bytes, a page of 1000 is ~250 KB). A body over 4 MiB (16x the largest
- * legitimate page) is not this protocol: it is refused as `bad_response`. The read itself is bounded in time by
- * `timeoutMs`.
+ * legitimate page) is not this protocol: it is refused as `bad_response` as soon as its declared length or the
+ * bytes read so far pass the bound, and the rest is never read. The read itself is bounded in time by `timeoutMs`.
  */
 const MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
 
@@ -98,7 +99,7 @@ function endpoint(options: BankCallOptions, path: string): string {
 }
 
 function errnoOf(error: unknown): string | undefined {
-  // undici wraps the socket error: TypeError("fetch failed") with cause { code: "ECONNREFUSED" | ... }.
+  // undici's errors carry a code ("UND_ERR_SOCKET", "ECONNREFUSED", ...), sometimes on a wrapped cause.
   let current: unknown = error;
   for (let depth = 0; depth < 5 && current && typeof current === "object"; depth++) {
     const code = (current as { code?: unknown }).code;
@@ -118,7 +119,12 @@ function classifyThrown(error: unknown): UnknownOutcome {
   return { kind: "unknown", reason: "network", detail: code ?? (error instanceof Error ? error.message : "unknown") };
 }
 
-/** One bank call: the raw status and parsed JSON, or why there was no answer (shared by lib/bank/disputes.ts). */
+/**
+ * One bank call: the raw status and parsed JSON, or why there was no answer (shared by lib/bank/disputes.ts).
+ * Sent with undici's `request()` on its global keep-alive agent (Node's `fetch` is built on the same client, with a
+ * WHATWG streams layer on top that cost ~4x the CPU per call: docs/benchmarks.md). Redirects are not followed: a 3xx
+ * comes back as a status, which {@link classifyStatus} treats as a protocol violation.
+ */
 export async function call(
   options: BankCallOptions,
   method: "GET" | "POST",
@@ -131,17 +137,14 @@ export async function call(
   if (init.body !== undefined) headers["content-type"] = "application/json";
   try {
     // One signal covers the whole exchange, including reading the body.
-    const response = await fetch(endpoint(options, path), {
+    const response = await request(endpoint(options, path), {
       method,
       headers,
       body: init.body === undefined ? undefined : JSON.stringify(init.body),
       signal: AbortSignal.timeout(options.timeoutMs),
-      redirect: "error",
     });
-    const text = await response.text();
-    if (text.length > MAX_RESPONSE_BYTES) {
-      return { kind: "unknown", reason: "bad_response", detail: "response too large" };
-    }
+    const text = await boundedText(response.body, response.headers["content-length"]);
+    if (text === null) return { kind: "unknown", reason: "bad_response", detail: "response too large" };
     let json: unknown;
     if (text.length > 0) {
       try {
@@ -150,10 +153,35 @@ export async function call(
         json = undefined;
       }
     }
-    return { kind: "response", status: response.status, json };
+    return { kind: "response", status: response.statusCode, json };
   } catch (error) {
     return classifyThrown(error);
   }
+}
+
+/**
+ * Reads a response body as UTF-8 text, at most {@link MAX_RESPONSE_BYTES}: null (and the body destroyed, unread)
+ * when its declared length or the bytes read pass the bound. Throws what reading throws (an abort, a reset).
+ */
+async function boundedText(
+  body: AsyncIterable<Buffer> & { destroy(): unknown },
+  contentLength: string | string[] | undefined,
+): Promise<string | null> {
+  if (typeof contentLength === "string" && Number(contentLength) > MAX_RESPONSE_BYTES) {
+    body.destroy();
+    return null;
+  }
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  for await (const chunk of body) {
+    bytes += chunk.length;
+    if (bytes > MAX_RESPONSE_BYTES) {
+      body.destroy();
+      return null;
+    }
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks, bytes).toString("utf8");
 }
 
 /**
@@ -173,7 +201,7 @@ export function classifyStatus(raw: { status: number; json: unknown }): UnknownO
       code: parsed.success ? parsed.data.error.code : `http_${raw.status}`,
     };
   }
-  // 1xx/3xx: redirects are refused (redirect: "error"), so this is a protocol violation.
+  // 1xx/3xx: redirects are not followed, so this is a protocol violation.
   return { kind: "unknown", reason: "bad_response", detail: `HTTP ${raw.status}` };
 }
 

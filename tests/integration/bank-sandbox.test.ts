@@ -694,6 +694,64 @@ describe("bank client: answers it cannot trust", () => {
     });
   });
 
+  it("an answer over 4 MiB is bad_response and is not read to its end, declared or streamed", async () => {
+    // A well-formed charge for this very key, padded past the bound: read whole, it would be a success.
+    const charge = JSON.stringify({
+      id: "ch_big",
+      status: "succeeded",
+      merchantRef: input.merchantRef,
+      amount: input.amountMinor,
+      currency: input.currency,
+      createdAt: "2026-12-01T00:00:00.000Z",
+      padding: "x".repeat(4 * 1024 * 1024),
+    });
+    const chunk = Buffer.from("x".repeat(64 * 1024));
+    let streamedBytes = 0;
+    for (const declared of [true, false]) {
+      answer = (res) => {
+        if (declared) {
+          res.writeHead(201, { "content-type": "application/json" }).end(charge);
+          return;
+        }
+        // Chunked, no declared length; the server stops writing when the client goes away.
+        res.writeHead(201, { "content-type": "application/json" });
+        res.write(charge.slice(0, -1));
+        const more = () => {
+          while (!res.destroyed && streamedBytes < 64 * 1024 * 1024) {
+            streamedBytes += chunk.length;
+            if (!res.write(chunk)) return void res.once("drain", more);
+          }
+          res.end("}");
+        };
+        more();
+      };
+      expect(await createCharge(input, { bankUrl: fakeUrl, timeoutMs: 5000 })).toEqual({
+        kind: "unknown",
+        reason: "bad_response",
+        detail: "response too large",
+      });
+    }
+    // The client stopped reading long before the 64 MiB the server was ready to send.
+    expect(streamedBytes).toBeLessThan(32 * 1024 * 1024);
+  });
+
+  it("negative control: the same padded charge under the bound is read and is a success", async () => {
+    const charge = JSON.stringify({
+      id: "ch_big",
+      status: "succeeded",
+      merchantRef: input.merchantRef,
+      amount: input.amountMinor,
+      currency: input.currency,
+      createdAt: "2026-12-01T00:00:00.000Z",
+      padding: "x".repeat(1024 * 1024),
+    });
+    answer = (res) => res.writeHead(201, { "content-type": "application/json" }).end(charge);
+    expect(await createCharge(input, { bankUrl: fakeUrl, timeoutMs: 5000 })).toMatchObject({
+      kind: "charge",
+      charge: { id: "ch_big", status: "succeeded" },
+    });
+  });
+
   it("a charge for another merchant reference is bad_response", async () => {
     answer = (res) =>
       res.writeHead(201, { "content-type": "application/json" }).end(
