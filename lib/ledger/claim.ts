@@ -170,6 +170,12 @@ export interface ClaimOptions {
    * `gateNewOperation`): the claim goes straight to the ledger instead of reading it again. Default false.
    */
   readonly replayCopyRead?: boolean;
+  /**
+   * The statement that claims, on `db`: returns the new row, or null when the key already has one (then the loser's
+   * path runs as for the plain claim). Default {@link insertClaimOrLose}; a top-up claims and is admitted in one
+   * statement (./topup-admission.ts `claimAndAdmitTopup`). It must be safe to run again after a lost connection.
+   */
+  readonly insert?: (db: Queryable, request: ClaimRequest) => Promise<LedgerEntry | null>;
 }
 
 /** A claim whose row neither inserts nor reads three times in a row means rows are being deleted: a bug. */
@@ -198,8 +204,9 @@ export async function claimOperation(
     const cached = await readCachedReplay(request.key, request.params);
     if (cached) return cached;
   }
+  const insert = options.insert ?? insertClaimOrLose;
   for (let round = 0; round < CLAIM_ROUNDS_MAX; round++) {
-    const entry = await insertClaimOrLose(autocommit(), request);
+    const entry = await insert(autocommit(), request);
     if (entry) return { kind: "claimed", entry };
     const own = await findOwnClaim(request);
     if (own) return { kind: "claimed", entry: own };

@@ -3,18 +3,16 @@
  * credit will have room under MAX_BALANCE_MINOR; otherwise it fails as `balance_limit_exceeded` with a stored 422,
  * and the bank is never called.
  */
-import { withTransaction } from "../db";
+import { autocommit } from "../db";
 import { env } from "../env";
 import {
-  failEntry,
-  markProcessing,
-  storeResponse,
+  admitTopupUnderWalletLock,
   type LedgerEntry,
   type StoredResponse,
+  type TopupCeiling,
   type TransitionActor,
-  withTransactionRetry,
 } from "../ledger";
-import { balanceLimitResponse, checkBalanceHeadroom } from "../wallet/check-balance-headroom";
+import { balanceLimitResponse } from "../wallet/check-balance-headroom";
 
 export type AdmissionOutcome =
   /** The row is `processing` under the caller's lease: call the bank. */
@@ -27,56 +25,46 @@ export type AdmissionOutcome =
 /**
  * Moves a claimed top-up `entry` (status `initiated`, lease held with fencing token `attempt`) to `processing` only
  * when `balance + amount + the user's other unfinished top-ups <= MAX_BALANCE_MINOR`, decided under the wallet
- * row's lock in the same transaction as the move (lib/wallet/check-balance-headroom.ts), so two concurrent top-ups
- * cannot both take the same room. Without room the row fails as `balance_limit_exceeded` and its 422 problem is
- * stored in that transaction. `actor` is "request" for the live request, "reconciler" for a re-drive of a row
+ * row's lock in the same statement as the move (lib/ledger/topup-admission.ts, one round trip), so two concurrent
+ * top-ups cannot both take the same room. Without room the row fails as `balance_limit_exceeded` and its 422 problem
+ * is stored in that statement. `actor` is "request" for the live request, "reconciler" for a re-drive of a row
  * taken over before it reached the bank. Contract section 5, case C15.
  *
- * Returns `admitted`, `no_room` (with the stored response, which may be an earlier identical one) or `fenced`.
- * A retried transaction whose first run committed finds its own result: the row `processing` under the same
- * attempt counts as admitted. Throws database errors (the row then stays `initiated` for the reconciler).
+ * Returns `admitted`, `no_room` (with the stored response, which may be an earlier identical one) or `fenced`, read
+ * from the row as the statement left it. A statement retried after a lost connection whose first run committed
+ * finds its own result: the row `processing` under the same attempt counts as admitted, failed for the ceiling as
+ * no room. Throws database errors (the row then stays `initiated` for the reconciler).
  */
 export async function admitTopup(
   entry: LedgerEntry,
   attempt: number,
   actor: Extract<TransitionActor, "request" | "reconciler">,
 ): Promise<AdmissionOutcome> {
+  const row = await admitTopupUnderWalletLock(autocommit(), {
+    ref: { userId: entry.userId, entryId: entry.id },
+    amountMinor: entry.amountMinor,
+    currency: entry.currency,
+    attempt,
+    actor,
+    ...topupCeiling(entry.amountMinor, entry.currency),
+  });
+  return admissionOf(row, attempt);
+}
+
+/** MAX_BALANCE_MINOR and the 422 a top-up of `amountMinor` (minor units of `currency`) stores when it has no room. */
+export function topupCeiling(amountMinor: number, currency: string): TopupCeiling {
   const maxBalanceMinor = env().MAX_BALANCE_MINOR;
-  const ref = { userId: entry.userId, entryId: entry.id };
-  return withTransactionRetry(() =>
-    withTransaction(async (tx): Promise<AdmissionOutcome> => {
-      const headroom = await checkBalanceHeadroom(tx, {
-        userId: entry.userId,
-        currency: entry.currency,
-        amountMinor: entry.amountMinor,
-        excludeEntryId: entry.id,
-        maxBalanceMinor,
-      });
-      if (headroom.fits) {
-        const moved = await markProcessing(ref, attempt, { actor, db: tx });
-        // Refused but `processing` under this very attempt: an earlier run of this transaction committed.
-        if (moved.kind === "moved" || (moved.entry.status === "processing" && moved.entry.attempt === attempt))
-          return { kind: "admitted", entry: moved.entry };
-        return { kind: "fenced", entry: moved.entry };
-      }
-      const failed = await failEntry(
-        ref,
-        {
-          actor,
-          guard: { kind: "lease", attempt },
-          reason: "balance_limit_exceeded",
-          detail: `${actor}: balance ${headroom.balanceMinor} + ${entry.amountMinor} + unfinished top-ups ${headroom.unfinishedTopupsMinor} > ${maxBalanceMinor}`,
-        },
-        tx,
-      );
-      if (failed.kind !== "moved" && failed.entry.failureReason !== "balance_limit_exceeded")
-        return { kind: "fenced", entry: failed.entry };
-      const stored = await storeResponse(
-        ref,
-        balanceLimitResponse(entry.amountMinor, entry.currency, maxBalanceMinor),
-        tx,
-      );
-      return { kind: "no_room", entry: failed.entry, response: stored.response };
-    }),
-  );
+  return { maxBalanceMinor, refusal: balanceLimitResponse(amountMinor, currency, maxBalanceMinor) };
+}
+
+/**
+ * The admission a top-up `row` records, as an admission left it for the lease holder with fencing token `attempt`:
+ * `processing` under that attempt is admitted; `failed` for `balance_limit_exceeded` (its 422 stored) had no room;
+ * anything else is fenced (taken over, or no longer unfinished). Pure.
+ */
+export function admissionOf(row: LedgerEntry, attempt: number): AdmissionOutcome {
+  if (row.status === "processing" && row.attempt === attempt) return { kind: "admitted", entry: row };
+  if (row.status === "failed" && row.failureReason === "balance_limit_exceeded" && row.response)
+    return { kind: "no_room", entry: row, response: row.response };
+  return { kind: "fenced", entry: row };
 }

@@ -9,6 +9,7 @@ import { createCharge } from "../bank/client";
 import { merchantRefFor } from "../bank/merchant-ref";
 import {
   cacheStoredResponse,
+  claimAndAdmitTopup,
   claimOperation,
   fromExisting,
   getEntryById,
@@ -19,7 +20,7 @@ import {
   type OperationResult,
 } from "../ledger";
 import { gateNewOperation, rateLimitedResult } from "../limits/new-operation-rate";
-import { admitTopup } from "./admit-topup";
+import { admissionOf, admitTopup, topupCeiling } from "./admit-topup";
 import { settleTopup, type ChargeEvidence } from "./settle-topup";
 import { topupResponse } from "./topup-response";
 
@@ -37,9 +38,10 @@ export interface CreateTopupInput {
 /**
  * Runs one top-up exactly once per `(user, "topup", refId)`.
  *
- * The winner commits its claim (`initiated`), then checks that the credit will have room under MAX_BALANCE_MINOR
- * (./admit-topup.ts; contract section 5, case C15): without room the row fails with a stored
- * `422 balance_limit_exceeded` and the bank is never called. With room it records `processing`, then calls the bank with the merchant
+ * The winner claims the key and, in the same statement and commit, checks that the credit will have room under
+ * MAX_BALANCE_MINOR (lib/ledger/topup-admission.ts, docs/decisions/044; contract section 5, case C15): without room
+ * the row fails with a stored `422 balance_limit_exceeded` and the bank is never called. With room the row is
+ * `processing` when the claim commits; the request then calls the bank with the merchant
  * reference as `Idempotency-Key` (so a retried call can never create a second charge) and hands the answer to the
  * one settlement function (./settle-topup.ts) as the lease holder: `succeeded` credits the wallet in the same
  * statement, `declined` fails the row, `pending` records the charge id and leaves the webhook to finish, and a key
@@ -64,6 +66,7 @@ async function runTopup(input: CreateTopupInput): Promise<OperationResult> {
   const gate = await gateNewOperation(key, params);
   if (gate.kind === "cached") return fromExisting(gate.outcome);
   if (gate.kind === "rate_limited") return rateLimitedResult(gate.retryAfterS);
+  const ceiling = topupCeiling(input.amountMinor, input.currency);
   const claim = await claimOperation(
     {
       key,
@@ -75,15 +78,23 @@ async function runTopup(input: CreateTopupInput): Promise<OperationResult> {
       actor: "request",
     },
     undefined,
-    // The gate has just read the replay copy.
-    { replayCopyRead: true },
+    {
+      // The gate has just read the replay copy.
+      replayCopyRead: true,
+      // The claim and the admission commit together (docs/decisions/044).
+      insert: (db, request) => claimAndAdmitTopup(db, request, ceiling),
+    },
   );
   if (claim.kind !== "claimed") return fromExisting(claim);
 
   const ref = { userId: input.userId, entryId: claim.entry.id };
-  // Admitted also covers our own earlier commit whose answer was lost with the connection (the transaction was
-  // retried): the row is `processing` under our attempt and we still own it.
-  const admission = await admitTopup(claim.entry, claim.entry.attempt, "request");
+  // Our own row as the claim's statement admitted it; also when the claim's answer was lost with the connection and
+  // the retry found the row (`processing` under our attempt: admitted, and we still own it). `initiated` is not
+  // reachable through ledger_claim_topup, which admits in the claim's commit; such a row is admitted here.
+  const admission =
+    claim.entry.status === "initiated"
+      ? await admitTopup(claim.entry, claim.entry.attempt, "request")
+      : admissionOf(claim.entry, claim.entry.attempt);
   if (admission.kind === "no_room") {
     await cacheStoredResponse(key, params, admission.response);
     return { kind: "response", response: admission.response, replayed: false };

@@ -9,13 +9,14 @@ import { env } from "@/lib/env";
 import { claimOperation } from "@/lib/ledger/claim";
 import type { LedgerEntry } from "@/lib/ledger/entry";
 import { markProcessing } from "@/lib/ledger/transitions";
+import { admitTopupUnderWalletLock, claimAndAdmitTopup } from "@/lib/ledger/topup-admission";
 import { createPayment } from "@/lib/payments/create-payment";
 import { reconcileOnce } from "@/lib/reconciler/reconcile-once";
 import { ensureRedisConnected, redis } from "@/lib/redis";
 import { capCounterKey } from "@/lib/rewards/cap-store";
 import { creditReward } from "@/lib/rewards/credit-reward";
-import { admitTopup } from "@/lib/topups/admit-topup";
-import { createTestUser } from "../helpers/db";
+import { admitTopup, topupCeiling } from "@/lib/topups/admit-topup";
+import { createTestUser, testPool } from "../helpers/db";
 import { balanceOf, claimRequest, dedicatedClient, freshRefId, seedBalance, transitionsOf } from "../helpers/ledger";
 import { creditedRewardsMinor } from "../helpers/rewards";
 import {
@@ -86,7 +87,11 @@ describe("C15: the headroom gate in front of the bank", () => {
   it("C15: a user with no wallet row yet is admitted (the row is created to be locked), and a fenced lease is not", async () => {
     const user = await createTestUser();
     const entry = await claimedTopup(user.id, 700);
-    expect((await admitTopup(entry, entry.attempt + 1, "request")).kind).toBe("fenced");
+    const fenced = await admitTopup(entry, entry.attempt + 1, "request");
+    expect(fenced.kind).toBe("fenced");
+    // The statement's own guard held (the outcome alone would also say fenced for a row moved under another attempt).
+    expect(fenced.entry).toMatchObject({ status: "initiated", attempt: entry.attempt });
+    expect((await transitionsOf(user.id, entry.id)).map((t) => t.to)).toEqual(["initiated"]);
     expect((await admitTopup(entry, entry.attempt, "request")).kind).toBe("admitted");
     // Run again (a retried transaction whose first run committed): its own result, not a refusal.
     expect((await admitTopup(entry, entry.attempt, "request")).kind).toBe("admitted");
@@ -112,6 +117,24 @@ describe("C15: the headroom gate in front of the bank", () => {
     }
   });
 
+  it("C15: the request's claim and admission in one statement: at the ceiling born failed with its 422, with room processing; a second claim of the key gets nothing", async () => {
+    const user = await createTestUser();
+    await seedBalance(user.id, maxBalance() - 500);
+    const claimAndAdmit = (refId: string, amountMinor: number) =>
+      claimAndAdmitTopup(testPool(), claimRequest(user.id, { refId, amountMinor }), topupCeiling(amountMinor, "USD"));
+    const over = await claimAndAdmit(freshRefId("c15"), 501);
+    expect(over).toMatchObject({ status: "failed", failureReason: "balance_limit_exceeded", leaseOwner: null });
+    expect(over?.response?.status).toBe(422);
+    expect(problemCode(over!.response!.body)).toBe("balance_limit_exceeded");
+    expect((await transitionsOf(user.id, over!.id)).map((t) => t.to)).toEqual(["initiated", "failed"]);
+    const refId = freshRefId("c15");
+    const fits = await claimAndAdmit(refId, 500);
+    expect(fits).toMatchObject({ status: "processing", attempt: 1, response: null });
+    expect((await transitionsOf(user.id, fits!.id)).map((t) => t.to)).toEqual(["initiated", "processing"]);
+    expect(await claimAndAdmit(refId, 500)).toBeNull();
+    expect(await balanceOf(user.id)).toBe(maxBalance() - 500);
+  });
+
   it("C15 negative control: the same staged race through a gate that ignores the other top-up admits both", async () => {
     // What the gate prevents: each request alone sees room for its 600 in the 1000 left.
     const user = await createTestUser();
@@ -125,6 +148,118 @@ describe("C15: the headroom gate in front of the bank", () => {
         : "no_room";
     const kinds = (await Promise.all([first, second].map(noGate))).sort();
     expect(kinds).toEqual(["moved", "moved"]);
+  });
+});
+
+/**
+ * The admission is one call of the PL/pgSQL function ledger_admit_topup (lib/ledger/topup-admission.ts). Each guard
+ * of its text is broken in a copy and shown to let through what the real function refuses: in a rolled-back
+ * transaction (CREATE OR REPLACE is transactional), or, for the race, as a function of its own that other sessions
+ * can call, dropped afterwards.
+ */
+describe("C15: the admission function's guards, each with its negative control", () => {
+  async function functionText(): Promise<string> {
+    const { rows } = await testPool().query<{ definition: string }>(
+      "SELECT pg_get_functiondef('ledger_admit_topup'::regproc) AS definition",
+    );
+    return rows[0]!.definition;
+  }
+
+  function rewritten(definition: string, from: string, to: string): string {
+    if (!definition.includes(from)) throw new Error(`the rewrite no longer matches the function's text: ${from}`);
+    return definition.replace(from, to);
+  }
+
+  /** Admits `entry` under `attempt` through a rewritten function, in a transaction that is rolled back. */
+  async function admitThroughRewrite(entry: LedgerEntry, attempt: number, from: string, to: string) {
+    const client = await testPool().connect();
+    try {
+      await client.query("BEGIN");
+      await client.query(rewritten(await functionText(), from, to));
+      return await admitTopupUnderWalletLock(client, admissionRequest(entry, attempt));
+    } finally {
+      await client.query("ROLLBACK");
+      client.release();
+    }
+  }
+
+  function admissionRequest(entry: LedgerEntry, attempt: number) {
+    return {
+      ref: { userId: entry.userId, entryId: entry.id },
+      amountMinor: entry.amountMinor,
+      currency: entry.currency,
+      attempt,
+      actor: "request" as const,
+      maxBalanceMinor: maxBalance(),
+      refusal: { status: 422, body: "{}" },
+    };
+  }
+
+  const ATTEMPT_GUARD = "AND e.status = 'initiated' AND e.attempt = p_attempt";
+  const OTHER_TOPUPS = "AND e.id <> p_entry_id";
+
+  it("negative control: without the fencing token in the move, a stale attempt moves the row to processing", async () => {
+    const user = await createTestUser();
+    const entry = await claimedTopup(user.id, 700);
+    const moved = await admitThroughRewrite(entry, entry.attempt + 1, ATTEMPT_GUARD, "AND e.status = 'initiated'");
+    expect(moved.status).toBe("processing");
+    // The real function, same call: nothing moves.
+    expect((await admitTopup(entry, entry.attempt + 1, "request")).entry.status).toBe("initiated");
+  });
+
+  it("negative control: without the other unfinished top-ups in the sum, a top-up that does not fit is admitted", async () => {
+    const user = await createTestUser();
+    await seedBalance(user.id, maxBalance() - 1000);
+    const other = await claimedTopup(user.id, 600);
+    expect((await admitTopup(other, other.attempt, "request")).kind).toBe("admitted");
+    const tooMuch = await claimedTopup(user.id, 500);
+    const admitted = await admitThroughRewrite(tooMuch, tooMuch.attempt, OTHER_TOPUPS, "AND false");
+    expect(admitted.status).toBe("processing");
+    expect((await admitTopup(tooMuch, tooMuch.attempt, "request")).kind).toBe("no_room");
+  });
+
+  it("negative control: the sum taken before the wallet lock refuses both racing top-ups, though one fits", async () => {
+    // The staged race of the test above, through a copy whose sum runs before the lock. Each call's sum counts the
+    // other's 600 as unfinished; the second to get the lock still counts the first's, which that one has just
+    // failed, so both are refused where the real function admits one ("exactly one is admitted" above).
+    const control = "c15_control_admit_topup";
+    const definition = await functionText();
+    const lockStart = definition.indexOf("SELECT w.balance_minor INTO v_balance_minor");
+    const sumStart = definition.indexOf("SELECT COALESCE(sum(e.amount_minor), 0)");
+    const sumEnd = definition.indexOf(";", sumStart) + 1;
+    if (lockStart < 0 || sumStart < lockStart) throw new Error("the function's lock and sum are no longer found");
+    const sum = definition.slice(sumStart, sumEnd);
+    const reordered = [
+      definition.slice(0, lockStart),
+      sum,
+      "\n  ",
+      definition.slice(lockStart, sumStart),
+      definition.slice(sumEnd),
+    ].join("");
+    const sumFirst = reordered.replace(/FUNCTION [^(]*ledger_admit_topup\(/, `FUNCTION ${control}(`);
+    await testPool().query(sumFirst);
+    const user = await createTestUser();
+    await seedBalance(user.id, maxBalance() - 1000);
+    const first = await claimedTopup(user.id, 600);
+    const second = await claimedTopup(user.id, 600);
+    const holder = await dedicatedClient("c15-control-holder");
+    try {
+      await holder.query("BEGIN");
+      await holder.query("SELECT 1 FROM wallets WHERE user_id = $1 FOR UPDATE", [user.id]);
+      const racing = [first, second].map((entry) =>
+        testPool().query<{ status: string }>(
+          `SELECT status FROM ${control}($1, $2, $3, 'USD', $4, 'request', $5, 422::smallint, '{}')`,
+          [user.id, entry.id, entry.amountMinor, entry.attempt, maxBalance()],
+        ),
+      );
+      await waitForBlockedSessions({ blockedBy: await backendPid(holder) }, 2, 10_000);
+      await holder.query("COMMIT");
+      const statuses = (await Promise.all(racing)).map((result) => result.rows[0]?.status);
+      expect(statuses).toEqual(["failed", "failed"]);
+    } finally {
+      await holder.end();
+      await testPool().query(`DROP FUNCTION IF EXISTS ${control}`);
+    }
   });
 });
 

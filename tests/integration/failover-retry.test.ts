@@ -4,7 +4,8 @@
  * pg_terminate_backend (57P01, what a node being stopped sends).
  *  - A payment whose answer is lost after it committed is retried; the retry finds the key taken by its own commit
  *    and answers from the row: money moved once, never twice.
- *  - A claim whose answer is lost carries on as the winner (same lease owner) instead of answering 409.
+ *  - A claim whose answer is lost carries on as the winner (same lease owner) instead of answering 409; a top-up's
+ *    claim and admission in one statement likewise, admitted once.
  *  - 57P01 mid-transaction: the whole transaction runs again and commits; health says "degraded" meanwhile.
  *  - 25006 (a read-only node) is retried only for the bounded time, then thrown.
  *  - The pool's error handler logs the idle connection it drops.
@@ -14,12 +15,13 @@ import { closeDb, pool, withTransaction } from "../../lib/db";
 import { checkHealth } from "../../lib/health/check-health";
 import { claimOperation } from "../../lib/ledger/claim";
 import { classifyDbError } from "../../lib/ledger/db-errors";
+import { claimAndAdmitTopup } from "../../lib/ledger/topup-admission";
 import { failoverRetriesInProgress, withTransactionRetry, type TransactionRetryInfo } from "../../lib/ledger/retry";
 import { log } from "../../lib/log";
 import { createPayment } from "../../lib/payments/create-payment";
 import { createTestUser, testPool } from "../helpers/db";
 import { startCuttingProxy, type CuttingProxy } from "../helpers/cutting-proxy";
-import { balanceOf, claimRequest, countRows, freshRefId, seedBalance } from "../helpers/ledger";
+import { balanceOf, claimRequest, countRows, freshRefId, seedBalance, transitionsOf } from "../helpers/ledger";
 import { testStack } from "../helpers/stack";
 import { waitFor } from "../helpers/wait";
 
@@ -65,6 +67,24 @@ describe("a lost answer is settled by the operation's key, never by running it t
     expect(proxy.cuts()).toBe(cutsBefore + 1);
     expect(outcome).toMatchObject({ kind: "claimed", entry: { status: "initiated", leaseOwner: request.leaseOwner } });
     expect(await countRows(user.id, "topup", request.key.refId)).toBe(1);
+  });
+
+  it("a top-up's claim and admission whose answer is lost carries on as the winner, admitted once", async () => {
+    const user = await createTestUser();
+    const request = claimRequest(user.id, { leaseOwner: `request-${freshRefId()}` });
+    await pool().query("SELECT 1");
+    // One autocommit statement (docs/decisions/044) returning the admitted row: "SELECT 1" after the commit.
+    proxy.arm("SELECT 1\0");
+    const cutsBefore = proxy.cuts();
+    const outcome = await claimOperation(request, 0, {
+      insert: (db, claim) =>
+        claimAndAdmitTopup(db, claim, { maxBalanceMinor: 10_000_000, refusal: { status: 422, body: "{}" } }),
+    });
+    expect(proxy.cuts()).toBe(cutsBefore + 1);
+    expect(outcome).toMatchObject({ kind: "claimed", entry: { status: "processing", leaseOwner: request.leaseOwner } });
+    expect(await countRows(user.id, "topup", request.key.refId)).toBe(1);
+    const entryId = outcome.kind === "claimed" ? outcome.entry.id : -1;
+    expect((await transitionsOf(user.id, entryId)).map((t) => t.to)).toEqual(["initiated", "processing"]);
   });
 });
 

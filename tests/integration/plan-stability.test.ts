@@ -10,9 +10,10 @@
  * certain), the money path run through lib/ on that session, the ledger filled to 100k rows, the money path run
  * again, and then the cached plan of every named statement read with `EXPLAIN EXECUTE`.
  *
- * The payment's statements run inside the PL/pgSQL function ledger_decide_payment, which caches their plans per
- * session as named statements are cached but lists them nowhere: they are read from auto_explain, loaded on the
- * session with its nested statements sent to the client as notices, while a payment runs on the filled ledger.
+ * The payment's statements run inside the PL/pgSQL function ledger_decide_payment, and a top-up's admission inside
+ * ledger_admit_topup; PL/pgSQL caches their plans per session as named statements are cached but lists them
+ * nowhere: they are read from auto_explain, loaded on the session with its nested statements sent to the client as
+ * notices, while a payment and two admissions (one with room, one without) run on the filled ledger.
  *
  * Negative controls: the credit transition as it was written before (its UPDATE joined to the locked row instead
  * of naming the key) is prepared on the same session at the same moment and must be caught scanning the ledger; a
@@ -34,7 +35,10 @@ import {
 import { migrate } from "../../lib/migrate";
 import { debitIntoDebt } from "../../lib/chargebacks/apply-dispute";
 import { decidePaymentUnderWalletLock, RESPONSE_DEBT_SLOT } from "../../lib/ledger/payment-statement";
+import { admitTopupUnderWalletLock, claimAndAdmitTopup } from "../../lib/ledger/topup-admission";
+import type { LedgerEntry } from "../../lib/ledger/entry";
 import { raiseRewardDayCredit, readRewardDayCredited } from "../../lib/rewards/raise-reward-day-credit";
+import { checkBalanceHeadroom } from "../../lib/wallet/check-balance-headroom";
 import { createScratchDatabase, dropScratchDatabases } from "../helpers/db";
 import { claimRequest } from "../helpers/ledger";
 
@@ -50,6 +54,10 @@ const MONEY_PATH_STATEMENTS = [
   "ledger_select_by_id",
   "ledger_select_by_key",
   "ledger_decide_payment",
+  "ledger_admit_topup",
+  "ledger_claim_topup",
+  "wallet_lock",
+  "wallet_unfinished_topups",
   "chargeback_debit",
   "reward_cap_day_raise",
   "reward_cap_day_read",
@@ -149,8 +157,21 @@ async function cachedPlans(session: pg.Client): Promise<Map<string, PlanNode>> {
   return plans;
 }
 
+/** The admission of `entry` (a claimed top-up) under a ceiling of `maxBalanceMinor`. */
+function admission(entry: LedgerEntry, maxBalanceMinor: number) {
+  return {
+    ref: { userId: entry.userId, entryId: entry.id },
+    amountMinor: entry.amountMinor,
+    currency: entry.currency,
+    attempt: entry.attempt,
+    actor: "request" as const,
+    maxBalanceMinor,
+    refusal: jsonStoredResponse(422, { code: "balance_limit_exceeded" }),
+  };
+}
+
 /**
- * One round of every money-path statement on `session`, through lib/: a top-up's claim, processing, charge id,
+ * One round of every money-path statement on `session`, through lib/: a top-up's claim, admission, charge id,
  * credit and stored response (twice: the second finds it stored), a read by key; a payment decided in one
  * statement (covered, its key again, not covered); a failed claim; a chargeback's debit; a reward day's raise,
  * refusal and read.
@@ -160,7 +181,8 @@ async function moneyPathRound(session: pg.Client, userId: string): Promise<void>
   const topup = await insertClaim(session, topupRequest);
   if (!topup) throw new Error("C25: a fresh top-up key was not claimed");
   const topupRef = { userId, entryId: topup.id };
-  await markProcessing(topupRef, topup.attempt, { db: session });
+  const admitted = await admitTopupUnderWalletLock(session, admission(topup, Number.MAX_SAFE_INTEGER));
+  if (admitted.status !== "processing") throw new Error("C25: the top-up was not admitted");
   await attachCharge(topupRef, `ch_${randomUUID()}`, session);
   const credited = await completeEntry(
     topupRef,
@@ -171,6 +193,13 @@ async function moneyPathRound(session: pg.Client, userId: string): Promise<void>
   await storeResponse(topupRef, jsonStoredResponse(201, { id: topup.id }), session);
   await storeResponse(topupRef, jsonStoredResponse(201, { id: topup.id }), session);
   await findEntryByKey(topupRequest.key, session);
+  // The request's path: claim and admission in one statement (docs/decisions/044); its key again gets nothing.
+  const requestTopup = claimRequest(userId, { type: "topup" });
+  const ceiling = { maxBalanceMinor: Number.MAX_SAFE_INTEGER, refusal: jsonStoredResponse(422, { code: "x" }) };
+  if ((await claimAndAdmitTopup(session, requestTopup, ceiling))?.status !== "processing")
+    throw new Error("C25: the top-up was not claimed and admitted");
+  if ((await claimAndAdmitTopup(session, requestTopup, ceiling)) !== null)
+    throw new Error("C25: a taken top-up key was claimed again");
 
   // A payment decided in one call of the function ledger_decide_payment, in autocommit as the app sends it
   // (docs/decisions/040): one that the wallet covers, the same key again (taken:
@@ -197,6 +226,7 @@ async function moneyPathRound(session: pg.Client, userId: string): Promise<void>
 
   const failing = await insertClaim(session, claimRequest(userId, { type: "topup" }));
   if (!failing) throw new Error("C25: a fresh key was not claimed");
+  await markProcessing({ userId, entryId: failing.id }, failing.attempt, { db: session });
   await failEntry(
     { userId, entryId: failing.id },
     { actor: "webhook", guard: { kind: "status_only" }, reason: "declined_by_bank" },
@@ -206,6 +236,17 @@ async function moneyPathRound(session: pg.Client, userId: string): Promise<void>
 
   // A chargeback's debit (contract section 12); the next round's top-up credit repays any debt it leaves.
   await debitIntoDebt(session, userId, 1, "USD");
+
+  // A reward's headroom check (lib/wallet/check-balance-headroom.ts): the wallet's lock and the unfinished top-ups.
+  await session.query("BEGIN");
+  await checkBalanceHeadroom(session, {
+    userId,
+    currency: "USD",
+    amountMinor: 5,
+    excludeEntryId: null,
+    maxBalanceMinor: Number.MAX_SAFE_INTEGER,
+  });
+  await session.query("COMMIT");
 
   const day = `2026-01-${String(1 + Math.floor(Math.random() * 28)).padStart(2, "0")}`;
   await raiseRewardDayCredit(session, { userId, day, amountMinor: 5, capMinor: 5 });
@@ -220,6 +261,7 @@ describe("C25: money-path plans survive a ledger that grows after they were made
   let plans: Map<string, PlanNode>;
   let controlText: string;
   let paymentStatements: ExplainedStatement[];
+  let admissionStatements: ExplainedStatement[];
   let controlStatements: ExplainedStatement[];
 
   beforeAll(async () => {
@@ -296,6 +338,17 @@ describe("C25: money-path plans survive a ledger that grows after they were made
         },
       }),
     );
+    admissionStatements = await explainedDuring(session, async () => {
+      for (const maxBalanceMinor of [Number.MAX_SAFE_INTEGER, 0]) {
+        const refusal = jsonStoredResponse(422, { code: "balance_limit_exceeded" });
+        const admitted = await claimAndAdmitTopup(session, claimRequest(userId, { type: "topup" }), {
+          maxBalanceMinor,
+          refusal,
+        });
+        if (admitted?.status !== (maxBalanceMinor > 0 ? "processing" : "failed"))
+          throw new Error(`C25: the claim and admission under ${maxBalanceMinor} left the row ${admitted?.status}`);
+      }
+    });
     controlStatements = await explainedDuring(session, () => session.query("SELECT c25_control_lookup('none')"));
   });
 
@@ -309,8 +362,8 @@ describe("C25: money-path plans survive a ledger that grows after they were made
     const after = await admin.query<{ reltuples: number; rows: number }>(
       "SELECT reltuples, (SELECT count(*)::int FROM ledger_entries) AS rows FROM pg_class WHERE relname = 'ledger_entries'",
     );
-    // Four rounds of four rows, and the payment read through auto_explain.
-    expect(after.rows[0]).toEqual({ reltuples: -1, rows: FILL_ROWS + 4 * 4 + 1 });
+    // Four rounds of five rows, the payment and the two claims and admissions read through auto_explain.
+    expect(after.rows[0]).toEqual({ reltuples: -1, rows: FILL_ROWS + 4 * 5 + 3 });
   });
 
   it("every money-path statement was prepared on the session, and none of their plans scans a whole table", () => {
@@ -325,6 +378,24 @@ describe("C25: money-path plans survive a ledger that grows after they were made
     expect(lock, "the function's lock statement was not reported").toBeDefined();
     expect(decide, "the function's deciding statement was not reported").toBeDefined();
     const findings = paymentStatements.flatMap((s) => fullScans(s.text.slice(0, 80), s.plan));
+    expect(findings).toEqual([]);
+  });
+
+  it("the top-up claim and admission functions' own statements (with room and without), planned on the empty ledger, scan no table", () => {
+    const texts = [
+      "ON CONFLICT (user_id, type, ref_id) DO NOTHING",
+      "FROM wallets w WHERE w.user_id = p_user_id FOR UPDATE",
+      "sum(e.amount_minor)",
+      "SET status = 'processing'",
+      "SET status = 'failed'",
+      "SET response_status = p_refusal_status",
+    ];
+    for (const text of texts)
+      expect(
+        admissionStatements.some((s) => s.text.includes(text)),
+        `the admission's statement with ${text} was not reported`,
+      ).toBe(true);
+    const findings = admissionStatements.flatMap((s) => fullScans(s.text.slice(0, 80), s.plan));
     expect(findings).toEqual([]);
   });
 

@@ -1,0 +1,116 @@
+/**
+ * A top-up's admission in one statement (contract section 5, case C15; docs/decisions/044): the wallet lock, the
+ * headroom decision and the guarded move that records it, in one call of the PL/pgSQL function ledger_admit_topup,
+ * or, for a request, together with its claim in one call of ledger_claim_topup
+ * (prisma/migrations/20261204100000_topup_admission_one_round_trip). The functions repeat, for these moves, the
+ * claim of ./claim.ts and the guards of ./transitions.ts: a lease holder's fencing token, a terminal row never
+ * moving, the stored response's first writer winning.
+ */
+import type { ClaimRequest } from "./claim";
+import { classifyDbError } from "./db-errors";
+import { ENTRY_COLUMNS, toLedgerEntry, type LedgerEntry, type StoredResponse, type TransitionActor } from "./entry";
+import { fingerprint } from "./fingerprint";
+import { prepared, type Queryable } from "./queryable";
+import type { EntryRef } from "./transitions";
+
+const ADMIT_TOPUP_SQL = `SELECT ${ENTRY_COLUMNS}
+  FROM ledger_admit_topup($1, $2::bigint, $3::bigint, $4, $5::int, $6, $7::bigint, $8::smallint, $9)`;
+
+const CLAIM_TOPUP_SQL = `SELECT ${ENTRY_COLUMNS}
+  FROM ledger_claim_topup($1, $2, $3::bigint, $4, $5, $6::jsonb, $7, $8::int, $9, $10::bigint, $11::smallint, $12)`;
+
+/** The ceiling a top-up's admission is judged against, and what it stores when there is no room. */
+export interface TopupCeiling {
+  /** MAX_BALANCE_MINOR (contract section 9). */
+  readonly maxBalanceMinor: number;
+  /** The first response to store when there is no room (the 422 `balance_limit_exceeded` problem). */
+  readonly refusal: StoredResponse;
+}
+
+/** What {@link admitTopupUnderWalletLock} is asked. */
+export interface TopupAdmissionRequest extends TopupCeiling {
+  /** The claimed top-up row. */
+  readonly ref: EntryRef;
+  /** The row's amount (positive minor units) and currency (ISO 4217; used only to create a missing wallet row). */
+  readonly amountMinor: number;
+  readonly currency: string;
+  /** The caller's fencing token: the row moves only while its `attempt` is this one. */
+  readonly attempt: number;
+  readonly actor: Extract<TransitionActor, "request" | "reconciler">;
+}
+
+/**
+ * Decides `request.ref`'s admission in one statement on `db` (the pool in autocommit: the statement commits by
+ * itself, and is safe to run again after a lost connection, since each move is guarded by the row's status and
+ * attempt and the store by `response IS NULL`). Under the wallet row's lock (created with balance 0 when missing),
+ * when `balance + amountMinor + the user's other unfinished top-ups <= maxBalanceMinor` the row moves `initiated` ->
+ * `processing`; otherwise it moves `initiated`/`processing` -> `failed` (`balance_limit_exceeded`, the figures in
+ * the audit row's detail) and `request.refusal` is stored unless a response is already stored. Both moves only
+ * under `request.attempt`.
+ *
+ * Returns the row as the statement left it; the caller reads the decision from it: `processing` under
+ * `request.attempt` is admitted, `failed` for `balance_limit_exceeded` (with its stored response) has no room,
+ * anything else was fenced (a take-over, or a row no longer unfinished). Throws database errors, and an Error when
+ * the row does not exist.
+ */
+export async function admitTopupUnderWalletLock(db: Queryable, request: TopupAdmissionRequest): Promise<LedgerEntry> {
+  const { ref } = request;
+  const result = await db.query(
+    prepared("ledger_admit_topup", ADMIT_TOPUP_SQL, [
+      ref.userId,
+      ref.entryId,
+      request.amountMinor,
+      request.currency,
+      request.attempt,
+      request.actor,
+      request.maxBalanceMinor,
+      request.refusal.status,
+      request.refusal.body,
+    ]),
+  );
+  const row = result.rows[0];
+  if (!row) throw new Error(`ledger entry ${ref.userId}/${ref.entryId} does not exist`);
+  return toLedgerEntry(row);
+}
+
+/**
+ * Claims a top-up key and admits the new row in one statement on `db` (contract sections 1 and 5; case C15): the
+ * claim of ./claim.ts `insertClaim` (`request.key.type` must be "topup"), then, in the same statement and commit,
+ * {@link admitTopupUnderWalletLock} of the new row under its own attempt. For ./claim.ts `claimOperation`'s
+ * `insert` option: safe to run again after a lost connection (the claim then finds its own row).
+ *
+ * Returns the new row as the admission left it (`processing`, or `failed` for `balance_limit_exceeded` with its
+ * stored 422), or null when the key already has a row (also for a unique violation of the claim index itself,
+ * contract section 8): the caller takes the loser's path. Throws other database errors.
+ */
+export async function claimAndAdmitTopup(
+  db: Queryable,
+  request: ClaimRequest,
+  ceiling: TopupCeiling,
+): Promise<LedgerEntry | null> {
+  const { key } = request;
+  if (key.type !== "topup") throw new Error(`claimAndAdmitTopup: a ${key.type} key is not a top-up`);
+  try {
+    const result = await db.query(
+      prepared("ledger_claim_topup", CLAIM_TOPUP_SQL, [
+        key.userId,
+        key.refId,
+        request.amountMinor,
+        request.currency,
+        fingerprint(key.type, request.params),
+        JSON.stringify(request.params),
+        request.leaseOwner,
+        request.leaseMs,
+        request.actor,
+        ceiling.maxBalanceMinor,
+        ceiling.refusal.status,
+        ceiling.refusal.body,
+      ]),
+    );
+    const row = result.rows[0];
+    return row ? toLedgerEntry(row) : null;
+  } catch (error) {
+    if (classifyDbError(error).kind === "already_claimed") return null;
+    throw error;
+  }
+}
