@@ -244,6 +244,46 @@ export async function attachCharge(
   return row ? toLedgerEntry(row) : null;
 }
 
+// The charge id and the row's first response in one statement (one commit instead of two): only while the row is
+// still in the status the response was built from, has no charge id and no stored response. The body's time slot
+// ($6) is written as the row's new updated_at, as Date.prototype.toISOString writes it (timestamptz(3)).
+// $1 user_id, $2 entry id, $3 bank charge id, $4 response status, $5 response body, $6 time slot, $7 expected status.
+const ATTACH_CHARGE_AND_RESPOND_SQL = `
+UPDATE ledger_entries
+   SET bank_charge_id = $3, updated_at = now(), response_status = $4,
+       response_body = replace($5, $6, to_char(now()::timestamptz(3) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+ WHERE user_id = $1 AND id = $2 AND status = $7 AND bank_charge_id IS NULL AND response_status IS NULL
+RETURNING ${ENTRY_COLUMNS}`;
+
+/**
+ * {@link attachCharge} and {@link storeResponse} in one statement, for the request that learns a pending charge's
+ * id and answers at once (contract sections 2 and 3). `response` is the row's first response as it will be after
+ * the write: built from a row in status `status`, its `updatedAt` left as `timeSlot` (RESPONSE_TIME_SLOT) for the
+ * statement to write the row's new time. Moves nothing unless the row is still in `status`, with no charge id and
+ * no stored response. Returns the updated row (its response stored), or null when that guard did not hold: then
+ * nothing was written, and the caller takes the two separate steps. Throws database errors.
+ */
+export async function attachChargeAndRespond(
+  ref: EntryRef,
+  bankChargeId: string,
+  first: { readonly status: EntryStatus; readonly response: StoredResponse; readonly timeSlot: string },
+  db: Queryable = autocommit(),
+): Promise<LedgerEntry | null> {
+  const result = await db.query(
+    prepared("ledger_attach_charge_and_respond", ATTACH_CHARGE_AND_RESPOND_SQL, [
+      ref.userId,
+      ref.entryId,
+      bankChargeId,
+      first.response.status,
+      first.response.body,
+      first.timeSlot,
+      first.status,
+    ]),
+  );
+  const row = result.rows[0];
+  return row ? toLedgerEntry(row) : null;
+}
+
 const STORE_RESPONSE_SQL = `
 UPDATE ledger_entries SET response_status = $3, response_body = $4
  WHERE user_id = $1 AND id = $2 AND response_status IS NULL

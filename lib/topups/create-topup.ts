@@ -18,11 +18,12 @@ import {
   newLeaseOwner,
   type LedgerEntry,
   type OperationResult,
+  type StoredResponse,
 } from "../ledger";
 import { gateNewOperation, rateLimitedResult } from "../limits/new-operation-rate";
 import { admissionOf, admitTopup, topupCeiling } from "./admit-topup";
 import { settleTopup, type ChargeEvidence } from "./settle-topup";
-import { topupResponse } from "./topup-response";
+import { topupResponse, topupResponseOnWrite } from "./topup-response";
 
 export interface CreateTopupInput {
   /** From the authenticated session or API token, never from a request body. */
@@ -44,7 +45,8 @@ export interface CreateTopupInput {
  * `processing` when the claim commits; the request then calls the bank with the merchant
  * reference as `Idempotency-Key` (so a retried call can never create a second charge) and hands the answer to the
  * one settlement function (./settle-topup.ts) as the lease holder: `succeeded` credits the wallet in the same
- * statement, `declined` fails the row, `pending` records the charge id and leaves the webhook to finish, and a key
+ * statement, `declined` fails the row, `pending` records the charge id together with the request's first response
+ * (one statement) and leaves the webhook to finish, and a key
  * the bank reports cancelled (409) fails it as `expired`. A timeout or lost reply leaves the row `processing` for
  * the webhook or the reconciler (the outcome is unknown, so nothing guesses). The response it returns,
  * 201 `{ topup: T }` with the status known at that moment (./topup-response.ts), is stored first-writer-wins.
@@ -100,6 +102,8 @@ async function runTopup(input: CreateTopupInput): Promise<OperationResult> {
     return { kind: "response", response: admission.response, replayed: false };
   }
   let current: LedgerEntry = admission.entry;
+  // The first response, when the settlement stored it together with a pending charge's id.
+  let responded: StoredResponse | null = null;
   // Fenced: our lease was taken over (this request stalled past LEASE_MS before reaching the bank). The new owner
   // drives the row now, so this request must not call the bank; it answers with what the row says.
   if (admission.kind === "admitted") {
@@ -125,16 +129,18 @@ async function runTopup(input: CreateTopupInput): Promise<OperationResult> {
         actor: "request",
         guard: { kind: "lease", attempt: claim.entry.attempt },
         detail: "request: the bank's answer to POST /charges",
+        pendingResponse: topupResponseOnWrite,
       });
       if (settled.kind === "anomaly")
         log().warn({ anomaly: settled.anomaly }, "top-up: the bank's answer disagrees with the row");
       current = settled.entry;
+      if (settled.kind === "pending") responded = settled.responded ?? null;
     } else {
       current = (await getEntryById(ref)) ?? current;
     }
   }
 
-  const stored = await storeResponse(ref, topupResponse(current));
+  const stored = responded ? { stored: true, response: responded } : await storeResponse(ref, topupResponse(current));
   await cacheStoredResponse(key, params, stored.response);
   return { kind: "response", response: stored.response, replayed: !stored.stored };
 }

@@ -15,6 +15,7 @@ import { env } from "../env";
 import { log } from "../log";
 import {
   attachCharge,
+  attachChargeAndRespond,
   completeEntry,
   failEntry,
   isTerminal,
@@ -26,7 +27,9 @@ import {
   type TransitionGuard,
   type TransitionOutcome,
   type Queryable,
+  type StoredResponse,
   classifyDbError,
+  RESPONSE_TIME_SLOT,
 } from "../ledger";
 import { creditAdjustment, type AdjustedCharge } from "./credit-adjustment";
 
@@ -60,6 +63,13 @@ export interface SettleDoor {
    * caller records it with {@link noteSettleFailure} after rolling back.
    */
   readonly db?: Queryable;
+  /**
+   * The request's first response for a row the charge leaves pending, built from the row before the charge id is
+   * recorded, its `updatedAt` written as RESPONSE_TIME_SLOT (./topup-response.ts `topupResponseOnWrite`): stored in
+   * the statement that records the charge id (lib/ledger `attachChargeAndRespond`, one commit instead of two). Only
+   * the request sets it; the `pending` outcome then carries the response when this call stored it.
+   */
+  readonly pendingResponse?: (entry: LedgerEntry) => StoredResponse;
 }
 
 /** Why a row and its charge cannot be settled by the app alone: nothing moves, an admin looks. */
@@ -106,8 +116,11 @@ export type SettlementOutcome =
    * to the row (contract section 5). `entry` is the top-up, unchanged.
    */
   | { readonly kind: "adjusted"; readonly entry: LedgerEntry; readonly adjustment: LedgerEntry }
-  /** The charge is pending at the bank: the row stays unfinished (its charge id recorded). */
-  | { readonly kind: "pending"; readonly entry: LedgerEntry }
+  /**
+   * The charge is pending at the bank: the row stays unfinished (its charge id recorded). `responded`: the first
+   * response this call stored with the charge id (only when the door asked for it, {@link SettleDoor.pendingResponse}).
+   */
+  | { readonly kind: "pending"; readonly entry: LedgerEntry; readonly responded?: StoredResponse }
   /**
    * Nothing to do: the row already is what the evidence says (`already_succeeded`, `already_failed`), or this
    * lease holder was fenced out by a take-over (`fenced`: the new owner settles it).
@@ -265,7 +278,14 @@ async function settle(
   const db = door.db;
   let moved: TransitionOutcome;
   if (status === "pending") {
-    const attached = entry.bankChargeId === null && chargeId ? await attachCharge(refOf(entry), chargeId, db) : null;
+    if (entry.bankChargeId !== null || !chargeId) return { kind: "pending", entry };
+    if (door.pendingResponse) {
+      const response = door.pendingResponse(entry);
+      const first = { status: entry.status, response, timeSlot: RESPONSE_TIME_SLOT };
+      const answered = await attachChargeAndRespond(refOf(entry), chargeId, first, db);
+      if (answered?.response) return { kind: "pending", entry: answered, responded: answered.response };
+    }
+    const attached = await attachCharge(refOf(entry), chargeId, db);
     return { kind: "pending", entry: attached ?? entry };
   }
   if (status === "succeeded") {

@@ -7,6 +7,7 @@
 import {
   isTerminal,
   jsonStoredResponse,
+  RESPONSE_TIME_SLOT,
   storeResponse,
   topupView,
   type LedgerEntry,
@@ -16,6 +17,15 @@ import {
 /** The stored first response for `entry` (a top-up row) as it is now. Pure. */
 export function topupResponse(entry: LedgerEntry): StoredResponse {
   return jsonStoredResponse(201, { topup: topupView(entry) });
+}
+
+/**
+ * {@link topupResponse} of `entry` as a write of the row will leave it: `updatedAt` written as RESPONSE_TIME_SLOT,
+ * for the statement that writes the row to fill with the row's new time (lib/ledger `attachChargeAndRespond`).
+ * Filled, it is byte for byte `topupResponse` of the row the statement returns. Pure.
+ */
+export function topupResponseOnWrite(entry: LedgerEntry): StoredResponse {
+  return jsonStoredResponse(201, { topup: { ...topupView(entry), updatedAt: RESPONSE_TIME_SLOT } });
 }
 
 /**

@@ -4,8 +4,11 @@
  */
 import { describe, expect, it } from "vitest";
 import { claimOperation } from "../../lib/ledger/claim";
+import { RESPONSE_TIME_SLOT } from "../../lib/ledger/payment-statement";
+import { jsonStoredResponse } from "../../lib/ledger/views";
 import {
   attachCharge,
+  attachChargeAndRespond,
   completeEntry,
   failEntry,
   getEntryById,
@@ -168,6 +171,53 @@ describe("lifecycle", () => {
     expect((await attachCharge(ref, "ch_a"))?.bankChargeId).toBe("ch_a");
     expect(await attachCharge(ref, "ch_b")).toBeNull();
     expect((await getEntryById(ref))?.bankChargeId).toBe("ch_a");
+  });
+
+  it("attachChargeAndRespond records the charge id and the first response together, its time slot the row's new updatedAt", async () => {
+    const user = await createTestUser();
+    const { entry, ref } = await claimed(user.id);
+    await markProcessing(ref, entry.attempt);
+    const first = {
+      status: "processing" as const,
+      response: jsonStoredResponse(201, { status: "processing", updatedAt: RESPONSE_TIME_SLOT }),
+      timeSlot: RESPONSE_TIME_SLOT,
+    };
+    const answered = await attachChargeAndRespond(ref, "ch_a", first);
+    expect(answered).toMatchObject({ bankChargeId: "ch_a", status: "processing" });
+    const row = await getEntryById(ref);
+    expect(row?.updatedAt.getTime()).toBe(answered?.updatedAt.getTime());
+    expect(row?.updatedAt.getTime()).toBeGreaterThanOrEqual(entry.updatedAt.getTime());
+    // Byte for byte the body a render of the written row gives.
+    const rendered = jsonStoredResponse(201, { status: "processing", updatedAt: row!.updatedAt.toISOString() });
+    expect(row?.response).toEqual(rendered);
+    expect(answered?.response).toEqual(rendered);
+    // Once: a charge id or a response already there, and nothing is written.
+    expect(await attachChargeAndRespond(ref, "ch_b", first)).toBeNull();
+    expect(await getEntryById(ref)).toEqual(row);
+  });
+
+  it("attachChargeAndRespond writes nothing when the row left the status its response was built from, or has a response", async () => {
+    const user = await createTestUser();
+    const first = {
+      status: "processing" as const,
+      response: jsonStoredResponse(201, { status: "processing", updatedAt: RESPONSE_TIME_SLOT }),
+      timeSlot: RESPONSE_TIME_SLOT,
+    };
+    // Credited by the webhook before the request got the bank's answer: a "processing" answer would be stale.
+    const credited = await claimed(user.id);
+    await markProcessing(credited.ref, credited.entry.attempt);
+    await completeEntry(credited.ref, { actor: "webhook", guard: { kind: "status_only" }, credit: true });
+    expect(await attachChargeAndRespond(credited.ref, "ch_c", first)).toBeNull();
+    expect(await getEntryById(credited.ref)).toMatchObject({ status: "succeeded", bankChargeId: null, response: null });
+    // A response already stored (first writer wins), the row still processing without a charge id.
+    const answered = await claimed(user.id);
+    await markProcessing(answered.ref, answered.entry.attempt);
+    await storeResponse(answered.ref, jsonStoredResponse(201, { earlier: true }));
+    expect(await attachChargeAndRespond(answered.ref, "ch_d", first)).toBeNull();
+    expect(await getEntryById(answered.ref)).toMatchObject({
+      bankChargeId: null,
+      response: jsonStoredResponse(201, { earlier: true }),
+    });
   });
 });
 

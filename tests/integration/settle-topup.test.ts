@@ -6,9 +6,10 @@
 import { describe, expect, it } from "vitest";
 import type { BankCharge } from "@/lib/bank/client";
 import { claimOperation } from "@/lib/ledger/claim";
-import { completeEntry, failEntry, getEntryById, markProcessing } from "@/lib/ledger/transitions";
+import { completeEntry, failEntry, getEntryById, markProcessing, storeResponse } from "@/lib/ledger/transitions";
 import type { LedgerEntry } from "@/lib/ledger/entry";
 import { settleTopup, type ChargeEvidence, type SettleDoor } from "@/lib/topups/settle-topup";
+import { topupResponse, topupResponseOnWrite } from "@/lib/topups/topup-response";
 import { createTestUser, testPool } from "../helpers/db";
 import { balanceOf, claimRequest, freshRefId, seedBalance } from "../helpers/ledger";
 
@@ -91,6 +92,39 @@ describe("settleTopup: an unfinished row", () => {
       kind: "pending",
       entry: { status: "processing", bankChargeId: `ch_${row.refId}` },
     });
+  });
+
+  it("`pending` for the request stores its first response with the charge id, byte for byte the row's own render", async () => {
+    const row = await topupRow("processing");
+    const request: SettleDoor = {
+      actor: "request",
+      guard: { kind: "lease", attempt: row.attempt },
+      detail: "test: request",
+      pendingResponse: topupResponseOnWrite,
+    };
+    const settled = await settleTopup(row, bankSays(row, "pending"), request);
+    const stored = await getEntryById({ userId: row.userId, entryId: row.id });
+    expect(settled).toMatchObject({ kind: "pending", entry: { bankChargeId: `ch_${row.refId}` } });
+    expect(stored?.response).toEqual(topupResponse(stored!));
+    expect(settled.kind === "pending" && settled.responded).toEqual(stored?.response);
+    // A second settlement of the same row finds the charge id recorded: nothing stored again.
+    const again = await settleTopup(stored!, bankSays(row, "pending"), request);
+    expect(again).toEqual({ kind: "pending", entry: stored });
+  });
+
+  it("`pending` for the request with a response already stored records the charge id alone (the earlier response stays)", async () => {
+    const row = await topupRow("processing");
+    const ref = { userId: row.userId, entryId: row.id };
+    await storeResponse(ref, { status: 201, body: '{"earlier":true}' });
+    const settled = await settleTopup(row, bankSays(row, "pending"), {
+      actor: "request",
+      guard: { kind: "lease", attempt: row.attempt },
+      detail: "test: request",
+      pendingResponse: topupResponseOnWrite,
+    });
+    expect(settled).toMatchObject({ kind: "pending", entry: { bankChargeId: `ch_${row.refId}` } });
+    expect(settled.kind === "pending" && settled.responded).toBeUndefined();
+    expect((await getEntryById(ref))?.response).toEqual({ status: 201, body: '{"earlier":true}' });
   });
 
   it("a charge of another amount, currency or id is an anomaly naming merchant reference and charge id; nothing moves", async () => {
