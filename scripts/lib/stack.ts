@@ -168,7 +168,8 @@ export async function startBank(options: {
  * which compiles on request and hot-reloads edited files), run by node directly so that stopping its process
  * group stops next-server too (docs/development.md note 8). `env` is its whole environment (DATABASE_URL, BANK_URL,
  * APP_URL...); NODE_ENV (production, or development with `dev`) and NEXT_TELEMETRY_DISABLED=1 are added. `host`
- * defaults to 127.0.0.1. `nodeArgs` go before the script (e.g. `--cpu-prof`). Readiness is the caller's business
+ * defaults to 127.0.0.1. `nodeArgs` go before the script (e.g. `--cpu-prof`). `root` is the checkout whose build
+ * runs (default this one; bench/compare-http.ts compares two). Readiness is the caller's business
  * (`GET /api/v1/health`).
  */
 export function spawnApp(options: {
@@ -179,6 +180,7 @@ export function spawnApp(options: {
   nodeArgs?: string[];
   host?: string;
   dev?: boolean;
+  root?: string;
 }): Service {
   return spawnService({
     name: options.name ?? "app",
@@ -192,7 +194,7 @@ export function spawnApp(options: {
       "-p",
       String(options.port),
     ],
-    cwd: projectRoot,
+    cwd: options.root ?? projectRoot,
     env: {
       ...options.env,
       NODE_ENV: options.dev ? "development" : "production",
