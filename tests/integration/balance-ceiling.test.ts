@@ -195,6 +195,39 @@ describe("C15: the admission function's guards, each with its negative control",
     };
   }
 
+  it("a unique violation of the claim index raised inside the claim's function is a lost claim; other errors are thrown", async () => {
+    const user = await createTestUser();
+    const request = claimRequest(user.id, { refId: freshRefId("c15"), amountMinor: 100 });
+    const ceiling = topupCeiling(100, "USD");
+    expect(await claimAndAdmitTopup(testPool(), request, ceiling)).toMatchObject({ status: "processing" });
+    // ON CONFLICT makes a 23505 unexpected; the function without it raises one on the taken key (contract section 8).
+    const client = await testPool().connect();
+    try {
+      await client.query("BEGIN");
+      const { rows } = await client.query<{ definition: string }>(
+        "SELECT pg_get_functiondef('ledger_claim_topup'::regproc) AS definition",
+      );
+      await client.query(rewritten(rows[0]!.definition, "ON CONFLICT (user_id, type, ref_id) DO NOTHING", ""));
+      expect(await claimAndAdmitTopup(client, request, ceiling)).toBeNull();
+    } finally {
+      await client.query("ROLLBACK");
+      client.release();
+    }
+    // A refused row (amount_minor > 0) is not a lost claim: the CHECK violation is thrown as it came.
+    const invalid = claimRequest(user.id, { refId: freshRefId("c15"), amountMinor: -5 });
+    await expect(claimAndAdmitTopup(testPool(), invalid, ceiling)).rejects.toMatchObject({ code: "23514" });
+  });
+
+  it("refuses what is not a top-up's claim, and an admission of a row that does not exist", async () => {
+    const user = await createTestUser();
+    const payment = claimRequest(user.id, { type: "payment", amountMinor: 100 });
+    await expect(claimAndAdmitTopup(testPool(), payment, topupCeiling(100, "USD"))).rejects.toThrow(
+      "a payment key is not a top-up",
+    );
+    const missing = { ...admissionRequest({ ...(await claimedTopup(user.id, 100)), id: -1 }, 1) };
+    await expect(admitTopupUnderWalletLock(testPool(), missing)).rejects.toThrow(`${user.id}/-1 does not exist`);
+  });
+
   const ATTEMPT_GUARD = "AND e.status = 'initiated' AND e.attempt = p_attempt";
   const OTHER_TOPUPS = "AND e.id <> p_entry_id";
 
