@@ -40,6 +40,7 @@ import { cpuSnapshot, cpuUse, findCpuTargets, type CpuTargets } from "./cpu-acco
 import { loadRoute, warmUntilSteady, type RequestGenerator } from "./http-load";
 import { createHttpUsers } from "./http-users";
 import { renderTable } from "./report";
+import { median } from "./stats";
 
 const ROUTES = {
   noop: "/api/v1/bench/noop",
@@ -212,11 +213,7 @@ async function main(): Promise<number> {
       }
     }
 
-    const median = (list: Turn[], pick: (turn: Turn) => number) => {
-      const sorted = list.map(pick).sort((a, b) => a - b);
-      const middle = Math.floor(sorted.length / 2);
-      return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-    };
+    const medianOf = (list: Turn[], pick: (turn: Turn) => number) => median(list.map(pick)) ?? Number.NaN;
     const fields: Array<[string, (turn: Turn) => number, number]> = [
       ["req/s", (turn) => turn.requestsPerS, 0],
       ["app CPU ms/req", (turn) => turn.appMs, 3],
@@ -224,8 +221,8 @@ async function main(): Promise<number> {
       ["bank CPU ms/req", (turn) => turn.bankMs, 3],
     ];
     const rows = fields.map(([label, pick, digits]) => {
-      const mine = median(turns.this!, pick);
-      const theirs = median(turns.other!, pick);
+      const mine = medianOf(turns.this!, pick);
+      const theirs = medianOf(turns.other!, pick);
       return [label, mine.toFixed(digits), theirs.toFixed(digits), theirs > 0 ? (mine / theirs).toFixed(2) : "n/a"];
     });
     process.stdout.write(

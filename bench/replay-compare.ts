@@ -20,13 +20,13 @@ import { parseArgs } from "node:util";
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { freePort, waitForHttp } from "../scripts/lib/ports";
-import { spawnService, type Service } from "../scripts/lib/processes";
 import { randomAuthSecret } from "../scripts/lib/secrets";
 import {
   childEnvironment,
   ensureBuilt,
   LOAD_OPS_PER_MINUTE,
   projectRoot,
+  spawnApp,
   startBank,
   startStack,
 } from "../scripts/lib/stack";
@@ -35,6 +35,7 @@ import { duplicateStorm, type DuplicateStormFigures } from "./duplicate-storm";
 import { loadRoute, type HttpFigures } from "./http-load";
 import { createHttpUsers } from "./http-users";
 import { cell, renderTable } from "./report";
+import { median as medianOf } from "./stats";
 
 /** As bench/run.ts: 32 connections, 1000 users, 1000-request storms, 2 s warm-up. */
 const CONNECTIONS = 32;
@@ -64,23 +65,8 @@ interface Measured {
   readonly storms: { route: string; rows: number; figures: DuplicateStormFigures; cpu: CpuUse }[];
 }
 
-/** `next start` of the build in `dir` on `port` (as scripts/lib/stack.ts spawnApp, but from another folder). */
-function spawnAppFrom(dir: string, port: number, env: Record<string, string>): Service {
-  return spawnService({
-    name: "app",
-    command: process.execPath,
-    args: ["node_modules/next/dist/bin/next", "start", "-H", "127.0.0.1", "-p", String(port)],
-    cwd: dir,
-    env: { ...env, PORT: String(port), NODE_ENV: "production", NEXT_TELEMETRY_DISABLED: "1" },
-    log: "silent",
-  });
-}
-
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-};
+/** The median of a non-empty list of figures (bench/stats.ts). */
+const median = (values: number[]): number => medianOf(values) ?? Number.NaN;
 
 async function main(): Promise<number> {
   const { values } = parseArgs({
@@ -131,7 +117,7 @@ async function main(): Promise<number> {
     let stored = false;
     for (let round = 1; round <= rounds; round++) {
       for (const variant of variants) {
-        const app = spawnAppFrom(variant.dir, port, appEnv);
+        const app = spawnApp({ root: variant.dir, port, env: { ...appEnv, PORT: String(port) }, log: "silent" });
         try {
           await waitForHttp(`${appUrl}/api/v1/health`, READY_TIMEOUT_MS);
           const targets = findCpuTargets({ app: port, postgres: Number(new URL(stack.databaseUrl).port), bank: null });

@@ -694,17 +694,21 @@ describe("bank client: answers it cannot trust", () => {
     });
   });
 
-  it("an answer over 4 MiB is bad_response and is not read to its end, declared or streamed", async () => {
-    // A well-formed charge for this very key, padded past the bound: read whole, it would be a success.
-    const charge = JSON.stringify({
+  /** A well-formed succeeded charge for `input`'s key, padded with `paddingBytes` of an extra field. */
+  const paddedCharge = (paddingBytes: number) =>
+    JSON.stringify({
       id: "ch_big",
       status: "succeeded",
       merchantRef: input.merchantRef,
       amount: input.amountMinor,
       currency: input.currency,
       createdAt: "2026-12-01T00:00:00.000Z",
-      padding: "x".repeat(4 * 1024 * 1024),
+      padding: "x".repeat(paddingBytes),
     });
+
+  it("an answer over 4 MiB is bad_response and is not read to its end, declared or streamed", async () => {
+    // A charge for this very key, padded past the bound: read whole, it would be a success.
+    const charge = paddedCharge(4 * 1024 * 1024);
     const chunk = Buffer.from("x".repeat(64 * 1024));
     let streamedBytes = 0;
     for (const declared of [true, false]) {
@@ -736,15 +740,7 @@ describe("bank client: answers it cannot trust", () => {
   });
 
   it("negative control: the same padded charge under the bound is read and is a success", async () => {
-    const charge = JSON.stringify({
-      id: "ch_big",
-      status: "succeeded",
-      merchantRef: input.merchantRef,
-      amount: input.amountMinor,
-      currency: input.currency,
-      createdAt: "2026-12-01T00:00:00.000Z",
-      padding: "x".repeat(1024 * 1024),
-    });
+    const charge = paddedCharge(1024 * 1024);
     answer = (res) => res.writeHead(201, { "content-type": "application/json" }).end(charge);
     expect(await createCharge(input, { bankUrl: fakeUrl, timeoutMs: 5000 })).toMatchObject({
       kind: "charge",
