@@ -20,7 +20,7 @@ export interface ChildVitestRun {
 }
 
 /**
- * Runs `vitest run --project <project> [files]` from the project root in a child process and waits for it (at most
+ * Runs `vitest run --project <project> [args] [files]` from the project root in a child process and waits for it (at most
  * `timeoutMs`). Its environment is this process's without vitest's own markers (`VITEST*`), plus `env`, where an
  * undefined value removes the variable.
  *
@@ -31,6 +31,8 @@ export function runChildVitest(options: {
   project: string;
   files?: string[];
   env?: Record<string, string | undefined>;
+  /** More vitest arguments, e.g. `--bail=1` for a control that needs only its first failure. */
+  args?: string[];
   timeoutMs: number;
 }): ChildVitestRun {
   const environment: Record<string, string> = {};
@@ -50,6 +52,7 @@ export function runChildVitest(options: {
         "--reporter=default",
         "--reporter=json",
         `--outputFile.json=${reportPath}`,
+        ...(options.args ?? []),
         ...(options.files ?? []),
       ],
       {
