@@ -97,25 +97,24 @@ function postBody(
       for (const part of framed) flushed = socket.write(part) && flushed;
       return flushed;
     };
+    // One chunk per turn of the event loop, so that an answer that has arrived is read (the loop polls the socket)
+    // before the next write, which would meet the server's close and reset the socket with the answer unread.
     const pump = () => {
-      while (status === null && !socket.destroyed) {
-        const chunk = CHUNK.subarray(0, Math.min(CHUNK.length, bytes - sent));
-        if (sent + chunk.length >= bytes) {
-          // The last chunk: once every body has got this far.
-          gated = true;
-          void gate().then(() => {
-            if (status !== null || socket.destroyed) return;
-            write(chunk);
-            if (framing === "chunked") socket.write("0\r\n\r\n");
-          });
-          return;
-        }
-        sent += chunk.length;
-        if (!write(chunk)) {
-          socket.once("drain", pump);
-          return;
-        }
+      if (status !== null || socket.destroyed) return;
+      const chunk = CHUNK.subarray(0, Math.min(CHUNK.length, bytes - sent));
+      if (sent + chunk.length >= bytes) {
+        // The last chunk: once every body has got this far.
+        gated = true;
+        void gate().then(() => {
+          if (status !== null || socket.destroyed) return;
+          write(chunk);
+          if (framing === "chunked") socket.write("0\r\n\r\n");
+        });
+        return;
       }
+      sent += chunk.length;
+      if (write(chunk)) setImmediate(pump);
+      else socket.once("drain", pump);
     };
     socket.once("connect", () => {
       socket.write(head);
@@ -132,6 +131,27 @@ async function fourBodies(port: number): Promise<(number | null)[]> {
       postBody(port, BODY_BYTES, index % 2 === 0 ? "declared" : "chunked", together.arrive),
     ),
   );
+}
+
+/**
+ * A body still being written when the server answers 413 and closes can lose that answer: a write meets the closed
+ * connection, and the socket reports the reset and is destroyed before the 413 waiting in its receive queue is read
+ * (seen on CI: [null, 413, null, 413], when the sender wrote many chunks per turn of the event loop; it now writes
+ * one, which narrows the window). Such a body got no status at all, which says nothing either way about buffering;
+ * the four bodies are then sent again, at most this many times in all. A status that is not 413 fails at once, and
+ * the peak memory is measured over every attempt.
+ */
+const REFUSAL_ATTEMPTS_MAX = 3;
+
+/** {@link fourBodies} until every body got a status (see {@link REFUSAL_ATTEMPTS_MAX}). */
+async function fourBodiesAnswered(port: number): Promise<(number | null)[]> {
+  let statuses = await fourBodies(port);
+  const onlyResets = (list: (number | null)[]) => list.includes(null) && list.every((s) => s === null || s === 413);
+  for (let attempt = 1; attempt < REFUSAL_ATTEMPTS_MAX && onlyResets(statuses); attempt++) {
+    process.stderr.write(`C17: a body lost its answer to a reset (${JSON.stringify(statuses)}); sending again\n`);
+    statuses = await fourBodies(port);
+  }
+  return statuses;
 }
 
 /** Brings a fresh app to its steady state: the webhook route loaded, one refusal of each kind served. */
@@ -166,7 +186,7 @@ describe("C17: the webhook body is bounded while it streams", () => {
   it("C17: four parallel 50 MB unsigned bodies get 413 and the app's peak RSS grows by less than 20 MB", async () => {
     await warmUp(boundedPort);
     const before = peakRssBytes(bounded!.pid);
-    expect(await fourBodies(boundedPort)).toEqual([413, 413, 413, 413]);
+    expect(await fourBodiesAnswered(boundedPort)).toEqual([413, 413, 413, 413]);
     const growth = peakRssBytes(bounded!.pid) - before;
     process.stderr.write(`C17: peak RSS ${(before / MB).toFixed(1)} MB, grew by ${(growth / MB).toFixed(1)} MB\n`);
     expect(growth).toBeLessThan(20 * MB);
