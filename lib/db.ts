@@ -62,10 +62,15 @@ function create(): Clients {
     // No statement may run for more than DB_STATEMENT_TIMEOUT_MS (a stuck lock surfaces as an error, not a hung
     // request); an idle-in-transaction session is killed after DB_IDLE_IN_TRANSACTION_TIMEOUT_MS so a crashed
     // handler cannot hold row locks. Behind a transaction pooler these go in SET LOCAL and role settings instead.
+    // With named statements, every one of them (and every statement of the ledger's PL/pgSQL functions) runs its
+    // generic plan, planned once per connection: the plans tests/integration/plan-stability.test.ts checks (case
+    // C25). Left to choose, PostgreSQL re-plans a statement for each execution's values while those look cheaper,
+    // and on the statistics of a young ledger such a plan read a top-up by its key through (type, created_at),
+    // every top-up of every user (docs/benchmarks.md); re-planning also costs CPU on every call.
     options:
       DB_POOLER === "transaction"
         ? undefined
-        : `-c statement_timeout=${DB_STATEMENT_TIMEOUT_MS} -c idle_in_transaction_session_timeout=${DB_IDLE_IN_TRANSACTION_TIMEOUT_MS}`,
+        : `-c statement_timeout=${DB_STATEMENT_TIMEOUT_MS} -c idle_in_transaction_session_timeout=${DB_IDLE_IN_TRANSACTION_TIMEOUT_MS}${usesNamedStatements() ? " -c plan_cache_mode=force_generic_plan" : ""}`,
     application_name: "wallet-app",
   });
   // An idle client's error (the server restarted, a failover closed the socket) must not crash the process; the

@@ -39,10 +39,30 @@ export type TransitionOutcome =
   /** The guard did not hold and nothing changed: the row is terminal already, or the caller's lease was taken over. */
   | { readonly kind: "not_moved"; readonly entry: LedgerEntry };
 
+/**
+ * The two CTEs that follow a `moved` CTE (the row's new version plus `from_status`) in every statement that moves a
+ * row: `credited` raises the wallet by the row's amount when `credit` (SQL) is true and the row moved, repaying the
+ * wallet's debt first (contract section 12: what the debt takes never reaches the balance; both SET expressions read
+ * the wallet as it was before the update), and `logged` appends the audit row. `credit`, `actor` and `detail` are SQL
+ * expressions, parameters in practice.
+ */
+function creditedAndLogged(sql: { readonly credit: string; readonly actor: string; readonly detail: string }): string {
+  return `credited AS (
+  INSERT INTO wallets (user_id, balance_minor, currency)
+  SELECT user_id, amount_minor, currency FROM moved WHERE ${sql.credit}
+  ON CONFLICT (user_id) DO UPDATE
+     SET balance_minor = wallets.balance_minor + GREATEST(EXCLUDED.balance_minor - wallets.debt_minor, 0),
+         debt_minor = GREATEST(wallets.debt_minor - EXCLUDED.balance_minor, 0),
+         updated_at = now()
+  RETURNING balance_minor
+), logged AS (
+  INSERT INTO ledger_transitions (user_id, entry_id, from_status, to_status, actor, attempt, detail)
+  SELECT user_id, id, from_status, status, ${sql.actor}, attempt, ${sql.detail} FROM moved
+)`;
+}
+
 // One statement: lock the row (prev, to record the status it leaves), move it if the guard holds (moved),
 // credit the wallet when asked and only if the row moved (credited), and append the audit row (logged).
-// A credit repays the wallet's debt first (contract section 12): what the debt takes never reaches the balance,
-// in the same statement (both SET expressions read the row as it was before the update).
 // `moved` names its row by the key parameters, not by a join to `prev`: a join condition is only an index
 // condition when the planner expects the joined table to be large, so a generic plan made on an empty ledger
 // kept a nested loop that scanned every row per credit (case C25). `prev` is joined for its status only (one row).
@@ -65,18 +85,7 @@ WITH prev AS (
      AND e.status = ANY ($10::text[])
      AND ($6::int IS NULL OR e.attempt = $6::int)
   RETURNING ${entryColumns("e")}, prev.status AS from_status
-), credited AS (
-  INSERT INTO wallets (user_id, balance_minor, currency)
-  SELECT user_id, amount_minor, currency FROM moved WHERE $7::boolean
-  ON CONFLICT (user_id) DO UPDATE
-     SET balance_minor = wallets.balance_minor + GREATEST(EXCLUDED.balance_minor - wallets.debt_minor, 0),
-         debt_minor = GREATEST(wallets.debt_minor - EXCLUDED.balance_minor, 0),
-         updated_at = now()
-  RETURNING balance_minor
-), logged AS (
-  INSERT INTO ledger_transitions (user_id, entry_id, from_status, to_status, actor, attempt, detail)
-  SELECT user_id, id, from_status, status, $8, attempt, $9 FROM moved
-)
+), ${creditedAndLogged({ credit: "$7::boolean", actor: "$8", detail: "$9" })}
 SELECT moved.*, (SELECT balance_minor FROM credited) AS balance_minor FROM moved`;
 
 const SELECT_BY_ID_SQL = `SELECT ${ENTRY_COLUMNS} FROM ledger_entries WHERE user_id = $1 AND id = $2`;
@@ -338,4 +347,93 @@ export async function recordSettleFailure(
   const row = result.rows[0];
   if (!row) return null;
   return { failures: row.settle_failures as number, flaggedAt: (row.settle_flagged_at as Date | null) ?? null };
+}
+
+/** What a signed success reports about a top-up's charge (contract section 5): its id, amount and currency. */
+export interface ReportedCharge {
+  readonly chargeId: string;
+  readonly amountMinor: number;
+  /** ISO 4217. */
+  readonly currency: string;
+}
+
+/** Parameters $1-$8 belong to {@link creditMatchingTopup}'s own statement; an {@link AlsoWrite}'s start here. */
+export const ALSO_FIRST_PARAM = 9;
+
+/**
+ * One more write that commits with the credit or not at all: a CTE body (`INSERT … SELECT … FROM moved`, reading
+ * the `moved` CTE, which holds a row only when the credit happened) whose parameters are numbered from
+ * {@link ALSO_FIRST_PARAM}. `name` names the prepared statement (one per distinct `sql`).
+ */
+export interface AlsoWrite {
+  readonly name: string;
+  readonly sql: string;
+  readonly values: readonly unknown[];
+}
+
+// Same shape as TRANSITION_SQL, with the row named by its key and the guard widened to the charge: the row must be
+// an unfinished top-up (status guard only: the bank's word, contract section 2) of the same amount and currency
+// whose recorded charge id, if any, is this one. $1 user_id, $2 type (always 'topup'), $3 ref_id, $4 charge id,
+// $5 amount, $6 currency, $7 actor, $8 audit detail. The type is a parameter, not a constant: with `type = 'topup'`
+// written in, the generic plan made on an empty ledger read the row through (type, created_at), every top-up of
+// every user (case C25). Exported for the tests that break a guard in a copy of it (negative controls).
+export const creditMatchingTopupSql = (also: string): string => `
+WITH prev AS (
+  SELECT id, status FROM ledger_entries WHERE user_id = $1 AND type = $2 AND ref_id = $3 FOR UPDATE
+), moved AS (
+  UPDATE ledger_entries e
+     SET status = 'succeeded',
+         failure_reason = NULL,
+         bank_charge_id = $4,
+         lease_owner = NULL,
+         lease_expires_at = NULL,
+         updated_at = now()
+    FROM prev
+   WHERE e.user_id = $1 AND e.id = (SELECT id FROM prev)
+     AND e.status IN ('initiated', 'processing')
+     AND e.amount_minor = $5::bigint AND e.currency = $6::text
+     AND (e.bank_charge_id IS NULL OR e.bank_charge_id = $4)
+  RETURNING ${entryColumns("e")}, prev.status AS from_status
+), ${creditedAndLogged({ credit: "true", actor: "$7", detail: "$8" })}, also AS (${also})
+SELECT moved.*, (SELECT balance_minor FROM credited) AS balance_minor FROM moved`;
+
+/**
+ * The common case of a charge's success in one statement: the unfinished top-up `(userId, "topup", refId)` whose
+ * amount and currency are the charge's, and which records no other charge id, moves to `succeeded` with the charge id
+ * and its credit, its audit row, and `also` (e.g. the webhook's record of the event, case C19), all in one commit.
+ * The same move {@link completeEntry} makes with a status-only guard once a caller has read the row and matched the
+ * charge against it (lib/topups/settle-topup.ts), without the read and the transaction around it.
+ *
+ * Returns `moved` (the row, the new balance) or `null` when nothing was written: no such row, a terminal row, or
+ * a charge that disagrees with it. Then the caller judges the row the long way, which handles every one of those.
+ * Throws database errors (nothing was written).
+ */
+export async function creditMatchingTopup(
+  key: { readonly userId: string; readonly refId: string },
+  charge: ReportedCharge,
+  options: { readonly actor: TransitionActor; readonly detail: string; readonly also: AlsoWrite },
+  db: Queryable = autocommit(),
+): Promise<Extract<TransitionOutcome, { kind: "moved" }> | null> {
+  const { also } = options;
+  const result = await db.query(
+    prepared(`ledger_credit_matching_topup_${also.name}`, creditMatchingTopupSql(also.sql), [
+      key.userId,
+      "topup",
+      key.refId,
+      charge.chargeId,
+      charge.amountMinor,
+      charge.currency,
+      options.actor,
+      options.detail,
+      ...also.values,
+    ]),
+  );
+  const row = result.rows[0];
+  if (!row) return null;
+  return {
+    kind: "moved",
+    entry: toLedgerEntry(row),
+    fromStatus: row.from_status as EntryStatus,
+    balanceMinor: row.balance_minor as number,
+  };
 }

@@ -33,7 +33,16 @@ import {
 } from "../chargebacks/handle-dispute-event";
 import { pool, withTransaction } from "../db";
 import { env } from "../env";
-import { findEntryByKey, isTerminal, operationKey, prepared, type LedgerEntry, type Queryable } from "../ledger";
+import {
+  ALSO_FIRST_PARAM,
+  creditMatchingTopup,
+  findEntryByKey,
+  isTerminal,
+  operationKey,
+  prepared,
+  type LedgerEntry,
+  type Queryable,
+} from "../ledger";
 import { log } from "../log";
 import {
   APPLIED_REFUND_OUTCOMES,
@@ -150,6 +159,10 @@ export async function handleBankWebhook(
     nowSeconds,
   });
   if (!verified.ok) return { kind: "invalid_signature", reason: verified.reason };
+  // Charge events first: the bank sends one per top-up, and the event types of the three handlers are disjoint, so a
+  // body that is a valid charge event is neither a dispute nor a refund event.
+  const parsed = parseEvent(rawBody);
+  if (parsed.kind === "event") return await handleChargeEvent(parsed.event, parsed.text, settings.BANK_URL);
   const dispute = await handleDisputeEvent(rawBody, {
     record: (db, event, text, outcome, detail) => recordEvent(db ?? pool(), event, text, outcome, detail),
     bank: { bankUrl: settings.BANK_URL, timeoutMs: CONFIRM_TIMEOUT_MS },
@@ -162,14 +175,19 @@ export async function handleBankWebhook(
       record: (db, event, text, outcome, detail) => recordEvent(db ?? pool(), event, text, outcome, detail),
       bank: { bankUrl: settings.BANK_URL, timeoutMs: CONFIRM_TIMEOUT_MS },
     });
-  const parsed = parseEvent(rawBody);
-  if (parsed.kind === "unusable") {
-    await recordUnusableEvent(rawBody, parsed);
-    log().warn({ reason: parsed.reason }, "bank webhook: unusable signed event recorded");
-    return { kind: "received", outcome: "unusable_event" };
-  }
-  const { event, text } = parsed;
+  await recordUnusableEvent(rawBody, parsed);
+  log().warn({ reason: parsed.reason }, "bank webhook: unusable signed event recorded");
+  return { kind: "received", outcome: "unusable_event" };
+}
+
+/** A verified charge event (`charge.succeeded`, `charge.failed`): see {@link handleBankWebhook}. */
+async function handleChargeEvent(event: BankEvent, text: string, bankUrl: string): Promise<WebhookResult> {
   const parts = parseMerchantRef(event.data.merchantRef);
+  // The common case, a success for an unfinished top-up that it matches, in one statement; anything else (or a
+  // database error, which the long way meets again and counts on the row) is judged the long way below.
+  if (parts && event.type === "charge.succeeded" && (await creditedInOneStatement(event, text, parts))) {
+    return { kind: "received", outcome: "credited" };
+  }
   const entry = parts ? await findEntryByKey(operationKey(parts.userId, "topup", parts.refId)) : null;
   if (!entry) {
     await recordEvent(pool(), event, text, "anomaly_unknown_merchant_ref", "no top-up has this merchant reference");
@@ -177,7 +195,7 @@ export async function handleBankWebhook(
     return { kind: "received", outcome: "anomaly_unknown_merchant_ref" };
   }
 
-  const evidence = await evidenceFor(event, entry, { bankUrl: settings.BANK_URL, timeoutMs: CONFIRM_TIMEOUT_MS });
+  const evidence = await evidenceFor(event, entry, { bankUrl, timeoutMs: CONFIRM_TIMEOUT_MS });
   if (evidence.kind === "bank_unavailable") return { ...evidence, about: "charge_failure" };
   if (evidence.kind === "no_move") {
     await recordEvent(pool(), event, text, evidence.outcome, evidence.detail);
@@ -359,40 +377,92 @@ async function settleAndRecord(
   }
 }
 
-// First delivery of an event inserts its row; later ones count themselves. The outcome is replaced only by a
-// delivery that applied the event ($10), so a duplicate recorded first never hides the credit (case C19).
-const RECORD_EVENT_SQL = `
+/**
+ * A signed success credited the long way's way in one statement (lib/ledger `creditMatchingTopup`): the row moves
+ * exactly as settleTopup moves an unfinished row that matches a signed success, and the event is recorded as
+ * `credited` in the same commit (case C19). Returns false when nothing was written (no unfinished row that the charge
+ * matches) and also when the statement failed: the long way then meets the same error and counts it on the row.
+ */
+async function creditedInOneStatement(
+  event: BankEvent,
+  text: string,
+  key: { readonly userId: string; readonly refId: string },
+): Promise<boolean> {
+  const outcome: WebhookOutcome = "credited";
+  try {
+    const moved = await creditMatchingTopup(
+      key,
+      { chargeId: event.data.chargeId, amountMinor: event.data.amount, currency: event.data.currency },
+      {
+        actor: "webhook",
+        detail: `webhook: ${event.type} ${event.id}`,
+        also: {
+          name: "webhook_record_event",
+          sql: RECORD_CREDIT_EVENT_SQL,
+          values: recordValues(event, text, outcome, null),
+        },
+      },
+    );
+    return moved !== null;
+  } catch (error) {
+    log().warn({ err: error, eventId: event.id }, "bank webhook: one-statement credit failed; settling the long way");
+    return false;
+  }
+}
+
+/**
+ * The statement that records a delivery, its parameters numbered from `$first`: the first delivery of an event
+ * inserts its row, later ones count themselves. The outcome is replaced only by a delivery that applied the event
+ * (the last parameter), so a duplicate recorded first never hides the credit (case C19). `source` is `VALUES` (a
+ * statement of its own) or a `FROM` clause whose rows gate the insert (a CTE of a larger statement). The casts give
+ * each parameter its column's type in both forms.
+ */
+function recordEventSql(first: number, source: "VALUES" | "FROM moved"): string {
+  const p = (i: number) => `$${first + i}`;
+  const values = `${p(0)}::text, ${p(1)}::text, ${p(2)}::text, ${p(3)}::text, ${p(4)}::bigint, ${p(5)}::text, ${p(6)}::text, ${p(7)}::text, ${p(8)}::text`;
+  return `
 INSERT INTO bank_webhook_events
   (event_id, type, merchant_ref, charge_id, amount_minor, currency, outcome, payload, detail)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+${source === "VALUES" ? `VALUES (${values})` : `SELECT ${values} ${source}`}
 ON CONFLICT (event_id) DO UPDATE
    SET deliveries = bank_webhook_events.deliveries + 1,
        last_seen_at = now(),
-       outcome = CASE WHEN $10::boolean THEN EXCLUDED.outcome ELSE bank_webhook_events.outcome END,
-       detail = CASE WHEN $10::boolean THEN EXCLUDED.detail ELSE bank_webhook_events.detail END`;
+       outcome = CASE WHEN ${p(9)}::boolean THEN EXCLUDED.outcome ELSE bank_webhook_events.outcome END,
+       detail = CASE WHEN ${p(9)}::boolean THEN EXCLUDED.detail ELSE bank_webhook_events.detail END`;
+}
+
+const RECORD_EVENT_SQL = recordEventSql(1, "VALUES");
+
+// The same record inside creditMatchingTopup's statement: written only when its `moved` CTE holds the credited row.
+const RECORD_CREDIT_EVENT_SQL = recordEventSql(ALSO_FIRST_PARAM, "FROM moved");
+
+type RecordedEvent = Pick<BankEvent, "id" | "data"> & { readonly type: string };
+
+/** RECORD_EVENT_SQL's values, in its parameters' order. */
+function recordValues(event: RecordedEvent, payload: string, outcome: WebhookOutcome, detail: string | null) {
+  return [
+    event.id,
+    event.type,
+    event.data.merchantRef,
+    event.data.chargeId,
+    event.data.amount,
+    event.data.currency,
+    outcome,
+    payload,
+    detail,
+    APPLIED_OUTCOMES.includes(outcome),
+  ];
+}
 
 async function recordEvent(
   db: Queryable,
-  event: Pick<BankEvent, "id" | "data"> & { readonly type: string },
+  event: RecordedEvent,
   payload: string,
   outcome: WebhookOutcome,
   detail: string | null,
 ): Promise<void> {
   // Named: every delivery sends it, so each connection plans it once (lib/ledger queryable.ts `prepared`).
-  await db.query(
-    prepared("webhook_record_event", RECORD_EVENT_SQL, [
-      event.id,
-      event.type,
-      event.data.merchantRef,
-      event.data.chargeId,
-      event.data.amount,
-      event.data.currency,
-      outcome,
-      payload,
-      detail,
-      APPLIED_OUTCOMES.includes(outcome),
-    ]),
-  );
+  await db.query(prepared("webhook_record_event", RECORD_EVENT_SQL, recordValues(event, payload, outcome, detail)));
 }
 
 /** Longest merchant reference or charge id kept from an unusable event (the columns are for reading, not joining). */

@@ -5,9 +5,10 @@
  * table would then scan every row of a growing ledger per operation.
  *
  * Staged without timing: a fresh migrated database whose money tables autovacuum may not touch (so no ANALYZE
- * can replan in between), one session with `plan_cache_mode = force_generic_plan` (what the default `auto`
- * settles on after five custom plans when the generic one costs no more; forcing it makes the cached plan
- * certain), the money path run through lib/ on that session, the ledger filled to 100k rows, the money path run
+ * can replan in between), one session with `plan_cache_mode = force_generic_plan` (the setting the app's own
+ * sessions run with, lib/db.ts: the default `auto` re-plans each execution while custom plans look cheaper, and on
+ * a young ledger's statistics such a plan read a top-up through (type, created_at), every top-up there is), the
+ * money path run through lib/ on that session, the ledger filled to 100k rows, the money path run
  * again, and then the cached plan of every named statement read with `EXPLAIN EXECUTE`.
  *
  * The payment's statements run inside the PL/pgSQL function ledger_decide_payment, and a top-up's admission inside
@@ -25,8 +26,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findEntryByKey, insertClaim } from "../../lib/ledger/claim";
 import { jsonStoredResponse, succeededPaymentResponse } from "../../lib/ledger/views";
 import {
+  ALSO_FIRST_PARAM,
   attachCharge,
   completeEntry,
+  creditMatchingTopup,
   failEntry,
   getEntryById,
   markProcessing,
@@ -39,6 +42,7 @@ import { admitTopupUnderWalletLock, claimAndAdmitTopup } from "../../lib/ledger/
 import type { LedgerEntry } from "../../lib/ledger/entry";
 import { raiseRewardDayCredit, readRewardDayCredited } from "../../lib/rewards/raise-reward-day-credit";
 import { checkBalanceHeadroom } from "../../lib/wallet/check-balance-headroom";
+import { pool } from "../../lib/db";
 import { createScratchDatabase, dropScratchDatabases } from "../helpers/db";
 import { claimRequest } from "../helpers/ledger";
 
@@ -56,6 +60,7 @@ const MONEY_PATH_STATEMENTS = [
   "ledger_decide_payment",
   "ledger_admit_topup",
   "ledger_claim_topup",
+  "ledger_credit_matching_topup_c25_record",
   "wallet_lock",
   "wallet_unfinished_topups",
   "chargeback_debit",
@@ -127,12 +132,29 @@ interface PlanNode {
   readonly Plans?: readonly PlanNode[];
 }
 
-/** Walks a JSON plan and returns its full scans: Seq Scan nodes and index scans without an index condition. */
+/**
+ * Whether an index condition narrows the read to what this execution asks for. On the money tables every read is one
+ * user's, so the condition must bind `user_id` (a key lookup read through another index, e.g. `(type = $2)`,
+ * reads every row of that type: case C25, docs/decisions/045). Elsewhere it must name a parameter (`$1`; PL/pgSQL
+ * variables are parameters too) or another relation's column (the inner side of a join, `prev.id`): a condition on
+ * constants alone, such as `(type = 'topup'::text)`, reads every row of that kind, whoever asks.
+ */
+function isBoundCondition(relation: string | undefined, condition: string | undefined): boolean {
+  if (!condition) return false;
+  const withoutLiterals = condition.replace(/'(?:[^']|'')*'/g, "''");
+  if ((MONEY_TABLES as readonly string[]).includes(relation ?? "")) return /\buser_id = /.test(withoutLiterals);
+  return /\$\d/.test(withoutLiterals) || /\b[a-z_][a-z0-9_]*\.[a-z_][a-z0-9_]*\b/.test(withoutLiterals);
+}
+
+/**
+ * Walks a JSON plan and returns its full scans: Seq Scan nodes, and index scans whose condition binds nothing of the
+ * execution's own ({@link isBoundCondition}).
+ */
 function fullScans(statement: string, node: PlanNode): PlanFinding[] {
   const own: PlanFinding[] = [];
   const type = node["Node Type"];
   const isIndexScan = type === "Index Scan" || type === "Index Only Scan" || type === "Bitmap Index Scan";
-  if (type === "Seq Scan" || (isIndexScan && !node["Index Cond"])) {
+  if (type === "Seq Scan" || (isIndexScan && !isBoundCondition(node["Relation Name"], node["Index Cond"]))) {
     own.push({ statement, node: type, relation: node["Relation Name"] ?? "?", index: node["Index Name"] ?? null });
   }
   return [...own, ...(node.Plans ?? []).flatMap((child) => fullScans(statement, child))];
@@ -193,6 +215,24 @@ async function moneyPathRound(session: pg.Client, userId: string): Promise<void>
   await storeResponse(topupRef, jsonStoredResponse(201, { id: topup.id }), session);
   await storeResponse(topupRef, jsonStoredResponse(201, { id: topup.id }), session);
   await findEntryByKey(topupRequest.key, session);
+  // The webhook's common case: a signed success credited by key in one statement, with its event record.
+  const webhookTopup = await insertClaim(session, claimRequest(userId, { type: "topup" }));
+  if (!webhookTopup) throw new Error("C25: a fresh top-up key was not claimed");
+  const webhookCredit = await creditMatchingTopup(
+    { userId, refId: webhookTopup.refId },
+    { chargeId: `ch_${randomUUID()}`, amountMinor: webhookTopup.amountMinor, currency: webhookTopup.currency },
+    {
+      actor: "webhook",
+      detail: "C25",
+      also: {
+        name: "c25_record",
+        sql: `INSERT INTO bank_webhook_events (event_id, type, outcome, payload) SELECT $${ALSO_FIRST_PARAM}::text, 'c25', 'credited', '' FROM moved`,
+        values: [`evt_${randomUUID()}`],
+      },
+    },
+    session,
+  );
+  if (!webhookCredit) throw new Error("C25: the one-statement credit was refused");
   // The request's path: claim and admission in one statement (docs/decisions/044); its key again gets nothing.
   const requestTopup = claimRequest(userId, { type: "topup" });
   const ceiling = { maxBalanceMinor: Number.MAX_SAFE_INTEGER, refusal: jsonStoredResponse(422, { code: "x" }) };
@@ -253,6 +293,13 @@ async function moneyPathRound(session: pg.Client, userId: string): Promise<void>
   await raiseRewardDayCredit(session, { userId, day, amountMinor: 5, capMinor: 5 });
   await readRewardDayCredited(userId, day, session);
 }
+
+describe("C25: the app's sessions run the plans checked here", () => {
+  it("lib/db's pool runs every named statement on its generic plan (plan_cache_mode = force_generic_plan)", async () => {
+    const { rows } = await pool().query<{ plan_cache_mode: string }>("SHOW plan_cache_mode");
+    expect(rows[0]?.plan_cache_mode).toBe("force_generic_plan");
+  });
+});
 
 describe("C25: money-path plans survive a ledger that grows after they were made", () => {
   let session: pg.Client;
@@ -347,6 +394,10 @@ describe("C25: money-path plans survive a ledger that grows after they were made
         });
         if (admitted?.status !== (maxBalanceMinor > 0 ? "processing" : "failed"))
           throw new Error(`C25: the claim and admission under ${maxBalanceMinor} left the row ${admitted?.status}`);
+        // The admission alone, of a row claimed `initiated` (the reconciler's re-drive).
+        const claimed = await insertClaim(session, claimRequest(userId, { type: "topup" }));
+        if (!claimed) throw new Error("C25: a fresh top-up key was not claimed");
+        await admitTopupUnderWalletLock(session, admission(claimed, maxBalanceMinor));
       }
     });
     controlStatements = await explainedDuring(session, () => session.query("SELECT c25_control_lookup('none')"));
@@ -362,8 +413,9 @@ describe("C25: money-path plans survive a ledger that grows after they were made
     const after = await admin.query<{ reltuples: number; rows: number }>(
       "SELECT reltuples, (SELECT count(*)::int FROM ledger_entries) AS rows FROM pg_class WHERE relname = 'ledger_entries'",
     );
-    // Four rounds of five rows, the payment and the two claims and admissions read through auto_explain.
-    expect(after.rows[0]).toEqual({ reltuples: -1, rows: FILL_ROWS + 4 * 5 + 3 });
+    // Four rounds of six rows, the payment, and the two claims with their admissions and two admissions alone read
+    // through auto_explain.
+    expect(after.rows[0]).toEqual({ reltuples: -1, rows: FILL_ROWS + 4 * 6 + 5 });
   });
 
   it("every money-path statement was prepared on the session, and none of their plans scans a whole table", () => {
@@ -416,5 +468,22 @@ describe("C25: money-path plans survive a ledger that grows after they were made
       relation: "ledger_entries",
       index: null,
     });
+  });
+
+  it("negative control: a key lookup read through an index of every row of its type is caught, on a money table and off it", () => {
+    // The plan node the one-statement credit's key lookup had on a young ledger before the index that led with the
+    // type was replaced (bench run of 2026-12-01, docs/decisions/045), and the same read of a constant elsewhere.
+    const throughType = {
+      "Node Type": "Index Scan",
+      "Relation Name": "ledger_entries",
+      "Index Name": "ledger_entries_type_created_at_idx",
+      "Index Cond": "(type = $2)",
+    };
+    const constantOnly = { ...throughType, "Relation Name": "bank_webhook_events", "Index Cond": "(type = 'x'::text)" };
+    const byKey = { ...throughType, "Index Cond": "((user_id = $1) AND (type = $2) AND (ref_id = $3))" };
+    expect(fullScans("control", { "Node Type": "LockRows", Plans: [throughType, constantOnly, byKey] })).toEqual([
+      { statement: "control", node: "Index Scan", relation: "ledger_entries", index: throughType["Index Name"] },
+      { statement: "control", node: "Index Scan", relation: "bank_webhook_events", index: throughType["Index Name"] },
+    ]);
   });
 });
