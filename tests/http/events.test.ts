@@ -90,7 +90,8 @@ describe("GET /api/v1/events", () => {
       );
       const mine = changes().map((frame) => frame.data as Record<string, unknown>);
       expect(new Set(mine.map((data) => data.refId))).toEqual(new Set([refId]));
-      expect(mine[0]).toEqual({ type: "topup", refId, status: "initiated" });
+      // The first state committed: the claim and its admission are one insert (docs/decisions/045).
+      expect(mine[0]).toEqual({ type: "topup", refId, status: "processing" });
       for (const data of mine) expect(Object.keys(data).sort()).toEqual(["refId", "status", "type"]);
       expect(stream.raw()).not.toContain(othersRef);
     } finally {

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { env } from "@/lib/env";
 import { claimOperation } from "@/lib/ledger/claim";
 import type { LedgerEntry } from "@/lib/ledger/entry";
+import type { Queryable } from "@/lib/ledger/queryable";
 import { markProcessing } from "@/lib/ledger/transitions";
 import { admitTopupUnderWalletLock, claimAndAdmitTopup } from "@/lib/ledger/topup-admission";
 import { createPayment } from "@/lib/payments/create-payment";
@@ -380,5 +381,114 @@ describe("C15: the reconciler's re-drive passes the same gate", () => {
     expect(pass).toMatchObject({ redriven: 1, completed: 1 });
     expect(await bankChargeOf(bank.url, stuck.merchantRef)).toMatchObject({ status: "succeeded" });
     expect(await balanceOf(user.id)).toBe(maxBalance());
+  });
+});
+
+/**
+ * The request's claim and admission are one call of the PL/pgSQL function ledger_claim_topup, which decides the
+ * admission under the wallet's lock and then inserts the row already `processing` or already `failed`
+ * (docs/decisions/045). Its guards, each with a copy that breaks it (negative controls): the sum of the other
+ * unfinished top-ups, and the lock taken before that sum.
+ */
+describe("C15: the claim function's admission, each guard with its negative control", () => {
+  const SUM_START = "SELECT COALESCE(sum(e.amount_minor), 0)";
+  const LOCK_START = "SELECT w.balance_minor INTO v_balance_minor";
+
+  async function claimFunctionText(): Promise<string> {
+    const { rows } = await testPool().query<{ definition: string }>(
+      "SELECT pg_get_functiondef('ledger_claim_topup'::regproc) AS definition",
+    );
+    return rows[0]!.definition;
+  }
+
+  /** Calls `fn` (ledger_claim_topup or a copy) for a fresh key of `userId`; returns the row's status, or null. */
+  async function claimThrough(fn: string, userId: string, amountMinor: number, db: Queryable = testPool()) {
+    const request = claimRequest(userId, { refId: freshRefId("c15"), amountMinor });
+    const { rows } = await db.query<{ status: string; id: number }>(
+      `SELECT status, id FROM ${fn}($1, $2, $3, 'USD', repeat('a', 64), '{}'::jsonb, 'w', 30000, 'request', $4, 422::smallint, '{}')`,
+      [userId, request.key.refId, amountMinor, maxBalance()],
+    );
+    return rows[0] ?? null;
+  }
+
+  /** Two claims of 600 with 1000 of room, queued behind a held wallet lock and released together. */
+  async function stagedRace(fn: string): Promise<{ userId: string; rows: ({ status: string; id: number } | null)[] }> {
+    const user = await createTestUser();
+    await seedBalance(user.id, maxBalance() - 1000);
+    const holder = await dedicatedClient("c15-claim-holder");
+    try {
+      await holder.query("BEGIN");
+      await holder.query("SELECT 1 FROM wallets WHERE user_id = $1 FOR UPDATE", [user.id]);
+      const racing = [0, 1].map(() => claimThrough(fn, user.id, 600));
+      await waitForBlockedSessions({ blockedBy: await backendPid(holder) }, 2, 10_000);
+      await holder.query("COMMIT");
+      return { userId: user.id, rows: await Promise.all(racing) };
+    } finally {
+      await holder.end();
+    }
+  }
+
+  it("C15: two claims that fit one at a time, released together behind the wallet's lock: one born processing, the other born failed with the figures in its audit row", async () => {
+    const { userId, rows } = await stagedRace("ledger_claim_topup");
+    expect(rows.map((row) => row?.status).sort()).toEqual(["failed", "processing"]);
+    const failed = rows.find((row) => row?.status === "failed")!;
+    const audit = await testPool().query<{ from_status: string | null; to_status: string; detail: string | null }>(
+      "SELECT from_status, to_status, detail FROM ledger_transitions WHERE user_id = $1 AND entry_id = $2 ORDER BY id",
+      [userId, failed.id],
+    );
+    expect(audit.rows).toEqual([
+      { from_status: null, to_status: "initiated", detail: null },
+      {
+        from_status: "initiated",
+        to_status: "failed",
+        detail: `request: balance ${maxBalance() - 1000} + 600 + unfinished top-ups 600 > ${maxBalance()}`,
+      },
+    ]);
+  });
+
+  it("negative control: the sum taken before the wallet lock admits both racing claims, past the ceiling", async () => {
+    const control = "c15_control_claim_topup";
+    const definition = await claimFunctionText();
+    const lockStart = definition.indexOf(LOCK_START);
+    const sumStart = definition.indexOf(SUM_START);
+    const sumEnd = definition.indexOf(";", sumStart) + 1;
+    if (lockStart < 0 || sumStart < lockStart) throw new Error("the function's lock and sum are no longer found");
+    const sumFirst = [
+      definition.slice(0, lockStart),
+      definition.slice(sumStart, sumEnd),
+      "\n  ",
+      definition.slice(lockStart, sumStart),
+      definition.slice(sumEnd),
+    ]
+      .join("")
+      .replace(/FUNCTION [^(]*ledger_claim_topup\(/, `FUNCTION ${control}(`);
+    await testPool().query(sumFirst);
+    try {
+      const { rows } = await stagedRace(control);
+      expect(rows.map((row) => row?.status)).toEqual(["processing", "processing"]);
+    } finally {
+      await testPool().query(`DROP FUNCTION IF EXISTS ${control}`);
+    }
+  });
+
+  it("negative control: without the unfinished top-ups in the sum, a claim that does not fit beside one is born processing", async () => {
+    const user = await createTestUser();
+    await seedBalance(user.id, maxBalance() - 1000);
+    expect((await claimThrough("ledger_claim_topup", user.id, 600))?.status).toBe("processing");
+    expect((await claimThrough("ledger_claim_topup", user.id, 500))?.status).toBe("failed");
+    const client = await testPool().connect();
+    try {
+      await client.query("BEGIN");
+      const definition = await claimFunctionText();
+      const sumStart = definition.indexOf(SUM_START);
+      if (sumStart < 0) throw new Error("the function's sum is no longer found");
+      await client.query(
+        `${definition.slice(0, sumStart)}v_unfinished_minor := 0;${definition.slice(definition.indexOf(";", sumStart) + 1)}`,
+      );
+      expect((await claimThrough("ledger_claim_topup", user.id, 500, client))?.status).toBe("processing");
+    } finally {
+      await client.query("ROLLBACK");
+      client.release();
+    }
   });
 });
