@@ -11,9 +11,11 @@
  * both (a database each, migrated with its own checkout's migrations); each checkout runs its own sandbox bank,
  * whose webhooks go to its own app, and its own `next start`. Each side is warmed up until steady
  * (bench/http-load.ts), then the sides take turns, ABBA, `--rounds` times (default 5), `--seconds` each (default
- * 8), 32 connections, with a pause between turns for the previous side's late webhooks. Printed: requests per
- * second and CPU per request of the app, PostgreSQL and the bank for each turn, and the ratios this / other of
- * their medians. PostgreSQL's CPU includes its background processes (autovacuum, checkpoints), which land on
+ * 8), 32 connections. For top-ups, every turn starts once neither side has an unfinished top-up (the webhooks of
+ * earlier turns have all landed: a build whose webhooks fall behind would otherwise do its backlog during the other
+ * build's turn), and the throughput is top-ups credited per second in the turn (./settlement.ts). Printed: requests
+ * per second, credited top-ups per second, and CPU per request (per credit for top-ups) of the app, PostgreSQL and
+ * the bank for each turn, and the ratios this / other of their medians. PostgreSQL's CPU includes its background processes (autovacuum, checkpoints), which land on
  * whichever side is running: comparing a checkout with a copy of itself (an A/A run) moved a side's PostgreSQL CPU
  * per top-up by up to 1.6x between turns, so judge on several rounds. Figures only; loopback only; stops
  * everything it started, also on errors and Ctrl-C.
@@ -40,6 +42,7 @@ import { cpuSnapshot, cpuUse, findCpuTargets, type CpuTargets } from "./cpu-acco
 import { loadRoute, warmUntilSteady, type RequestGenerator } from "./http-load";
 import { createHttpUsers } from "./http-users";
 import { renderTable } from "./report";
+import { creditedTopupsBetween, waitUntilSettled } from "./settlement";
 import { median } from "./stats";
 
 const ROUTES = {
@@ -67,10 +70,14 @@ interface Side {
   readonly appUrl: string;
   readonly targets: CpuTargets;
   readonly next: RequestGenerator;
+  /** The side's own database. */
+  readonly db: pg.Pool;
 }
 
 interface Turn {
   readonly requestsPerS: number;
+  /** Top-ups credited per second in the turn (null for other routes). */
+  readonly creditedPerS: number | null;
   readonly requests: number;
   readonly non2xx: number;
   readonly appMs: number;
@@ -104,6 +111,7 @@ async function main(): Promise<number> {
   // every top-up before the bank (case C15), as bench/run.ts explains.
   const stack = await startStack({ withApp: false, label: "compare-http" });
   const services: Service[] = [];
+  const pools: pg.Pool[] = [];
   const banks: RunningBank[] = [];
   const admin = new pg.Pool({ connectionString: stack.databaseUrl, max: 2, application_name: "compare-http" });
   admin.on("error", () => {});
@@ -129,6 +137,8 @@ async function main(): Promise<number> {
           BANK_WEBHOOK_SECRETS: stack.webhookSecrets,
           BANK_STATE_FILE: join(stack.logDir, `bank-${name}.json`),
           BANK_LOG_LEVEL: "warn",
+          // As many webhooks in flight as load connections, as bench/run.ts (a top-up is a request and a webhook).
+          BANK_WEBHOOK_CONCURRENCY: String(CONNECTIONS),
         },
         log: join(stack.logDir, `bank-${name}.log`),
       });
@@ -155,10 +165,12 @@ async function main(): Promise<number> {
       });
       services.push(app);
       await waitForHttp(`${appUrl}/api/v1/health`, READY_TIMEOUT_MS);
+      // Kept for the run: the top-ups' settlement is read from the side's ledger (./settlement.ts).
       const db = new pg.Pool({ connectionString: databaseUrl, max: 2, application_name: "compare-http" });
       db.on("error", () => {});
+      pools.push(db);
       const tag = randomBytes(3).toString("hex");
-      const users = await createHttpUsers(db, USERS, tag).finally(() => db.end());
+      const users = await createHttpUsers(db, USERS, tag);
       let sequence = 0;
       const next: RequestGenerator =
         route === "noop"
@@ -174,7 +186,7 @@ async function main(): Promise<number> {
       const targets = findCpuTargets({ app: appPort, postgres: Number(url.port), bank: bankPort });
       if (targets.appGroup === null || targets.postmaster === null || targets.bankGroup === null)
         throw new Error(`compare-http: the ${name} side's processes were not all found`);
-      sides.push({ name, appUrl, targets, next });
+      sides.push({ name, appUrl, targets, next, db });
     }
 
     const path = ROUTES[route];
@@ -187,8 +199,11 @@ async function main(): Promise<number> {
       // ABBA: each side goes first in every other round.
       const order = round % 2 === 0 ? sides : [...sides].reverse();
       for (const side of order) {
+        // Both sides' webhooks of earlier turns have landed: nothing of theirs runs during this turn.
+        if (route === "topups") await Promise.all(sides.map((each) => waitUntilSettled(each.db)));
         await new Promise((resolveTimer) => setTimeout(resolveTimer, PAUSE_MS));
         const before = cpuSnapshot(side.targets);
+        const from = new Date();
         const figures = await loadRoute({
           appUrl: side.appUrl,
           path,
@@ -197,9 +212,12 @@ async function main(): Promise<number> {
           next: side.next,
         });
         const cpu = cpuUse(before, cpuSnapshot(side.targets));
-        const requests = Math.max(1, figures.total);
+        const credited = route === "topups" ? await creditedTopupsBetween(side.db, from, new Date()) : null;
+        // Top-ups are counted when credited (./settlement.ts); other routes when answered.
+        const requests = Math.max(1, credited ?? figures.total);
         const turn: Turn = {
           requestsPerS: figures.requestsPerS,
+          creditedPerS: credited === null ? null : credited / seconds,
           requests: figures.total,
           non2xx: figures.non2xx,
           appMs: cpu.app / requests,
@@ -208,7 +226,7 @@ async function main(): Promise<number> {
         };
         turns[side.name]!.push(turn);
         say(
-          `round ${round + 1} ${side.name}: ${turn.requestsPerS.toFixed(0)} req/s, CPU ms/request app ${turn.appMs.toFixed(3)}, postgres ${turn.postgresMs.toFixed(3)}, bank ${turn.bankMs.toFixed(3)}${turn.non2xx ? `, ${turn.non2xx} non-2xx` : ""}`,
+          `round ${round + 1} ${side.name}: ${turn.requestsPerS.toFixed(0)} req/s${turn.creditedPerS === null ? "" : `, ${turn.creditedPerS.toFixed(0)} credited/s`}, CPU ms/${credited === null ? "request" : "credit"} app ${turn.appMs.toFixed(3)}, postgres ${turn.postgresMs.toFixed(3)}, bank ${turn.bankMs.toFixed(3)}${turn.non2xx ? `, ${turn.non2xx} non-2xx` : ""}`,
         );
       }
     }
@@ -216,6 +234,11 @@ async function main(): Promise<number> {
     const medianOf = (list: Turn[], pick: (turn: Turn) => number) => median(list.map(pick)) ?? Number.NaN;
     const fields: Array<[string, (turn: Turn) => number, number]> = [
       ["req/s", (turn) => turn.requestsPerS, 0],
+      ...(route === "topups"
+        ? ([["credited top-ups/s", (turn) => turn.creditedPerS ?? Number.NaN, 0]] as Array<
+            [string, (turn: Turn) => number, number]
+          >)
+        : []),
       ["app CPU ms/req", (turn) => turn.appMs, 3],
       ["postgres CPU ms/req", (turn) => turn.postgresMs, 3],
       ["bank CPU ms/req", (turn) => turn.bankMs, 3],
@@ -234,6 +257,7 @@ async function main(): Promise<number> {
     return 0;
   } finally {
     await admin.end().catch(() => {});
+    await Promise.all(pools.map((db) => db.end().catch(() => {})));
     await Promise.all(services.map((service) => service.stop()));
     await Promise.all(banks.map((bank) => bank.stop()));
     await stack.stop();
