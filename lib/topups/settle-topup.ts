@@ -8,6 +8,9 @@
  * `charge.succeeded`, or the bank's confirmation that a key can never be charged. A `charge.failed` event is not
  * evidence: its type and arrival order are claims (case C14), so the webhook asks the bank and brings its answer.
  * Transitions go through lib/ledger's guarded statements, so a row moves to a terminal state once, whoever calls.
+ * One shortcut exists, for the commonest case only: the webhook credits a signed success that matches an unfinished
+ * row in one statement (lib/ledger `creditMatchingTopup`, docs/decisions/045), the same move this function makes for
+ * that evidence, guarded by the same checks in SQL; whatever it does not match comes here.
  */
 import type { BankCharge } from "../bank/client";
 import { merchantRefFor } from "../bank/merchant-ref";
