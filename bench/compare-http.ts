@@ -232,6 +232,7 @@ async function main(): Promise<number> {
     }
 
     const medianOf = (list: Turn[], pick: (turn: Turn) => number) => median(list.map(pick)) ?? Number.NaN;
+    const per = route === "topups" ? "credit" : "req";
     const fields: Array<[string, (turn: Turn) => number, number]> = [
       ["req/s", (turn) => turn.requestsPerS, 0],
       ...(route === "topups"
@@ -239,9 +240,9 @@ async function main(): Promise<number> {
             [string, (turn: Turn) => number, number]
           >)
         : []),
-      ["app CPU ms/req", (turn) => turn.appMs, 3],
-      ["postgres CPU ms/req", (turn) => turn.postgresMs, 3],
-      ["bank CPU ms/req", (turn) => turn.bankMs, 3],
+      [`app CPU ms/${per}`, (turn) => turn.appMs, 3],
+      [`postgres CPU ms/${per}`, (turn) => turn.postgresMs, 3],
+      [`bank CPU ms/${per}`, (turn) => turn.bankMs, 3],
     ];
     const rows = fields.map(([label, pick, digits]) => {
       const mine = medianOf(turns.this!, pick);

@@ -3,7 +3,8 @@
  *  1. claim + credit in-process through lib/ledger versus the same SQL run by pgbench, at concurrency 1, 8 and 32
  *     (plus both at 32 on a single wallet, to show what a hot row would cost);
  *  2. HTTP with autocannon at 32 connections: the empty JSON POST route (the framework's floor), payments with fresh
- *     keys, hot replays, and top-ups with the sandbox bank in the loop, each as a ratio to the floor;
+ *     keys, hot replays, and top-ups with the sandbox bank in the loop, each as a ratio to the floor (top-ups
+ *     counted when the webhook has credited them, in a window that starts with none unfinished: ./settlement.ts);
  *  3. the duplicate storm: 1000 concurrent identical requests (payments, then top-ups);
  *  4. scale: the claim's p50 with 10k versus 1M ledger rows (`--large`: also 10M);
  *  5. the app's peak RSS under that HTTP load.
