@@ -374,9 +374,11 @@ export interface AlsoWrite {
 // Same shape as TRANSITION_SQL, with the row named by its key and the guard widened to the charge: the row must be
 // an unfinished top-up (status guard only: the bank's word, contract section 2) of the same amount and currency
 // whose recorded charge id, if any, is this one. $1 user_id, $2 type (always 'topup'), $3 ref_id, $4 charge id,
-// $5 amount, $6 currency, $7 actor, $8 audit detail. The type is a parameter, not a constant: with `type = 'topup'`
-// written in, the generic plan made on an empty ledger read the row through (type, created_at), every top-up of
-// every user (case C25). Exported for the tests that break a guard in a copy of it (negative controls).
+// $5 amount, $6 currency, $7 actor, $8 audit detail. `prev` finds and locks the row by its key; `moved` names it by
+// (user_id, the id `prev` found) through a scalar subquery, which the plan reads once as a parameter of its index
+// condition (a join to `prev` would not be one, case C25: see TRANSITION_SQL). The type is a parameter, as in the
+// claim's lookup by key, so no index that leads with a constant type can serve it (docs/decisions/045). Exported for
+// the tests that break a guard in a copy of it (negative controls).
 export const creditMatchingTopupSql = (also: string): string => `
 WITH prev AS (
   SELECT id, status FROM ledger_entries WHERE user_id = $1 AND type = $2 AND ref_id = $3 FOR UPDATE

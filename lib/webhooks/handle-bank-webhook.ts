@@ -378,9 +378,9 @@ async function settleAndRecord(
 }
 
 /**
- * A signed success credited the long way's way in one statement (lib/ledger `creditMatchingTopup`): the row moves
- * exactly as settleTopup moves an unfinished row that matches a signed success, and the event is recorded as
- * `credited` in the same commit (case C19). Returns false when nothing was written (no unfinished row that the charge
+ * Credits a signed success in one statement (lib/ledger `creditMatchingTopup`): the row moves exactly as settleTopup
+ * moves an unfinished row that matches a signed success, and the event is recorded as `credited` in the same commit
+ * (case C19). Returns false when nothing was written (no unfinished row that the charge
  * matches) and also when the statement failed: the long way then meets the same error and counts it on the row.
  */
 async function creditedInOneStatement(
