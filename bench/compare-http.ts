@@ -15,8 +15,8 @@
  * earlier turns have all landed: a build whose webhooks fall behind would otherwise do its backlog during the other
  * build's turn), and the throughput is top-ups credited per second in the turn (./settlement.ts). Printed: requests
  * per second, credited top-ups per second, and CPU per request (per credit for top-ups) of the app, PostgreSQL and
- * the bank for each turn, and the ratios this / other of their medians. PostgreSQL's CPU includes its background processes (autovacuum, checkpoints), which land on
- * whichever side is running: comparing a checkout with a copy of itself (an A/A run) moved a side's PostgreSQL CPU
+ * the bank for each turn, and the ratios this / other of their medians. PostgreSQL's CPU includes its background
+ * processes (autovacuum, checkpoints), which land on whichever side is running: comparing a checkout with a copy of itself (an A/A run) moved a side's PostgreSQL CPU
  * per top-up by up to 1.6x between turns, so judge on several rounds. Figures only; loopback only; stops
  * everything it started, also on errors and Ctrl-C.
  */
