@@ -20,12 +20,13 @@
  */
 import { randomBytes, randomInt } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import type { Agent } from "node:http";
 import cliProgress from "cli-progress";
 import pg from "pg";
 import { sleep, waitForHttp } from "./lib/ports";
 import { registerCleanup } from "./lib/processes";
-import { ensureBuilt } from "./lib/stack";
+import { ensureBuilt, projectRoot } from "./lib/stack";
 import { exitWithHelpIfAsked } from "./lib/cli-help";
 import { runClientChecks, type CheckResult } from "./storm/client-checks";
 import {
@@ -53,6 +54,7 @@ import { startClusterStorm, type ClusterStorm, type FaultReport } from "./storm/
 import { CPU_ROLES, type CpuByRole, cpuMsPerRequest, sampleCpu } from "./storm/cpu-by-role";
 import { missingClusterPackages } from "./lib/ha-cluster";
 import { runTraffic, type StormUser } from "./storm/traffic";
+import { armStormWatchdog, type StormWatchdog } from "./storm/watchdog";
 
 const EXIT_OK = 0;
 const EXIT_VIOLATION = 1;
@@ -82,6 +84,14 @@ const REDIS_RESTART_AT_FRACTION = 0.6;
 const GIVEN_READY_TIMEOUT_MS = 10_000;
 /** A control call to the local sandbox bank answers in milliseconds; 2 s means it is not there. */
 const CONTROL_TIMEOUT_MS = 2000;
+
+/**
+ * The storm's bound on its whole run, build included, past the traffic itself: 10 min (a short storm takes 1-2 min on
+ * 2 cores, the full one about 2.5), 20 min with --cluster (Patroni's start and three failovers). Past it the storm
+ * stops and exits 2 (scripts/storm/watchdog.ts).
+ */
+const RUN_BOUND_BEYOND_TRAFFIC_MS = 10 * 60_000;
+const CLUSTER_RUN_BOUND_BEYOND_TRAFFIC_MS = 20 * 60_000;
 
 /** Users are created this many at a time: each is one INSERT and one token INSERT, ~1 ms each. */
 const USER_BATCH = 25;
@@ -247,7 +257,7 @@ const CLUSTER_CLIENT_RETRY = { attemptsMax: 12, backoffMsMax: 4000 } as const;
 const CLUSTER_APP_INSTANCES = 3;
 const CLUSTER_SHORT_APP_INSTANCES = 1;
 
-async function run(options: StormOptions): Promise<number> {
+async function run(options: StormOptions, watchdog: StormWatchdog): Promise<number> {
   const startedMs = Date.now();
   const instances = options.cluster
     ? options.short
@@ -267,7 +277,9 @@ async function run(options: StormOptions): Promise<number> {
         `--cluster needs apt packages that are missing: ${missing.join(" ")} (apt-get install -y ${missing.join(" ")})`,
       );
     }
+    watchdog.step("building the app");
     ensureBuilt();
+    watchdog.step("starting the cluster");
     say(
       "starting etcd, Patroni x3 (PostgreSQL 15), HAProxy, a 6-node Redis Cluster, the bank, the app and the reconciler",
     );
@@ -282,7 +294,9 @@ async function run(options: StormOptions): Promise<number> {
     services = clusterStorm.services;
     say(`cluster ready after ${((Date.now() - startedMs) / 1000).toFixed(1)} s`);
   } else if (options.target.kind === "own") {
+    watchdog.step("building the app");
     ensureBuilt();
+    watchdog.step("starting the services");
     say("starting PostgreSQL, Redis, the sandbox bank (faults on), two app instances and the reconciler");
     services = await startOwnServices({ seed: options.seed, appInstances: APP_INSTANCES });
   } else {
@@ -294,6 +308,8 @@ async function run(options: StormOptions): Promise<number> {
     say("targeting given services: no crash or Redis restart is staged (the storm did not start them)");
   }
   const unregister = registerCleanup(() => services.stop());
+  watchdog.watchLogs(services.logDir);
+  watchdog.step("creating the users");
 
   // The in-process reconciler passes, the audit and token creation use lib/, which reads these through lib/env.ts.
   process.env.DATABASE_URL = services.databaseUrl;
@@ -315,8 +331,14 @@ async function run(options: StormOptions): Promise<number> {
   // The final passes re-drive top-ups under the same ceiling as the instances (case C15).
   if (services.canCrash) process.env.MAX_BALANCE_MINOR = STORM_SETTINGS.MAX_BALANCE_MINOR;
 
-  // Four connections: the storm's own reads are a handful of queries at setup and at the end.
-  const db = new pg.Pool({ connectionString: services.databaseUrl, max: 4, application_name: "storm" });
+  // Four connections: the storm's own reads are a handful of queries at setup and at the end. A connection that
+  // does not open in 30 s is an error, not a wait; 30 s outlasts a Patroni failover in the cluster storm.
+  const db = new pg.Pool({
+    connectionString: services.databaseUrl,
+    max: 4,
+    application_name: "storm",
+    connectionTimeoutMillis: 30_000,
+  });
   db.on("error", () => {});
   const agents: Agent[] = services.appUrls.map(() => createAgent());
   try {
@@ -351,7 +373,11 @@ async function run(options: StormOptions): Promise<number> {
       cliProgress.Presets.shades_classic,
     );
     let phase = "traffic";
-    const payload = () => ({ ops: counters.operations, requests: counters.requests, lost: counters.failures, phase });
+    watchdog.step(phase);
+    const payload = () => {
+      watchdog.step(phase);
+      return { ops: counters.operations, requests: counters.requests, lost: counters.failures, phase };
+    };
     bar.start(options.durationS, 0, payload());
     const ticker = setInterval(() => {
       bar.update(Math.min(options.durationS, Math.floor((Date.now() - trafficStartMs) / 1000)), payload());
@@ -512,6 +538,7 @@ async function run(options: StormOptions): Promise<number> {
     process.stdout.write(`${out.join("\n")}\n`);
     return violated.length === 0 ? EXIT_OK : EXIT_VIOLATION;
   } finally {
+    watchdog.step("stopping the services");
     for (const agent of agents) agent.destroy();
     await db.end().catch(() => {});
     await closeLibClients();
@@ -678,11 +705,22 @@ async function main(): Promise<number> {
     }
     throw error;
   }
+  const watchdog = armStormWatchdog({
+    boundMs:
+      options.durationS * 1000 + (options.cluster ? CLUSTER_RUN_BOUND_BEYOND_TRAFFIC_MS : RUN_BOUND_BEYOND_TRAFFIC_MS),
+    exitCode: EXIT_CANNOT_RUN,
+    write: say,
+  });
+  // The stack's log folder is known before the services are up; a second storm at once gets a suffixed one,
+  // added when its services are.
+  watchdog.watchLogs(join(projectRoot, "reports", "stack-logs", options.cluster ? "storm-cluster" : "storm"));
   try {
-    return await run(options);
+    return await run(options, watchdog);
   } catch (error) {
     say(`storm could not run: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
     return EXIT_CANNOT_RUN;
+  } finally {
+    watchdog.disarm();
   }
 }
 

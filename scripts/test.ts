@@ -13,7 +13,8 @@
  * list names each browser test that failed once on CI and then passed. Exit code 0 only when nothing failed and at
  * least one test ran.
  * A suite that exits non-zero without reporting a failed test (crash, unhandled error, setup failure) counts as
- * one failed test, so it cannot pass silently. The stack is stopped on every path, Ctrl-C included.
+ * one failed test, so it cannot pass silently; so does a suite stopped past its bound ({@link SUITE_BOUND_MIN}), and,
+ * after Ctrl-C or SIGTERM, the suite interrupted and each one not started. The stack is stopped on every path.
  *
  * Then the short cluster storm (`npm run storm -- --cluster --short`) when the apt packages are present.
  *
@@ -22,7 +23,7 @@
 import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { exitWithHelpIfAsked } from "./lib/cli-help";
-import { registerCleanup, runForeground, shutdownSignal } from "./lib/processes";
+import { type ForegroundExit, registerCleanup, runForeground, shutdownSignal } from "./lib/processes";
 import { missingClusterPackages } from "./lib/ha-cluster";
 import { findRedisServerBinary } from "./lib/redis-server";
 import { ensureBuilt, projectRoot, startStack, testStackJson, type Stack } from "./lib/stack";
@@ -38,6 +39,23 @@ type Suite = (typeof SUITES)[number];
 const failures: string[] = [];
 /** Tests that passed only on a retry (e2e on CI, playwright.config.ts): counted as passed, named above the summary. */
 const flaky: string[] = [];
+
+/**
+ * Each suite's bound, in minutes: about three times its run on a clean 2-core CI machine (static 1.5, unit 1,
+ * integration 6, http 3, e2e 5, storm 1.5, cluster storm 4). A suite past its bound is stopped and counted as one
+ * failed test, named, so that the rest still run and the summary line is printed within the CI job's 90 minutes.
+ * The storms have their own, shorter bound and print where they were (scripts/storm/watchdog.ts).
+ */
+const SUITE_BOUND_MIN: Record<Suite, number> = {
+  static: 10,
+  unit: 10,
+  integration: 25,
+  http: 15,
+  e2e: 20,
+  storm: 15,
+  cluster: 25,
+};
+const suiteBoundMs = (suite: Suite) => SUITE_BOUND_MIN[suite] * 60_000;
 
 const CHROMIUM_PATH = "/usr/bin/chromium";
 const REPORT_DIR = join(projectRoot, "reports", "test");
@@ -107,8 +125,9 @@ async function runVitest(suite: Suite, stack: Stack | null, passThrough: string[
     ],
     cwd: projectRoot,
     env: suiteEnvironment(stack),
+    timeoutMs: suiteBoundMs(suite),
   });
-  return settle(`vitest ${suite}`, readVitestReport(report, suite, projectRoot), status.code);
+  return settle(`vitest ${suite}`, readVitestReport(report, suite, projectRoot), status);
 }
 
 async function runPlaywright(stack: Stack | null, passThrough: string[]): Promise<Counts> {
@@ -120,20 +139,25 @@ async function runPlaywright(stack: Stack | null, passThrough: string[]): Promis
     args: ["node_modules/@playwright/test/cli.js", "test", "--reporter=list,json", ...passThrough],
     cwd: projectRoot,
     env: { ...suiteEnvironment(stack), PLAYWRIGHT_JSON_OUTPUT_FILE: report },
+    timeoutMs: suiteBoundMs("e2e"),
   });
-  return settle("playwright", readPlaywrightReport(report), status.code);
+  return settle("playwright", readPlaywrightReport(report), status);
 }
 
 /**
- * Turns a suite's report and exit code into counts: a non-zero exit with no failed test reported (a crash,
- * an unhandled error, a failed global setup, a missing report) is one failed test.
+ * Turns a suite's report and exit status into counts: a non-zero exit with no failed test reported (a crash,
+ * an unhandled error, a failed global setup, a missing report) is one failed test, and so is a run stopped past
+ * its bound.
  */
-function settle(name: string, report: SuiteReport | null, exitCode: number | null): Counts {
+function settle(name: string, report: SuiteReport | null, status: ForegroundExit): Counts {
   failures.push(...(report?.failures ?? []));
   flaky.push(...(report?.flaky ?? []));
   const result = report?.counts ?? { passed: 0, failed: 0, skipped: 0 };
-  if (exitCode !== 0 && result.failed === 0) {
-    const what = `${name} exited with ${exitCode ?? "a signal"} without reporting a failed test`;
+  if (status.timedOut) {
+    failures.push(`${name} stopped: still running past its bound`);
+    result.failed += 1;
+  } else if (status.code !== 0 && result.failed === 0) {
+    const what = `${name} exited with ${status.code ?? "a signal"} without reporting a failed test`;
     process.stderr.write(`${what}: counted as 1 failed\n`);
     failures.push(what);
     result.failed = 1;
@@ -153,14 +177,22 @@ async function runStorm(): Promise<Counts> {
     args: ["--import", "tsx", "scripts/storm.ts", "--short"],
     cwd: projectRoot,
     env: suiteEnvironment(null),
+    timeoutMs: suiteBoundMs("storm"),
   });
-  return stormCounts("storm (short)", status.code);
+  return stormCounts("storm (short)", status);
 }
 
-/** A storm is one test: its exit code is the verdict (0 every invariant held, 1 one was violated, 2 it could not run). */
-function stormCounts(name: string, exitCode: number | null): Counts {
-  if (exitCode === 0) return { passed: 1, failed: 0, skipped: 0 };
-  failures.push(`${name} exited with ${exitCode ?? "a signal"} (1: an invariant violated; 2: it could not run)`);
+/**
+ * A storm is one test: its exit code is the verdict (0 every invariant held, 1 one was violated, 2 it could not run);
+ * stopped past its bound, it failed.
+ */
+function stormCounts(name: string, status: ForegroundExit): Counts {
+  if (status.code === 0 && !status.timedOut) return { passed: 1, failed: 0, skipped: 0 };
+  failures.push(
+    status.timedOut
+      ? `${name} stopped: still running past its bound`
+      : `${name} exited with ${status.code ?? "a signal"} (1: an invariant violated; 2: it could not run)`,
+  );
   return { passed: 0, failed: 1, skipped: 0 };
 }
 
@@ -181,8 +213,9 @@ async function runClusterStorm(): Promise<Counts> {
     args: ["--import", "tsx", "scripts/storm.ts", "--cluster", "--short"],
     cwd: projectRoot,
     env: suiteEnvironment(null),
+    timeoutMs: suiteBoundMs("cluster"),
   });
-  return stormCounts("cluster storm (short)", status.code);
+  return stormCounts("cluster storm (short)", status);
 }
 
 /**
@@ -212,9 +245,11 @@ async function runStatic(): Promise<Counts> {
       args: check.args,
       cwd: projectRoot,
       env: suiteEnvironment(null),
+      timeoutMs: suiteBoundMs("static"),
     });
-    process.stderr.write(`${status.code === 0 ? "✓" : "✘"} ${check.name}\n`);
-    if (status.code === 0) {
+    const ok = status.code === 0 && !status.timedOut;
+    process.stderr.write(`${ok ? "✓" : "✘"} ${check.name}${status.timedOut ? " (stopped past its bound)" : ""}\n`);
+    if (ok) {
       counts.passed += 1;
     } else {
       counts.failed += 1;
@@ -245,11 +280,25 @@ function notRun(suite: string, why: string): void {
   add({ passed: 0, failed: 1, skipped: 0 });
 }
 
+/** The chosen suites that have not finished; after a signal each counts as one failed test. */
+const unfinishedSuites = new Set<Suite>();
+
 let summaryPrinted = false;
-/** Prints the summary line once, on stdout; whatever comes after it goes to stderr or nowhere. */
+/**
+ * Prints the summary line once, on stdout; whatever comes after it goes to stderr or nowhere. After a signal
+ * (Ctrl-C, or CI's time limit) the suite it interrupted and those it kept from starting count as one failed test
+ * each: an interrupted run never ends on "0 failed".
+ */
 function printSummary(): void {
   if (summaryPrinted) return;
   summaryPrinted = true;
+  const signal = shutdownSignal();
+  if (signal) {
+    for (const suite of unfinishedSuites) {
+      failures.push(`${suite}: did not finish (${signal} received)`);
+      total.failed += 1;
+    }
+  }
   if (flaky.length > 0) process.stdout.write(`passed only on a retry:\n${flaky.map((line) => `  ${line}\n`).join("")}`);
   if (failures.length > 0) process.stdout.write(`failed:\n${failures.map((line) => `  ${line}\n`).join("")}`);
   process.stdout.write(`${total.passed} passed, ${total.failed} failed, ${total.skipped} skipped\n`);
@@ -314,40 +363,41 @@ async function main(): Promise<number> {
       }
     }
   }
+  // One suite; `return` ends it.
+  const runSuite = async (suite: Suite): Promise<void> => {
+    if (suite === "static") {
+      process.stderr.write("\n=== static ===\n");
+      add(await runStatic());
+      return;
+    }
+    if (suite === "cluster") {
+      process.stderr.write("\n=== cluster storm (short) ===\n");
+      if (!appReady) notRun("cluster storm", "the app could not be built");
+      else add(await runClusterStorm());
+      return;
+    }
+    if (suite === "storm") {
+      process.stderr.write("\n=== storm (short) ===\n");
+      if (!appReady) notRun("storm", "the app could not be built");
+      else add(await runStorm());
+      return;
+    }
+    const needsApp = suite === "http" || suite === "e2e";
+    if ((suite !== "unit" && !stack) || (needsApp && !appReady)) {
+      const why = needsApp && !appReady ? "the app could not be built or started" : "the stack could not be started";
+      notRun(suite, `${why}, see above`);
+      return;
+    }
+    process.stderr.write(`\n=== ${suite} ===\n`);
+    add(suite === "e2e" ? await runPlaywright(stack, passThrough) : await runVitest(suite, stack, passThrough));
+  };
+  for (const suite of suites) unfinishedSuites.add(suite);
   try {
     for (const suite of suites) {
       if (shutdownSignal()) break;
-      if (suite === "static") {
-        process.stderr.write("\n=== static ===\n");
-        add(await runStatic());
-        continue;
-      }
-      if (suite === "cluster") {
-        process.stderr.write("\n=== cluster storm (short) ===\n");
-        if (!appReady) {
-          notRun("cluster storm", "the app could not be built");
-        } else {
-          add(await runClusterStorm());
-        }
-        continue;
-      }
-      if (suite === "storm") {
-        process.stderr.write("\n=== storm (short) ===\n");
-        if (!appReady) {
-          notRun("storm", "the app could not be built");
-        } else {
-          add(await runStorm());
-        }
-        continue;
-      }
-      const needsApp = suite === "http" || suite === "e2e";
-      if ((suite !== "unit" && !stack) || (needsApp && !appReady)) {
-        const why = needsApp && !appReady ? "the app could not be built or started" : "the stack could not be started";
-        notRun(suite, `${why}, see above`);
-        continue;
-      }
-      process.stderr.write(`\n=== ${suite} ===\n`);
-      add(suite === "e2e" ? await runPlaywright(stack, passThrough) : await runVitest(suite, stack, passThrough));
+      await runSuite(suite);
+      // A suite cut short by a signal stays unfinished (printSummary counts it), whatever its runner reported.
+      if (!shutdownSignal()) unfinishedSuites.delete(suite);
     }
   } finally {
     // After a signal the cleanup stays registered: processes.ts exits as soon as the cleanups are done, and

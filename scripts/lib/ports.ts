@@ -77,11 +77,9 @@ export async function waitForHttp(url: string, timeoutMs: number, options: WaitF
     const failure = options.failIf?.();
     if (failure) throw new Error(`gave up waiting for ${url}: ${failure}`);
     try {
-      const response = await fetch(url, { signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
-      // The body is drained so the connection is released; its content does not matter here.
-      await response.arrayBuffer().catch(() => undefined);
-      if (response.ok || options.anyStatus) return;
-      last = `HTTP ${response.status}`;
+      const status = await probeStatus(url, PROBE_TIMEOUT_MS);
+      if ((status >= 200 && status < 300) || options.anyStatus) return;
+      last = `HTTP ${status}`;
     } catch (error) {
       last = describeFetchError(error);
     }
@@ -89,6 +87,37 @@ export async function waitForHttp(url: string, timeoutMs: number, options: WaitF
       throw new Error(`${url} did not answer 2xx within ${timeoutMs} ms (last: ${last})`);
     }
     await sleep(PROBE_INTERVAL_MS);
+  }
+}
+
+/**
+ * One GET of `url`: resolves with the status once the answer's body has been read, rejects when that does not
+ * happen within `timeoutMs`. The bound is this function's own timer, not only the fetch's abort signal: a body
+ * read that an abort fails to settle (nodejs/node#56917) would otherwise leave a readiness wait pending for ever,
+ * with nothing printed.
+ */
+export async function probeStatus(url: string, timeoutMs: number): Promise<number> {
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const error = new Error(`no answer within ${timeoutMs} ms`);
+      controller.abort(error);
+      reject(error);
+    }, timeoutMs);
+  });
+  try {
+    return await Promise.race([
+      (async () => {
+        const response = await fetch(url, { signal: controller.signal });
+        // The body is drained so the connection is released; its content does not matter here.
+        await response.arrayBuffer();
+        return response.status;
+      })(),
+      deadline,
+    ]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

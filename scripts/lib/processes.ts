@@ -168,7 +168,21 @@ export interface ForegroundOptions {
   cwd?: string;
   /** The child's whole environment (default: this process's environment). */
   env?: Record<string, string | undefined>;
+  /**
+   * Upper bound on the run, in ms (default: none). Past it the child's group gets SIGTERM, then SIGKILL
+   * {@link FOREGROUND_KILL_AFTER_MS} later, and the status says `timedOut`: a hung suite fails alone, named, instead
+   * of eating the whole CI job's time with no summary.
+   */
+  timeoutMs?: number;
 }
+
+/** Exit status of {@link runForeground}: `timedOut` when its `timeoutMs` ran out and it was stopped. */
+export interface ForegroundExit extends ServiceExit {
+  timedOut: boolean;
+}
+
+/** SIGTERM-to-SIGKILL bound for a foreground run past its `timeoutMs`: 30 s to stop its own services and report. */
+const FOREGROUND_KILL_AFTER_MS = 30_000;
 
 /**
  * Runs a command to completion with this process's stdout and stderr (colours and progress intact) and no
@@ -178,7 +192,7 @@ export interface ForegroundOptions {
  * Resolves with the exit status (code null and the signal when it was killed; code null and signal null when it
  * could not be spawned, after printing why). Never rejects.
  */
-export function runForeground(options: ForegroundOptions): Promise<ServiceExit> {
+export function runForeground(options: ForegroundOptions): Promise<ForegroundExit> {
   installSignalHandlers();
   return new Promise((resolve) => {
     const child = spawn(options.command, options.args, {
@@ -189,13 +203,28 @@ export function runForeground(options: ForegroundOptions): Promise<ServiceExit> 
     });
     const pid = child.pid;
     if (pid !== undefined) liveGroups.set(pid, options.name);
+    let timedOut = false;
+    let killTimer: NodeJS.Timeout | undefined;
+    const bound =
+      options.timeoutMs === undefined || pid === undefined
+        ? undefined
+        : setTimeout(() => {
+            timedOut = true;
+            process.stderr.write(
+              `\n${options.name} still running after ${Math.round(options.timeoutMs! / 1000)} s, its bound: stopping it\n`,
+            );
+            signalGroup(pid, "SIGTERM");
+            killTimer = setTimeout(() => signalGroup(pid, "SIGKILL"), FOREGROUND_KILL_AFTER_MS);
+          }, options.timeoutMs);
     const finish = (status: ServiceExit) => {
+      clearTimeout(bound);
+      clearTimeout(killTimer);
       if (pid !== undefined) {
         // Workers that outlived their runner (they should not) go with it.
         signalGroup(pid, "SIGKILL");
         liveGroups.delete(pid);
       }
-      resolve(status);
+      resolve({ ...status, timedOut });
     };
     child.once("error", (error) => {
       process.stderr.write(`could not run ${options.name} (${options.command}): ${error.message}\n`);

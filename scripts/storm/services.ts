@@ -8,8 +8,8 @@
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort, sleep, waitForHttp } from "../lib/ports";
-import { signalGroup, spawnService, type Service } from "../lib/processes";
+import { freePort, probeStatus, sleep, waitForHttp } from "../lib/ports";
+import { registerCleanup, signalGroup, spawnService, type Service } from "../lib/processes";
 import { startRedisServer, type RedisServer } from "../lib/redis-server";
 import { randomAuthSecret, randomWebhookSecret } from "../lib/secrets";
 import { LOAD_OPS_PER_MINUTE, projectRoot, spawnApp, spawnBank, startStack, type Stack } from "../lib/stack";
@@ -208,6 +208,8 @@ export async function startOwnServices(options: { seed: number; appInstances: nu
       await stack.stop();
       rmSync(bankStateDir, { recursive: true, force: true });
     })());
+  // A signal while the services start stops them too (the caller registers its own cleanup once this returns).
+  const unregisterStart = registerCleanup(stopAll);
 
   try {
     const [bankPort, ...appPorts] = await Promise.all([
@@ -292,6 +294,7 @@ export async function startOwnServices(options: { seed: number; appInstances: nu
       });
     }
 
+    unregisterStart();
     const redisPort = Number(new URL(stack.redisUrl).port);
     let redisPid = stack.redisPid;
 
@@ -336,6 +339,7 @@ export async function startOwnServices(options: { seed: number; appInstances: nu
     };
   } catch (error) {
     await stopAll();
+    unregisterStart();
     throw error;
   }
 }
@@ -379,8 +383,7 @@ async function waitServing(service: Service, url: string): Promise<void> {
         `${service.name} exited (code ${exit.code}, signal ${exit.signal}):\n${service.recentOutput().split("\n").slice(-30).join("\n")}`,
       );
     try {
-      const response = await fetch(url, { signal: AbortSignal.timeout(SERVING_PROBE_TIMEOUT_MS) });
-      await response.arrayBuffer().catch(() => undefined);
+      await probeStatus(url, SERVING_PROBE_TIMEOUT_MS);
       return;
     } catch (error) {
       last = error instanceof Error ? error.message : String(error);
