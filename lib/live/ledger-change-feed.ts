@@ -1,6 +1,8 @@
 /**
  * The live feed of ledger changes: one LISTEN connection per process on `ledger_changes`, handed to each user's
- * subscribers, never silent when lost; why and how: docs/decisions/025-live-status-push.md.
+ * subscribers, never silent when lost; why and how: docs/decisions/025-live-status-push.md. The database announces
+ * only users registered in `live_watchers`: the feed registers a user before it says `ready` to them and renews the
+ * rows while they are subscribed (docs/decisions/046-announce-only-watched-users.md).
  */
 import pg from "pg";
 import { z } from "zod";
@@ -53,6 +55,13 @@ const PROBE_TIMEOUT_MS = 5_000;
 /** How long the connection stays open after the last subscriber left: a page reload resubscribes within this. */
 const IDLE_CLOSE_MS = 60_000;
 
+/**
+ * How long a registration in `live_watchers` holds without being renewed: 5 min. The probe renews every watched
+ * user's row every {@link PROBE_INTERVAL_MS}; a row outlives a process that died by at most this, and costs only
+ * announcements nobody hears (decision 046).
+ */
+const WATCH_TTL_S = 300;
+
 /** Connection timeout of one attempt: 10 s, like the pool's. */
 const CONNECT_TIMEOUT_MS = 10_000;
 
@@ -85,6 +94,10 @@ export class LedgerChangeFeed {
   private probeTimer: NodeJS.Timeout | null = null;
   private idleTimer: NodeJS.Timeout | null = null;
   private closed = false;
+  /** Users registered in `live_watchers` on the current connection (cleared when it is lost). */
+  private registered = new Set<string>();
+  /** Registrations under way, by user: the subscribers that arrive meanwhile wait for the same one. */
+  private registering = new Map<string, Promise<boolean>>();
 
   constructor(private readonly options: FeedOptions = {}) {}
 
@@ -127,12 +140,16 @@ export class LedgerChangeFeed {
       this.subscribers.set(userId, set);
     }
     set.add(subscriber);
-    if (this.listening) deliver(subscriber, { kind: "ready" });
+    if (this.listening) this.readyOnceWatched(userId, subscriber);
     else this.ensureConnecting();
     return () => {
       const current = this.subscribers.get(userId);
       if (!current?.delete(subscriber)) return;
-      if (current.size === 0) this.subscribers.delete(userId);
+      if (current.size === 0) {
+        this.subscribers.delete(userId);
+        // Its row is no longer renewed and lapses; a later subscriber registers it again.
+        this.registered.delete(userId);
+      }
       this.startIdleTimerIfUnused();
     };
   }
@@ -143,6 +160,49 @@ export class LedgerChangeFeed {
     this.subscribers.clear();
     for (const timer of [this.reconnectTimer, this.probeTimer, this.idleTimer]) if (timer) clearTimeout(timer);
     await this.disconnect();
+  }
+
+  /**
+   * Says `ready` to a subscriber of a listening feed once its user is registered as watched: announcements of that
+   * user are sent from then on. A registration that fails means the connection is unusable (lost, reported `down`).
+   */
+  private readyOnceWatched(userId: string, subscriber: Subscriber): void {
+    const client = this.client;
+    if (!client) return;
+    if (this.registered.has(userId)) {
+      deliver(subscriber, { kind: "ready" });
+      return;
+    }
+    let registration = this.registering.get(userId);
+    if (!registration) {
+      registration = this.register(client, [userId]).finally(() => this.registering.delete(userId));
+      this.registering.set(userId, registration);
+    }
+    void registration.then((ok) => {
+      if (ok && this.client === client && this.subscribers.get(userId)?.has(subscriber)) {
+        deliver(subscriber, { kind: "ready" });
+      }
+    });
+  }
+
+  /**
+   * Registers (or renews) `userIds` in `live_watchers` on `client` (the function waits out the transactions that
+   * decided not to announce them, decision 046). Resolves false, after reporting the connection lost, when it fails.
+   */
+  private async register(client: pg.Client, userIds: readonly string[]): Promise<boolean> {
+    try {
+      await client.query({
+        text: "SELECT live_watchers_register($1::text[], $2::int)",
+        values: [userIds, WATCH_TTL_S],
+        query_timeout: PROBE_TIMEOUT_MS,
+      } as pg.QueryConfig);
+    } catch (error) {
+      this.lost(client, error instanceof Error ? error : new Error(String(error)));
+      return false;
+    }
+    if (this.client !== client) return false;
+    for (const userId of userIds) if (this.subscribers.has(userId)) this.registered.add(userId);
+    return true;
   }
 
   private connectionString(): string | null {
@@ -195,6 +255,13 @@ export class LedgerChangeFeed {
       return;
     }
     this.client = client;
+    this.registered.clear();
+    // Every subscribed user is registered before anyone hears `ready`, those who subscribe meanwhile included.
+    let unregistered = [...this.subscribers.keys()];
+    while (unregistered.length > 0) {
+      if (!(await this.register(client, unregistered))) return;
+      unregistered = [...this.subscribers.keys()].filter((userId) => !this.registered.has(userId));
+    }
     this.listening = true;
     this.reconnectDelayMs = RECONNECT_DELAY_MS_MIN;
     this.startProbe(client);
@@ -222,6 +289,8 @@ export class LedgerChangeFeed {
       probe
         .then((result) => {
           if (result.rows[0]?.standby) this.lost(client, new Error("the listener's database became a standby"));
+          // Renews the watched users' rows (and registers none anew: those are registered by their subscribe).
+          else if (this.registered.size > 0) void this.register(client, [...this.registered]);
         })
         .catch((error: unknown) => this.lost(client, error instanceof Error ? error : new Error(String(error))));
     }, PROBE_INTERVAL_MS);
@@ -233,6 +302,7 @@ export class LedgerChangeFeed {
     if (this.client !== client) return;
     this.client = null;
     this.listening = false;
+    this.registered.clear();
     if (this.probeTimer) {
       clearInterval(this.probeTimer);
       this.probeTimer = null;
@@ -261,6 +331,7 @@ export class LedgerChangeFeed {
     const client = this.client;
     this.client = null;
     this.listening = false;
+    this.registered.clear();
     if (this.probeTimer) {
       clearInterval(this.probeTimer);
       this.probeTimer = null;

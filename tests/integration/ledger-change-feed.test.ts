@@ -75,6 +75,17 @@ describe("ledger change feed", () => {
     ]);
   });
 
+  it("says ready once its user is registered as watched, and the row is fresh (decision 046)", async () => {
+    const user = await createTestUser();
+    const { heard } = subscribed(user.id);
+    await until(heard, (events) => events.some((event) => event.kind === "ready"));
+    const row = await testPool().query<{ fresh: boolean }>(
+      "SELECT expires_at > now() + interval '4 minutes' AS fresh FROM live_watchers WHERE user_id = $1",
+      [user.id],
+    );
+    expect(row.rows).toEqual([{ fresh: true }]);
+  });
+
   it("announces nothing for a rolled-back change, nor for payments and rewards", async () => {
     const user = await createTestUser();
     const { heard } = subscribed(user.id);
