@@ -19,6 +19,7 @@ import { createCharge } from "../lib/bank/client";
 import { randomWebhookSecret } from "../scripts/lib/secrets";
 import { processCpuMs } from "./cpu-accounting";
 import { ratio } from "./stats";
+import { exitWithHelpIfAsked } from "../scripts/lib/cli-help";
 
 /** One measured batch of charges. */
 export interface BankChargePoint {
@@ -182,7 +183,13 @@ function numberArg(name: string, fallback: number): number {
   return value;
 }
 
+const HELP = `usage: node --import tsx bench/bank-charges.ts [--charges 2000] [--prefill 10000] [--compare DIR] [--rounds N]
+
+The sandbox bank's CPU per charge, driven directly (no app), optionally against the bank of the checkout in DIR.
+Exit codes: 0 measured; 1 failed.`;
+
 async function main(): Promise<void> {
+  exitWithHelpIfAsked(HELP);
   const options = { charges: numberArg("charges", 2000), prefill: numberArg("prefill", 10_000) };
   const compare = stringArg("compare");
   if (compare === null) {

@@ -16,6 +16,7 @@ import pg from "pg";
 import { startStack } from "../scripts/lib/stack";
 import { findPgbench, PGBENCH_PACKAGE, runPgbench } from "./ledger-vs-pgbench";
 import { percentile } from "./stats";
+import { exitWithHelpIfAsked } from "../scripts/lib/cli-help";
 
 const USERS = 1_000;
 const CONNECTIONS = 32;
@@ -33,7 +34,7 @@ END
 $$`;
 
 /** Points the insert trigger at `fn` (the benchmark's own database only). */
-const useTriggerFunction = (fn: string) => `
+const insertTriggerOnFunctionSql = (fn: string) => `
 DROP TRIGGER ledger_entries_change_notify_insert ON ledger_entries;
 CREATE TRIGGER ledger_entries_change_notify_insert AFTER INSERT ON ledger_entries
   FOR EACH ROW WHEN (NEW.type IN ('topup', 'adjustment')) EXECUTE FUNCTION ${fn}()`;
@@ -48,7 +49,9 @@ const FORMS = ["always", "unwatched", "watched"] as const;
 type Form = (typeof FORMS)[number];
 
 async function prepareForm(db: pg.Pool, form: Form): Promise<void> {
-  await db.query(useTriggerFunction(form === "always" ? "ledger_change_notify_always" : "ledger_change_notify"));
+  await db.query(
+    insertTriggerOnFunctionSql(form === "always" ? "ledger_change_notify_always" : "ledger_change_notify"),
+  );
   await db.query("DELETE FROM live_watchers");
   if (form === "watched") {
     await db.query(
@@ -58,7 +61,17 @@ async function prepareForm(db: pg.Pool, form: Form): Promise<void> {
   }
 }
 
+const HELP = `usage: node --import tsx bench/notify-ceiling.ts [--rounds N] [--seconds N]
+
+The live-status trigger at PostgreSQL's ceiling (docs/decisions/046): pgbench inserts top-up rows at 32
+connections with the trigger announcing every row (decision 025), nobody watching, and everyone watching;
+medians of the rounds and ratios to the first. Needs pgbench (apt postgresql-15).
+  --rounds N      rounds, each running the three forms (default 3)
+  --seconds N     length of one pgbench run (default 8)
+Exit codes: 0 measured; 1 failed.`;
+
 async function main(): Promise<void> {
+  exitWithHelpIfAsked(HELP);
   const { values } = parseArgs({ options: { seconds: { type: "string" }, rounds: { type: "string" } } });
   const seconds = Number(values.seconds ?? 8);
   const rounds = Number(values.rounds ?? 3);

@@ -29,6 +29,7 @@ import { loadRoute, type RequestGenerator } from "./http-load";
 import { createHttpUsers } from "./http-users";
 import { probeMemory } from "./memory-probe";
 import { renderTable } from "./report";
+import { exitWithHelpIfAsked } from "../scripts/lib/cli-help";
 
 const ROUTES = ["noop", "payments", "replays", "topups", "storm"] as const;
 type Route = (typeof ROUTES)[number];
@@ -114,7 +115,14 @@ function summarise(profile: CpuProfile): {
   return { busyMs: busyUs / 1000, idleMs: idleUs / 1000, functions: sorted(functions), packages: sorted(packages) };
 }
 
+const HELP = `usage: node --import tsx bench/profile.ts [--route noop|payments|replays|topups|storm] [--seconds N] [--out file]
+       node --experimental-websocket --import tsx bench/profile.ts --memory [--seconds N] [--app-node-options="..."]
+
+A V8 CPU profile of the app under one route's load, or (--memory) the app's memory after each bench phase.
+Exit codes: 0 done; 1 failed; 2 bad arguments.`;
+
 async function main(): Promise<number> {
+  exitWithHelpIfAsked(HELP);
   const { values } = parseArgs({
     args: process.argv.slice(2),
     strict: true,

@@ -36,6 +36,7 @@ import { loadRoute, type HttpFigures } from "./http-load";
 import { createHttpUsers } from "./http-users";
 import { cell, renderTable } from "./report";
 import { median as medianOf } from "./stats";
+import { exitWithHelpIfAsked } from "../scripts/lib/cli-help";
 
 /** As bench/run.ts: 32 connections, 1000 users, 1000-request storms, 2 s warm-up. */
 const CONNECTIONS = 32;
@@ -68,7 +69,13 @@ interface Measured {
 /** The median of a non-empty list of figures (bench/stats.ts). */
 const median = (values: number[]): number => medianOf(values) ?? Number.NaN;
 
+const HELP = `usage: node --import tsx bench/replay-compare.ts --base <built checkout> [--rounds N] [--seconds N]
+
+Hot replays of this checkout against a built base checkout, in turns on one stack.
+Exit codes: 0 measured; 1 failed; 2 bad arguments.`;
+
 async function main(): Promise<number> {
+  exitWithHelpIfAsked(HELP);
   const { values } = parseArgs({
     args: process.argv.slice(2),
     strict: true,
