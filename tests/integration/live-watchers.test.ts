@@ -64,6 +64,21 @@ async function heardOf(refId: string, status: string): Promise<void> {
 }
 
 /**
+ * Moves `topup` to `processing` in a transaction left open on its own connection: its trigger has run (and decided
+ * whether to announce), its commit is the caller's.
+ */
+async function changeHeldOpen(topup: { userId: string; entryId: string }, name: string): Promise<pg.Client> {
+  const writer = await dedicatedClient(name);
+  clients.push(writer);
+  await writer.query("BEGIN");
+  await writer.query("UPDATE ledger_entries SET status = 'processing' WHERE user_id = $1 AND id = $2", [
+    topup.userId,
+    topup.entryId,
+  ]);
+  return writer;
+}
+
+/**
  * Proves that nothing more about `refId` will arrive: a watched user's change, committed after everything before,
  * is heard, and announcements are delivered in commit order.
  */
@@ -100,14 +115,7 @@ describe("live watchers", () => {
 
   it("a registration waits for a change whose trigger found no watcher, so the re-read after it sees the change", async () => {
     const topup = await userWithTopup();
-    // The change: its trigger runs now (no watcher yet), its transaction stays open.
-    const writer = await dedicatedClient("live-watchers-writer");
-    clients.push(writer);
-    await writer.query("BEGIN");
-    await writer.query("UPDATE ledger_entries SET status = 'processing' WHERE user_id = $1 AND id = $2", [
-      topup.userId,
-      topup.entryId,
-    ]);
+    const writer = await changeHeldOpen(topup, "live-watchers-writer");
     const writerPid = (await writer.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
     // The page's registration queues behind it.
     const registration = register(topup.userId);
@@ -141,13 +149,7 @@ describe("live watchers", () => {
 
   it("negative control: registered without the lock, the page re-reads the old state and the change is never announced", async () => {
     const topup = await userWithTopup();
-    const writer = await dedicatedClient("live-watchers-writer-control");
-    clients.push(writer);
-    await writer.query("BEGIN");
-    await writer.query("UPDATE ledger_entries SET status = 'processing' WHERE user_id = $1 AND id = $2", [
-      topup.userId,
-      topup.entryId,
-    ]);
+    const writer = await changeHeldOpen(topup, "live-watchers-writer-control");
     // Does not wait: the writer's trigger already decided there was nobody to tell.
     await register(topup.userId, UNLOCKED_REGISTER);
     const reread = await testPool().query<{ status: string }>(
