@@ -113,6 +113,16 @@ describe("live watchers", () => {
     expect(refIds.has(lapsed.refId)).toBe(false);
   });
 
+  it("an id with no user is skipped, and the others in the same registration are registered", async () => {
+    const user = await createTestUser();
+    await testPool().query("SELECT live_watchers_register($1::text[], 300)", [[`no-such-user-${user.id}`, user.id]]);
+    const rows = await testPool().query<{ user_id: string }>(
+      "SELECT user_id FROM live_watchers WHERE user_id IN ($1, $2)",
+      [`no-such-user-${user.id}`, user.id],
+    );
+    expect(rows.rows).toEqual([{ user_id: user.id }]);
+  });
+
   it("a registration waits for a change whose trigger found no watcher, so the re-read after it sees the change", async () => {
     const topup = await userWithTopup();
     const writer = await changeHeldOpen(topup, "live-watchers-writer");

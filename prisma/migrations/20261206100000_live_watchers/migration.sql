@@ -34,7 +34,8 @@ $$;
 
 -- Registers (or keeps registered) the users in p_user_ids for p_ttl_s seconds. A user whose row is missing or
 -- expired is locked first, in one order (two registrations never deadlock), which waits out the transactions whose
--- trigger found no watcher; a row that is still fresh is only extended, nothing was decided against it.
+-- trigger found no watcher; a row that is still fresh is only extended, nothing was decided against it. An id with
+-- no user (deleted while its page was open) is skipped: it must not fail the registration of everyone else.
 CREATE FUNCTION live_watchers_register(p_user_ids TEXT[], p_ttl_s INTEGER) RETURNS void
 LANGUAGE plpgsql AS $$
 BEGIN
@@ -45,6 +46,7 @@ BEGIN
             ORDER BY 1) AS s;
   INSERT INTO live_watchers AS w (user_id, expires_at)
   SELECT DISTINCT u, now() + make_interval(secs => p_ttl_s) FROM unnest(p_user_ids) AS u
+   WHERE EXISTS (SELECT 1 FROM "user" WHERE id = u)
   ON CONFLICT (user_id) DO UPDATE SET expires_at = greatest(w.expires_at, EXCLUDED.expires_at);
 END
 $$;
