@@ -1,6 +1,7 @@
 // The tests StrykerJS runs against mutants of lib/ledger (npm run test:mutation): the unit tests of the pure
 // parts and the integration tests that exercise the claim, transitions, payments, refunds, the top-up's admission
-// (balance-ceiling), the webhook's one-statement credit (credit-matching-topup) and the error classifier on a real
+// (balance-ceiling), the webhook's one-statement credit (credit-matching-topup), the reward's statement
+// (reward-statement) and the error classifier on a real
 // PostgreSQL (tests/setup/global-setup.ts starts it). One project, so Stryker sees one test run.
 import { defineConfig } from "vitest/config";
 import { fileURLToPath } from "node:url";
@@ -26,6 +27,7 @@ export default defineConfig({
       "tests/integration/reconciler.test.ts",
       "tests/integration/balance-ceiling.test.ts",
       "tests/integration/credit-matching-topup.test.ts",
+      "tests/integration/reward-statement.test.ts",
     ],
     environment: "node",
     globalSetup: ["tests/setup/global-setup.ts"],

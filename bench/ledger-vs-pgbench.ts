@@ -10,16 +10,13 @@ import { accessSync, constants, mkdtempSync, rmSync, writeFileSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Pool, PoolClient, QueryResult, QueryResultRow, QueryConfig } from "pg";
-import { withTransaction } from "../lib/db";
+import { pool } from "../lib/db";
 import {
-  withTransactionRetry,
-  completeEntry,
-  insertClaim,
+  decideRewardUnderWalletLock,
   jsonStoredResponse,
   operationKey,
-  statementEntryView,
-  storeResponse,
-  WORKER_ID,
+  succeededRewardResponse,
+  withTransactionRetry,
   type Queryable,
 } from "../lib/ledger";
 import { percentile } from "./stats";
@@ -45,8 +42,6 @@ export function findPgbench(): string | null {
  */
 const CREDIT_AMOUNT_MINOR = 100;
 const CURRENCY = "USD";
-/** Lease of the claimed row (the row is terminal within the same transaction, so its value never matters). */
-const LEASE_MS = 30_000;
 
 /** One statement as the database received it. */
 interface CapturedStatement {
@@ -71,46 +66,47 @@ class RecordingConnection implements Queryable {
   }
 }
 
+/** The reward day every bench credit counts against (any `YYYY-MM-DD`: the cap below is never reached). */
+const CREDIT_DAY = "2026-12-01";
+/** A day's cap and a wallet ceiling no run reaches: every credit does the cap row's and the room's work, none refused. */
+const UNREACHED_MINOR = 2 ** 52;
+
 /**
  * One claim + credit through lib/ledger, as a credit without an external call runs (lib/rewards/credit-reward.ts
- * without the Redis reservation): in one READ COMMITTED transaction, claim the row (`insertClaim`), move it to
- * `succeeded` crediting the wallet in the same statement (`completeEntry`), store the first response
- * (`storeResponse`); retried on 40001/40P01. Returns the statements sent when `record` is set, and the row's id.
+ * without the Redis reservation): one autocommit statement, `decideRewardUnderWalletLock`, which locks the wallet,
+ * sums the user's unfinished top-ups, claims the row terminal, counts the day's cap row, credits the wallet and stores
+ * the first response (docs/decisions/047); retried on 40001/40P01. Returns the statements sent when `record` is set
+ * (one), and the row's id.
  */
 export async function creditOnce(
   userId: string,
   refId: string,
   record = false,
 ): Promise<{ statements: CapturedStatement[]; entryId: number }> {
-  let statements: CapturedStatement[] = [];
-  let entryId = 0;
-  await withTransactionRetry(() =>
-    withTransaction(async (client) => {
-      const recorder = new RecordingConnection(client);
-      const db: Queryable = record ? recorder : client;
-      const entry = await insertClaim(db, {
-        key: operationKey(userId, "reward", refId),
+  const client = record ? await pool().connect() : null;
+  const recorder = client ? new RecordingConnection(client) : null;
+  try {
+    const key = operationKey(userId, "reward", refId);
+    const params = { adId: refId, day: CREDIT_DAY, amount: CREDIT_AMOUNT_MINOR, currency: CURRENCY };
+    const decided = await withTransactionRetry(() =>
+      decideRewardUnderWalletLock(recorder ?? pool(), {
+        key,
         amountMinor: CREDIT_AMOUNT_MINOR,
         currency: CURRENCY,
-        params: { amount: CREDIT_AMOUNT_MINOR, currency: CURRENCY },
-        leaseOwner: WORKER_ID,
-        leaseMs: LEASE_MS,
-        actor: "request",
-      });
-      if (!entry) throw new Error(`bench: fresh key ${refId} was not claimed`);
-      const ref = { userId, entryId: entry.id };
-      const moved = await completeEntry(
-        ref,
-        { actor: "request", guard: { kind: "lease", attempt: entry.attempt }, credit: true },
-        db,
-      );
-      if (moved.kind !== "moved") throw new Error("bench: the fresh claim's transition did not move the row");
-      await storeResponse(ref, jsonStoredResponse(201, { entry: statementEntryView(moved.entry) }), db);
-      statements = recorder.statements;
-      entryId = entry.id;
-    }),
-  );
-  return { statements, entryId };
+        params,
+        day: CREDIT_DAY,
+        capMinor: UNREACHED_MINOR,
+        maxBalanceMinor: UNREACHED_MINOR,
+        succeeded: succeededRewardResponse(params, CREDIT_AMOUNT_MINOR, CURRENCY),
+        refusal: jsonStoredResponse(422, { code: "balance_limit_exceeded" }),
+      }),
+    );
+    if (decided.kind !== "decided" || decided.entry.status !== "succeeded")
+      throw new Error(`bench: fresh key ${refId} was not credited (${decided.kind})`);
+    return { statements: recorder?.statements ?? [], entryId: decided.entry.id };
+  } finally {
+    client?.release();
+  }
 }
 
 /** A pgbench script and the `-D` definitions of its constants. */
@@ -136,8 +132,10 @@ export function pgbenchScript(
     // Ref ids are drawn from 10^15 values: a repeat within a run of a few hundred thousand transactions has a
     // probability far below one in a thousand, and a repeat would only make that transaction a no-op claim.
     `\\set ref random(1, 1000000000000000)`,
-    "BEGIN ISOLATION LEVEL READ COMMITTED;",
   ];
+  // One statement runs in autocommit, as lib/ledger sends it; several run in one transaction.
+  const transaction = recorded.statements.length > 1;
+  if (transaction) lines.push("BEGIN ISOLATION LEVEL READ COMMITTED;");
   recorded.statements.forEach((statement, index) => {
     if (statement.text.includes(";")) throw new Error("bench: a recorded statement contains ';'");
     const text = statement.text.trim().replace(/\$(\d+)/g, (_match, digits: string) => {
@@ -153,7 +151,7 @@ export function pgbenchScript(
     // The claim returns the new row; its columns become c_<column> variables for the next statements.
     lines.push(index === 0 ? `${text} \\gset c_` : `${text};`);
   });
-  lines.push("COMMIT;");
+  if (transaction) lines.push("COMMIT;");
   return { text: `${lines.join("\n")}\n`, defines };
 }
 
@@ -294,7 +292,7 @@ export async function runInProcess(options: {
 
 /** What one statement of the credit transaction costs PostgreSQL, from EXPLAIN ANALYZE and the WAL position. */
 export interface StatementCost {
-  /** "claim", "transition (credit)" or "store response". */
+  /** The statement's name in {@link STATEMENT_NAMES}. */
   readonly statement: string;
   /** EXPLAIN ANALYZE's "Planning Time": node-pg sends unnamed statements, so every execution is planned again. */
   readonly planningMs: number;
@@ -306,7 +304,8 @@ export interface StatementCost {
   readonly plan: string;
 }
 
-const STATEMENT_NAMES = ["claim", "transition (credit)", "store response"];
+/** The recorded credit's statements: one since docs/decisions/047 (claim, credit and response together). */
+const STATEMENT_NAMES = ["claim, credit and response (ledger_decide_reward)"];
 
 /** A JSON plan as indented text: node type, relation or index, actual time and rows (like EXPLAIN's text form). */
 function renderPlan(node: Record<string, unknown>, depth = 0): string {

@@ -771,7 +771,7 @@ function renderReport(input: {
   );
   out.push("");
   out.push(
-    `1. claim + credit transaction (BEGIN; claim; credit; store response; COMMIT), fresh keys, ${input.seconds} s each`,
+    `1. claim + credit in one statement (ledger_decide_reward: room, claim, cap row, credit, stored response), fresh keys, ${input.seconds} s each`,
   );
   if (ledger.pgbenchMissing) out.push(`   ${ledger.pgbenchMissing}`);
   out.push(

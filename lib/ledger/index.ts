@@ -8,6 +8,7 @@ export * from "./entry";
 export * from "./claim";
 export * from "./claim-runner";
 export * from "./payment-statement";
+export * from "./reward-statement";
 export * from "./topup-admission";
 export * from "./take-over";
 export * from "./transitions";

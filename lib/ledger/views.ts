@@ -5,6 +5,7 @@
  */
 import type { z } from "zod";
 import type { LedgerEntry, StoredResponse } from "./entry";
+import type { OperationParams } from "./fingerprint";
 import { RESPONSE_TIME_SLOT } from "./payment-statement";
 import type { paymentViewSchema, rewardViewSchema, statementEntryViewSchema, topupViewSchema } from "./view-schemas";
 
@@ -67,7 +68,10 @@ export function succeededPaymentResponse(orderId: string, amountMinor: number, c
 
 export type RewardView = z.infer<typeof rewardViewSchema>;
 
-export function rewardView(entry: LedgerEntry): RewardView {
+/** The row's fields a reward's view shows (`params` holds its `adId` and `day`). */
+type RewardViewFields = Pick<LedgerEntry, "params" | "amountMinor" | "currency" | "status" | "createdAt" | "updatedAt">;
+
+export function rewardView(entry: RewardViewFields): RewardView {
   return {
     adId: String(entry.params.adId),
     day: String(entry.params.day),
@@ -77,6 +81,24 @@ export function rewardView(entry: LedgerEntry): RewardView {
     createdAt: entry.createdAt.toISOString(),
     updatedAt: entry.updatedAt.toISOString(),
   };
+}
+
+/**
+ * The stored 201 of a reward decided in one statement, before the statement runs: `{ reward: RewardView }` of a
+ * `succeeded` row with `params` (its `adId` and `day`), `amountMinor` (minor units) and `currency`, its timestamps left
+ * as {@link RESPONSE_TIME_SLOT} for the statement to fill with the row's time (reward-statement.ts). Filled, it is
+ * byte for byte `jsonStoredResponse(201, { reward: rewardView(row) })`.
+ */
+export function succeededRewardResponse(
+  params: OperationParams,
+  amountMinor: number,
+  currency: string,
+): StoredResponse {
+  const time = new Date(0);
+  const view = rewardView({ params, amountMinor, currency, status: "succeeded", createdAt: time, updatedAt: time });
+  return jsonStoredResponse(201, {
+    reward: { ...view, createdAt: RESPONSE_TIME_SLOT, updatedAt: RESPONSE_TIME_SLOT },
+  });
 }
 
 /** One line of the statement (`GET /api/v1/entries`): every movement, credits positive and debits negative. */

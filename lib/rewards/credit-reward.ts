@@ -4,31 +4,23 @@
  */
 import { randomUUID } from "node:crypto";
 import { countOperation, metrics } from "../metrics/registry";
-import { autocommit } from "../db";
+import { autocommit, pool } from "../db";
 import { env } from "../env";
 import { log } from "../log";
 import {
   awaitStoredResponse,
   CommitUncertainError,
-  completeEntry,
-  decideInClaimTransaction,
-  failEntry,
+  decideRewardUnderWalletLock,
   findEntryByKey,
   fingerprint,
   fromExisting,
-  jsonStoredResponse,
-  movedOrThrow,
   operationKey,
-  rewardView,
   runClaimedOperation,
-  type FreshClaim,
-  type LedgerEntry,
+  succeededRewardResponse,
+  type DecidedReward,
   type OperationKey,
   type OperationParams,
   type OperationResult,
-  type Queryable,
-  type StoredResponse,
-  type TransactionDecision,
 } from "../ledger";
 import {
   capKeysExpireAtS,
@@ -37,11 +29,11 @@ import {
   type CapOperation,
   type RewardCapStore,
 } from "./cap-store";
-import { raiseRewardDayCredit, readRewardDayCredited } from "./raise-reward-day-credit";
+import { readRewardDayCredited } from "./raise-reward-day-credit";
 import { rewardDay } from "./reward-day";
 import { admitNewOperation, rateLimitedResult } from "../limits/new-operation-rate";
 import { rewardRulesFromEnv, type RewardRules } from "./rules";
-import { balanceLimitResponse, checkBalanceHeadroom } from "../wallet/check-balance-headroom";
+import { balanceLimitResponse } from "../wallet/check-balance-headroom";
 
 export interface CreditRewardInput {
   /** From the authenticated session or API token, never from a request body. */
@@ -62,11 +54,6 @@ export interface CreditRewardDependencies {
    * (tests/integration/rewards-cap-ledger.test.ts).
    */
   readonly ledgerCap?: boolean;
-}
-
-/** What the reward's stored 201 and its replays say: `{ reward: RewardView }`. */
-function creditedResponse(entry: LedgerEntry): StoredResponse {
-  return jsonStoredResponse(201, { reward: rewardView(entry) });
 }
 
 /**
@@ -165,33 +152,43 @@ async function runReward(input: CreditRewardInput, dependencies: CreditRewardDep
   let landed: boolean | "unknown" = false;
   // The day's credited total in the ledger, when known: the counter is never left below it.
   let ledgerTotalMinor: number | undefined;
+  const ledgerCap = dependencies.ledgerCap ?? true;
   try {
-    const ran = await runClaimedOperation({
+    const maxBalanceMinor = env().MAX_BALANCE_MINOR;
+    const ran = await runClaimedOperation<DecidedReward, null>({
       key,
       params,
-      attempt: decideInClaimTransaction(
-        {
+      attempt: async ({ mayCommit }) => {
+        // One autocommit statement: once sent, it may have committed whatever its answer (a lost connection).
+        mayCommit();
+        const decided = await decideRewardUnderWalletLock(pool(), {
           key,
           amountMinor: rules.amountMinor,
           currency: rules.currency,
           params,
-          leaseMs: env().LEASE_MS,
-          actor: "request",
-        },
-        (tx, claim) => decideReward(tx, claim, rules, day, dependencies.ledgerCap ?? true),
-      ),
+          day,
+          capMinor: ledgerCap ? rules.dailyCapMinor : null,
+          maxBalanceMinor,
+          succeeded: succeededRewardResponse(params, rules.amountMinor, rules.currency),
+          refusal: balanceLimitResponse(rules.amountMinor, rules.currency, maxBalanceMinor),
+        });
+        if (decided.kind === "decided") return { kind: "decided", response: decided.response, detail: decided };
+        if (decided.kind === "over_cap") return { kind: "abandoned", detail: null };
+        return { kind: "lost" };
+      },
     });
     if (ran.kind === "decided") {
-      if (ran.detail.kind === "credited") {
+      // Succeeded: the credit landed. Failed: no room under MAX_BALANCE_MINOR, a stored outcome of a claimed row
+      // (contract section 5); the credit did not land, the reservation is released.
+      if (ran.detail.entry.status === "succeeded") {
         landed = true;
         ledgerTotalMinor = ran.detail.creditedTodayMinor ?? undefined;
       }
-      // Otherwise no room under MAX_BALANCE_MINOR: a stored outcome of a claimed row (contract section 5); the
-      // credit did not land, the reservation is released.
       return { kind: "response", response: ran.response, replayed: false };
     }
     if (ran.kind === "abandoned") {
-      ledgerTotalMinor = ran.detail.creditedTodayMinor;
+      // PostgreSQL refused the credit past the cap and wrote nothing: the day's total as it is now.
+      ledgerTotalMinor = await readRewardDayCredited(input.userId, day, autocommit());
       log().warn(
         {
           userId: input.userId,
@@ -213,7 +210,7 @@ async function runReward(input: CreditRewardInput, dependencies: CreditRewardDep
   } finally {
     // A settle that did not run the credit itself still raises the counter to the ledger's total, so that a lost
     // reservation is not counted twice (once by the credit's own settle or a repair, once by this INCRBY).
-    if (landed === true && ledgerTotalMinor === undefined && (dependencies.ledgerCap ?? true)) {
+    if (landed === true && ledgerTotalMinor === undefined && ledgerCap) {
       ledgerTotalMinor = await readRewardDayCredited(input.userId, day, autocommit()).catch(() => undefined);
     }
     if (landed === true) await settleQuietly(capStore, operation, rules.amountMinor, ledgerTotalMinor);
@@ -228,63 +225,6 @@ function dailyCapReached(rules: RewardRules): OperationResult {
     code: "daily_cap_reached",
     detail: `Today's rewards reached the daily cap of ${rules.dailyCapMinor} (minor units of ${rules.currency}); come back tomorrow.`,
   };
-}
-
-/** What the reward's decision inside the claim's transaction found when it stored a response. */
-type RewardDecision =
-  /** The credit landed; `creditedTodayMinor` is the day's ledger total with it (null without the ledger cap). */
-  | { readonly kind: "credited"; readonly creditedTodayMinor: number | null }
-  /** No room under MAX_BALANCE_MINOR: the row failed with its stored 422; nothing was credited. */
-  | { readonly kind: "no_room" };
-
-/** PostgreSQL refused the credit past the cap: abandoned (rolled back, no row); the day's total as it is. */
-interface RewardOverCap {
-  readonly creditedTodayMinor: number;
-}
-
-/**
- * The reward's decision on its fresh claim, inside the claim's transaction (lib/ledger claim-runner.ts): room under
- * the ceiling first (a stored 422 when there is none), then the day's row in PostgreSQL (`abandon` past the cap,
- * unless `ledgerCap` is false), then the credit and its 201.
- */
-async function decideReward(
-  tx: Queryable,
-  claim: FreshClaim,
-  rules: RewardRules,
-  day: string,
-  ledgerCap: boolean,
-): Promise<TransactionDecision<RewardDecision, RewardOverCap>> {
-  const { entry, ref, guard } = claim;
-  const what = `reward ${entry.refId}`;
-  // Rewards refuse at the ceiling like top-ups (contract section 5, case C15), before the day's cap is counted:
-  // the row fails with a stored 422 instead of a credit the balance cannot take.
-  const maxBalanceMinor = env().MAX_BALANCE_MINOR;
-  const headroom = await checkBalanceHeadroom(tx, {
-    userId: entry.userId,
-    currency: rules.currency,
-    amountMinor: rules.amountMinor,
-    excludeEntryId: null,
-    maxBalanceMinor,
-  });
-  if (!headroom.fits) {
-    movedOrThrow(await failEntry(ref, { actor: "request", guard, reason: "balance_limit_exceeded" }, tx), what);
-    const refusal = balanceLimitResponse(rules.amountMinor, rules.currency, maxBalanceMinor);
-    return { kind: "store", response: refusal, detail: { kind: "no_room" } };
-  }
-  let creditedTodayMinor: number | null = null;
-  if (ledgerCap) {
-    const counted = await raiseRewardDayCredit(tx, {
-      userId: entry.userId,
-      day,
-      amountMinor: rules.amountMinor,
-      capMinor: rules.dailyCapMinor,
-    });
-    // Abandoning rolls the claim back with everything else: a 429 leaves no row (contract section 3).
-    if (counted.kind === "over_cap") return { kind: "abandon", detail: { creditedTodayMinor: counted.creditedMinor } };
-    creditedTodayMinor = counted.creditedMinor;
-  }
-  const credited = movedOrThrow(await completeEntry(ref, { actor: "request", guard, credit: true }, tx), what);
-  return { kind: "store", response: creditedResponse(credited), detail: { kind: "credited", creditedTodayMinor } };
 }
 
 /**

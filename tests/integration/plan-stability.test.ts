@@ -24,7 +24,7 @@ import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { findEntryByKey, insertClaim } from "../../lib/ledger/claim";
-import { jsonStoredResponse, succeededPaymentResponse } from "../../lib/ledger/views";
+import { jsonStoredResponse, succeededPaymentResponse, succeededRewardResponse } from "../../lib/ledger/views";
 import {
   ALSO_FIRST_PARAM,
   attachCharge,
@@ -40,8 +40,9 @@ import { debitIntoDebt } from "../../lib/chargebacks/apply-dispute";
 import { decidePaymentUnderWalletLock, RESPONSE_DEBT_SLOT } from "../../lib/ledger/payment-statement";
 import { admitTopupUnderWalletLock, claimAndAdmitTopup } from "../../lib/ledger/topup-admission";
 import type { LedgerEntry } from "../../lib/ledger/entry";
-import { raiseRewardDayCredit, readRewardDayCredited } from "../../lib/rewards/raise-reward-day-credit";
-import { checkBalanceHeadroom } from "../../lib/wallet/check-balance-headroom";
+import { readRewardDayCredited } from "../../lib/rewards/raise-reward-day-credit";
+import { decideRewardUnderWalletLock } from "../../lib/ledger/reward-statement";
+import type { OperationKey } from "../../lib/ledger/keys";
 import { pool } from "../../lib/db";
 import { createScratchDatabase, dropScratchDatabases } from "../helpers/db";
 import { claimRequest } from "../helpers/ledger";
@@ -61,10 +62,8 @@ const MONEY_PATH_STATEMENTS = [
   "ledger_admit_topup",
   "ledger_claim_topup",
   "ledger_credit_matching_topup_c25_record",
-  "wallet_lock",
-  "wallet_unfinished_topups",
+  "ledger_decide_reward",
   "chargeback_debit",
-  "reward_cap_day_raise",
   "reward_cap_day_read",
 ];
 
@@ -192,11 +191,33 @@ function admission(entry: LedgerEntry, maxBalanceMinor: number) {
   };
 }
 
+let rewardDays = 0;
+/** A day no earlier reward of the test counted against (each round's first reward must fit under the cap of 5). */
+function nextRewardDay(): string {
+  rewardDays += 1;
+  return `2026-02-${String(rewardDays).padStart(2, "0")}`;
+}
+
+/** A reward of 5 for `key` on `day` under a cap of `capMinor` and a ceiling of `maxBalanceMinor`, on `session`. */
+function reward(session: pg.Client, key: OperationKey, day: string, capMinor: number, maxBalanceMinor = 1e12) {
+  return decideRewardUnderWalletLock(session, {
+    key,
+    amountMinor: 5,
+    currency: "USD",
+    params: { adId: key.refId, day, amount: 5, currency: "USD" },
+    day,
+    capMinor,
+    maxBalanceMinor,
+    succeeded: succeededRewardResponse({ adId: key.refId, day }, 5, "USD"),
+    refusal: jsonStoredResponse(422, { code: "balance_limit_exceeded" }),
+  });
+}
+
 /**
  * One round of every money-path statement on `session`, through lib/: a top-up's claim, admission, charge id,
  * credit and stored response (twice: the second finds it stored), a read by key; a payment decided in one
- * statement (covered, its key again, not covered); a failed claim; a chargeback's debit; a reward day's raise,
- * refusal and read.
+ * statement (covered, its key again, not covered); a failed claim; a chargeback's debit; a reward decided in one
+ * statement (credited, its key again, past the day's cap, without room) and the day's read.
  */
 async function moneyPathRound(session: pg.Client, userId: string): Promise<void> {
   const topupRequest = claimRequest(userId, { type: "topup" });
@@ -277,20 +298,18 @@ async function moneyPathRound(session: pg.Client, userId: string): Promise<void>
   // A chargeback's debit (contract section 12); the next round's top-up credit repays any debt it leaves.
   await debitIntoDebt(session, userId, 1, "USD");
 
-  // A reward's headroom check (lib/wallet/check-balance-headroom.ts): the wallet's lock and the unfinished top-ups.
-  await session.query("BEGIN");
-  await checkBalanceHeadroom(session, {
-    userId,
-    currency: "USD",
-    amountMinor: 5,
-    excludeEntryId: null,
-    maxBalanceMinor: Number.MAX_SAFE_INTEGER,
-  });
-  await session.query("COMMIT");
-
-  const day = `2026-01-${String(1 + Math.floor(Math.random() * 28)).padStart(2, "0")}`;
-  await raiseRewardDayCredit(session, { userId, day, amountMinor: 5, capMinor: 5 });
-  await raiseRewardDayCredit(session, { userId, day, amountMinor: 5, capMinor: 5 });
+  // A reward decided in one call of ledger_decide_reward (docs/decisions/047): one that fits, its key again (taken),
+  // one past the day's cap (refused, rolled back), and one without room under the ceiling (a stored 422).
+  const day = nextRewardDay();
+  const rewardKey = claimRequest(userId, { type: "reward" }).key;
+  if ((await reward(session, rewardKey, day, 5)).kind !== "decided") throw new Error("C25: the reward was not decided");
+  if ((await reward(session, rewardKey, day, 5)).kind !== "lost")
+    throw new Error("C25: a taken reward key was claimed again");
+  if ((await reward(session, claimRequest(userId, { type: "reward" }).key, day, 5)).kind !== "over_cap")
+    throw new Error("C25: a reward past the day's cap was credited");
+  const noRoom = await reward(session, claimRequest(userId, { type: "reward" }).key, day, 5, 0);
+  if (noRoom.kind !== "decided" || noRoom.entry.status !== "failed")
+    throw new Error("C25: a reward without room was credited");
   await readRewardDayCredited(userId, day, session);
 }
 
@@ -310,6 +329,7 @@ describe("C25: money-path plans survive a ledger that grows after they were made
   let paymentStatements: ExplainedStatement[];
   let admissionStatements: ExplainedStatement[];
   let controlStatements: ExplainedStatement[];
+  let rewardStatements: ExplainedStatement[];
 
   beforeAll(async () => {
     const url = await createScratchDatabase("c25");
@@ -400,6 +420,11 @@ describe("C25: money-path plans survive a ledger that grows after they were made
         await admitTopupUnderWalletLock(session, admission(claimed, maxBalanceMinor));
       }
     });
+    rewardStatements = await explainedDuring(session, async () => {
+      const day = nextRewardDay();
+      await reward(session, claimRequest(userId, { type: "reward" }).key, day, 5);
+      await reward(session, claimRequest(userId, { type: "reward" }).key, day, 10, 0);
+    });
     controlStatements = await explainedDuring(session, () => session.query("SELECT c25_control_lookup('none')"));
   });
 
@@ -413,9 +438,9 @@ describe("C25: money-path plans survive a ledger that grows after they were made
     const after = await admin.query<{ reltuples: number; rows: number }>(
       "SELECT reltuples, (SELECT count(*)::int FROM ledger_entries) AS rows FROM pg_class WHERE relname = 'ledger_entries'",
     );
-    // Four rounds of six rows, the payment, and the two claims with their admissions and two admissions alone read
-    // through auto_explain.
-    expect(after.rows[0]).toEqual({ reltuples: -1, rows: FILL_ROWS + 4 * 6 + 5 });
+    // Four rounds of eight rows; then, read through auto_explain, the payment, the two claims with their admissions,
+    // two admissions alone, and two rewards.
+    expect(after.rows[0]).toEqual({ reltuples: -1, rows: FILL_ROWS + 4 * 8 + 7 });
   });
 
   it("every money-path statement was prepared on the session, and none of their plans scans a whole table", () => {
@@ -448,6 +473,22 @@ describe("C25: money-path plans survive a ledger that grows after they were made
         `the admission's statement with ${text} was not reported`,
       ).toBe(true);
     const findings = admissionStatements.flatMap((s) => fullScans(s.text.slice(0, 80), s.plan));
+    expect(findings).toEqual([]);
+  });
+
+  it("the reward function's own statements (credited and without room), planned on the empty ledger, scan no table", () => {
+    const texts = [
+      "FROM wallets w WHERE w.user_id = p_user_id FOR UPDATE",
+      "sum(e.amount_minor)",
+      "INSERT INTO reward_cap_days",
+    ];
+    for (const text of texts)
+      expect(
+        rewardStatements.some((s) => s.text.includes(text)),
+        `the reward's statement with ${text} was not reported`,
+      ).toBe(true);
+    expect(rewardStatements.filter((s) => s.text.includes("INSERT INTO reward_cap_days"))).toHaveLength(2);
+    const findings = rewardStatements.flatMap((s) => fullScans(s.text.slice(0, 80), s.plan));
     expect(findings).toEqual([]);
   });
 

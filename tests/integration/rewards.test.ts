@@ -256,7 +256,12 @@ describe("creditReward", () => {
 
   it("a database error after the reserve (FK violation: no such user) is thrown for a 500, and the reservation is released", async () => {
     const missingUserId = `test_missing_${Date.now()}`;
-    await expect(creditReward({ userId: missingUserId, adId: "ad-fk" })).rejects.toMatchObject({ code: "23503" });
+    // The one statement was sent, so the runner cannot tell it apart from a lost commit: CommitUncertainError, carrying
+    // the database's error; the ledger then says the credit did not land.
+    await expect(creditReward({ userId: missingUserId, adId: "ad-fk" })).rejects.toMatchObject({
+      name: "CommitUncertainError",
+      cause: { code: "23503" },
+    });
     // Seeded from the (empty) ledger, reserved to 5, released back to 0.
     expect(await counterOf(missingUserId)).toBe(0);
     const state = await rewardCapStore().readDay(missingUserId, today());
