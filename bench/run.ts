@@ -6,7 +6,8 @@
  *     keys, hot replays, and top-ups with the sandbox bank in the loop, each as a ratio to the floor (top-ups
  *     counted when the webhook has credited them, in a window that starts with none unfinished: ./settlement.ts);
  *  3. the duplicate storm: 1000 concurrent identical requests (payments, then top-ups);
- *  4. scale: the claim's p50 with 10k versus 1M ledger rows (`--large`: also 10M);
+ *  4. scale: the claim's p50 with 10k versus 1M ledger rows (`--large`: also 10M), two databases timed in alternating
+ *     rounds;
  *  5. the app's peak RSS under that HTTP load.
  * Prints a table and writes bench/results/<UTC date and time>.json. Figures only: nothing here asserts on time.
  *
@@ -35,7 +36,7 @@ import type { PgbenchScript, StatementCost } from "./ledger-vs-pgbench";
 import { cpuSnapshot, cpuUse, findCpuTargets, type CpuTargets, type CpuUse } from "./cpu-accounting";
 import { appGroupMemory, type ProcessMemory } from "./process-memory";
 import { cell, machineInfo, renderTable, renderTargets, type TargetResult } from "./report";
-import { createScaleUsers, fillLedger, measureClaims, type ScalePoint } from "./scale";
+import { createScaleUsers, fillLedger, measureClaims, SCALE_BASE_ROWS, type ScalePoint } from "./scale";
 import { ratio } from "./stats";
 import { creditedTopupsBetween, waitUntilSettled } from "./settlement";
 import type { PaymentFigures } from "./payment-round-trips";
@@ -65,7 +66,6 @@ const DEFAULT_SECONDS = 10;
  */
 const WARMUP_SECONDS = 2;
 /** Scale points: 10k and 1M rows, 10M with --large. */
-const SCALE_SMALL_ROWS = 10_000;
 const SCALE_MEDIUM_ROWS = 1_000_000;
 const SCALE_LARGE_ROWS = 10_000_000;
 /**
@@ -574,25 +574,35 @@ function renderPayments(rows: readonly PaymentRow[]): string {
 // 4. Scale
 // ---------------------------------------------------------------------------------------------------------------
 
-async function benchScale(scaleUrl: string, large: boolean): Promise<ScalePoint[]> {
-  // One connection: the claims are timed one at a time; the fill statements run on the same connection.
-  const db = quietPool(scaleUrl, 1);
+async function benchScale(baseUrl: string, grownUrl: string, large: boolean): Promise<ScalePoint[]> {
+  // One connection each: the claims are timed one at a time; the fill statements run on the same connections.
+  const base = quietPool(baseUrl, 1);
+  const grown = quietPool(grownUrl, 1);
   try {
-    await createScaleUsers(db);
+    await createScaleUsers(base);
+    await createScaleUsers(grown);
+    say(`scale: filling one ledger to ${SCALE_BASE_ROWS} rows`);
+    const baseFillSeconds = await fillLedger(base, 0, SCALE_BASE_ROWS);
     const points: ScalePoint[] = [];
     let rows = 0;
-    for (const target of large
-      ? [SCALE_SMALL_ROWS, SCALE_MEDIUM_ROWS, SCALE_LARGE_ROWS]
-      : [SCALE_SMALL_ROWS, SCALE_MEDIUM_ROWS]) {
-      say(`scale: filling the ledger to ${target} rows`);
-      const fillSeconds = await fillLedger(db, rows, target);
+    for (const target of large ? [SCALE_MEDIUM_ROWS, SCALE_LARGE_ROWS] : [SCALE_MEDIUM_ROWS]) {
+      say(`scale: filling the other ledger to ${target} rows`);
+      const fillSeconds = await fillLedger(grown, rows, target);
       rows = target;
-      say(`scale: timing claims at ${target} rows (filled in ${fillSeconds.toFixed(0)} s)`);
-      points.push(await measureClaims(db, target, String(target), fillSeconds));
+      say(
+        `scale: timing claims at ${SCALE_BASE_ROWS} and ${target} rows in alternating rounds (filled in ${fillSeconds.toFixed(0)} s)`,
+      );
+      const measured = await measureClaims(base, grown, target, String(target), {
+        base: baseFillSeconds,
+        grown: fillSeconds,
+      });
+      if (points.length === 0) points.push(measured.base);
+      points.push(measured.grown);
     }
     return points;
   } finally {
-    await db.end();
+    await base.end();
+    await grown.end();
   }
 }
 
@@ -672,6 +682,7 @@ async function main(): Promise<number> {
     const postgresVersion = (await admin.query<{ server_version: string }>("SHOW server_version")).rows[0]!
       .server_version;
     const ledgerUrl = await createMigratedDatabase(admin, stack.databaseUrl, "bench_ledger");
+    const scaleBaseUrl = await createMigratedDatabase(admin, stack.databaseUrl, "bench_scale_base");
     const scaleUrl = await createMigratedDatabase(admin, stack.databaseUrl, "bench_scale");
     // lib/ledger runs on lib/db's pool, configured through lib/env.ts: the ledger database, 32 connections (the
     // highest concurrency measured, so no transaction waits for a connection), warnings only.
@@ -698,7 +709,7 @@ async function main(): Promise<number> {
     const http = sections.has("http")
       ? await benchHttp(stack, seconds)
       : { rows: [], floorP99Ms: 0, duplicates: [], memory: [] };
-    const scale = sections.has("scale") ? await benchScale(scaleUrl, large) : [];
+    const scale = sections.has("scale") ? await benchScale(scaleBaseUrl, scaleUrl, large) : [];
     // On the ledger database (lib/db's pool is bound to it), after the ledger part.
     const payments = sections.has("payments") ? await benchPayments(ledgerUrl, seconds) : [];
     const { findPgbench } = await import("./ledger-vs-pgbench");
@@ -922,7 +933,7 @@ function renderReport(input: {
   );
   out.push("");
   out.push(
-    "4. scale: one claim at a time (INSERT ... ON CONFLICT DO NOTHING RETURNING + audit row), 2000 timed claims",
+    "4. scale: one claim at a time (INSERT ... ON CONFLICT DO NOTHING RETURNING + audit row), 2000 timed claims per size, in rounds alternating with the 10k ledger",
   );
   const base = scale[0];
   out.push(
@@ -932,7 +943,7 @@ function renderReport(input: {
         String(point.ledgerRows),
         cell(point.p50Ms, 3),
         cell(point.p99Ms, 3),
-        cell(ratio(point.p50Ms, base?.p50Ms), 2),
+        cell(ratio(point.p50Ms, point.baseP50Ms ?? base?.p50Ms), 2),
         cell(point.fillSeconds),
       ]),
     ),
@@ -992,8 +1003,13 @@ function evaluateTargets(input: {
     text: `${cell(row.figures.p99Ms)} ms, ${row.rows} row, ${row.figures.distinctStoredBodies} body`,
   }));
   const base = scale[0];
-  const at1m = ratio(scale.find((point) => point.ledgerRows === SCALE_MEDIUM_ROWS)?.p50Ms, base?.p50Ms);
-  const at10m = ratio(scale.find((point) => point.ledgerRows === SCALE_LARGE_ROWS)?.p50Ms, base?.p50Ms);
+  // Each larger size against the 10k ledger's p50 of the same alternating rounds.
+  const scaleRatio = (rows: number) => {
+    const point = scale.find((candidate) => candidate.ledgerRows === rows);
+    return ratio(point?.p50Ms, point?.baseP50Ms ?? base?.p50Ms);
+  };
+  const at1m = scaleRatio(SCALE_MEDIUM_ROWS);
+  const at10m = scaleRatio(SCALE_LARGE_ROWS);
   const server = [...http.memory].sort((a, b) => b.peakRssMiB - a.peakRssMiB)[0];
   const pgPerTx = REFERENCE_CONCURRENCIES.map((c) => {
     const row = spread(c);

@@ -1,8 +1,9 @@
 /**
- * Scale: the claim's median latency with 10,000 rows in the ledger versus 1,000,000
- * (and 10,000,000 with `--large`), in one database filled between the measurements. The claim is lib/ledger's own
- * `insertClaim` (INSERT ... ON CONFLICT DO NOTHING RETURNING plus its audit row, autocommit), timed one at a time so
- * the figure is the statement's cost, not queueing.
+ * Scale: the claim's median latency with 10,000 rows in the ledger versus 1,000,000 (and 10,000,000 with
+ * `--large`). Two databases: one kept at 10,000 rows, one filled to the larger size; the claims are timed in rounds
+ * that alternate between them (ABBA), so that both sizes see the same machine (these machines' speed drifts within
+ * minutes: docs/benchmarks.md). The claim is lib/ledger's own `insertClaim` (INSERT ... ON CONFLICT DO NOTHING
+ * RETURNING plus its audit row, autocommit), timed one at a time so the figure is the statement's cost, not queueing.
  */
 import type { Pool } from "pg";
 import { insertClaim, operationKey, WORKER_ID } from "../lib/ledger";
@@ -14,21 +15,31 @@ import { percentile } from "./stats";
  */
 export const SCALE_USERS = 10_000;
 
+/** The base size every larger ledger is compared with. */
+export const SCALE_BASE_ROWS = 10_000;
+
 /** Rows inserted per statement while filling: 500,000 keeps one statement's memory and WAL moderate. */
 const FILL_BATCH_ROWS = 500_000;
 
 /**
  * Claims timed per size: 2000 after 200 unmeasured ones (which warm the connection, the plan cache and the index
- * pages the claims touch). 2000 samples put the median within a few microseconds of its true value.
+ * pages the claims touch). 2000 samples put the median within a few microseconds of its true value. They are timed
+ * in {@link MEASURED_ROUNDS} rounds per size, the sizes alternating.
  */
 const MEASURED_CLAIMS = 2000;
 const WARMUP_CLAIMS = 200;
+const MEASURED_ROUNDS = 10;
 
 export interface ScalePoint {
   readonly ledgerRows: number;
   readonly claims: number;
   readonly p50Ms: number;
   readonly p99Ms: number;
+  /**
+   * The 10,000-row database's p50 in the same alternating rounds (absent for that database's own point): the base of
+   * this point's ratio.
+   */
+  readonly baseP50Ms?: number;
   /** EXPLAIN (ANALYZE, BUFFERS) of one claim at this size. */
   readonly plan: string;
   readonly fillSeconds: number;
@@ -105,33 +116,64 @@ function claimRequest(refId: string) {
   };
 }
 
-/**
- * Times {@link MEASURED_CLAIMS} sequential claims of fresh keys on `db` (after {@link WARMUP_CLAIMS} unmeasured
- * ones) and one EXPLAIN (ANALYZE, BUFFERS) of the claim. `ledgerRows` labels the point. `tag` keeps ref ids of two
- * points apart.
- */
-export async function measureClaims(
-  db: Pool,
-  ledgerRows: number,
-  tag: string,
-  fillSeconds: number,
-): Promise<ScalePoint> {
+/** Times `count` sequential claims of fresh keys on `db`, ref ids `m<tag>-<first>` onwards; returns their latencies. */
+async function timeClaims(db: Pool, tag: string, first: number, count: number): Promise<number[]> {
   const latencies: number[] = [];
-  for (let index = 0; index < WARMUP_CLAIMS + MEASURED_CLAIMS; index++) {
+  for (let index = first; index < first + count; index++) {
     const t0 = performance.now();
     const entry = await insertClaim(db, claimRequest(`m${tag}-${index}`));
     const elapsed = performance.now() - t0;
     if (!entry) throw new Error("bench: a fresh claim lost");
-    if (index >= WARMUP_CLAIMS) latencies.push(elapsed);
+    latencies.push(elapsed);
   }
-  const plan = await explainClaim(db, `e${tag}`);
+  return latencies;
+}
+
+/**
+ * Times {@link MEASURED_CLAIMS} sequential claims of fresh keys on each of `base` (the 10,000-row ledger) and `grown`
+ * (`grownRows` rows), after {@link WARMUP_CLAIMS} unmeasured ones on each, in {@link MEASURED_ROUNDS} rounds per
+ * database whose order alternates (base, grown, grown, base, ...), and one EXPLAIN (ANALYZE, BUFFERS) of the claim on
+ * each. `tag` keeps ref ids of two comparisons apart. Returns the two points; the grown one carries the base's p50 of
+ * the same rounds as `baseP50Ms`.
+ */
+export async function measureClaims(
+  base: Pool,
+  grown: Pool,
+  grownRows: number,
+  tag: string,
+  fillSeconds: { readonly base: number; readonly grown: number },
+): Promise<{ base: ScalePoint; grown: ScalePoint }> {
+  const sides = [
+    { db: base, tag: `b${tag}`, latencies: [] as number[] },
+    { db: grown, tag: `g${tag}`, latencies: [] as number[] },
+  ];
+  for (const side of sides) await timeClaims(side.db, side.tag, 0, WARMUP_CLAIMS);
+  const perRound = MEASURED_CLAIMS / MEASURED_ROUNDS;
+  for (let round = 0; round < MEASURED_ROUNDS; round++) {
+    const order = round % 2 === 0 ? sides : [...sides].reverse();
+    for (const side of order)
+      side.latencies.push(...(await timeClaims(side.db, side.tag, WARMUP_CLAIMS + round * perRound, perRound)));
+  }
+  const [baseSide, grownSide] = sides as [(typeof sides)[0], (typeof sides)[0]];
+  const basePoint: ScalePoint = {
+    ledgerRows: SCALE_BASE_ROWS,
+    claims: baseSide.latencies.length,
+    p50Ms: percentile(baseSide.latencies, 50)!,
+    p99Ms: percentile(baseSide.latencies, 99)!,
+    plan: await explainClaim(base, `e${baseSide.tag}`),
+    fillSeconds: fillSeconds.base,
+  };
   return {
-    ledgerRows,
-    claims: latencies.length,
-    p50Ms: percentile(latencies, 50)!,
-    p99Ms: percentile(latencies, 99)!,
-    plan,
-    fillSeconds,
+    base: basePoint,
+    grown: {
+      ledgerRows: grownRows,
+      claims: grownSide.latencies.length,
+      p50Ms: percentile(grownSide.latencies, 50)!,
+      p99Ms: percentile(grownSide.latencies, 99)!,
+      baseP50Ms: basePoint.p50Ms,
+      plan: await explainClaim(grown, `e${grownSide.tag}`),
+      fillSeconds: fillSeconds.grown,
+    },
   };
 }
 
