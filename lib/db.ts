@@ -145,6 +145,31 @@ export async function withTransaction<T>(work: (client: PoolClient) => Promise<T
 }
 
 /**
+ * Runs `work` on one pooled connection in autocommit (no BEGIN), for a caller that must know whether its statement
+ * was sent: a failure to get the connection (a saturated pool's connect timeout) throws before `work` runs. Always
+ * releases the connection; one whose socket failed, or whose work threw, is destroyed instead of returned to the
+ * pool (as pg's `pool.query` does).
+ */
+export async function withConnection<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool().connect();
+  let broken: Error | undefined;
+  // As in withTransaction: a checked-out client has no pool listener.
+  const onError = (error: Error) => {
+    broken ??= error;
+  };
+  client.on("error", onError);
+  try {
+    return await work(client);
+  } catch (error) {
+    broken ??= error instanceof Error ? error : new Error(String(error));
+    throw error;
+  } finally {
+    client.off("error", onError);
+    client.release(broken);
+  }
+}
+
+/**
  * The pool as a {@link Queryable} whose single autocommit statements are retried after a lost connection (a
  * failover), as `withTransactionRetry` retries whole transactions, for at most DB_FAILOVER_RETRY_MS. Only for
  * statements that are safe to run again after they may have committed: every ledger statement is (a claim finds

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { countOperation, metrics } from "../metrics/registry";
-import { autocommit, pool } from "../db";
+import { autocommit, withConnection } from "../db";
 import { env } from "../env";
 import { log } from "../log";
 import {
@@ -66,11 +66,12 @@ export interface CreditRewardDependencies {
  * 2. Otherwise the cap is reserved in Redis first (atomically, case C13). Redis off, unreachable, timing out
  *    or holding garbage: `refused cap_store_unavailable` (503). Over the cap: `refused daily_cap_reached`
  *    (429). Neither creates a row nor is stored.
- * 3. Then one READ COMMITTED transaction claims the row, counts the credit against the day's row in PostgreSQL
- *    (`reward_cap_days`: refused past the cap, whatever Redis said), credits the wallet and stores the 201 (as
- *    createPayment does). A concurrent duplicate blocks on the claim and then replays the winner's response.
+ * 3. Then one autocommit statement (lib/ledger reward-statement.ts, run by the claim runner) locks the wallet,
+ *    claims the row, counts the credit against the day's row in PostgreSQL (`reward_cap_days`: refused past the
+ *    cap, whatever Redis said), credits the wallet and stores the 201 (as createPayment does). A concurrent
+ *    duplicate waits on the wallet's lock, then finds the key taken and replays the winner's response.
  *    PostgreSQL refusing means Redis handed back a counter below the truth (a failover lost acknowledged
- *    writes): the transaction rolls back (no row), the answer is 429, and the counter is raised back to the
+ *    writes): the statement rolls back (no row), the answer is 429, and the counter is raised back to the
  *    ledger's total.
  * 4. Whatever happens after the reserve, exactly one of release or settle follows (a `finally`): settle when
  *    the credit landed (raising the counter to at least the day's ledger total), release on every other path
@@ -78,7 +79,7 @@ export interface CreditRewardDependencies {
  *    reservation counted: the safe direction, which can refuse a reward but never exceed the cap.
  *
  * 3a. A reward whose credit would take the balance past MAX_BALANCE_MINOR (counting the user's unfinished top-ups)
- *    fails instead, in the same transaction, with a stored `422 balance_limit_exceeded` that replays like any first
+ *    fails instead, in the same statement, with a stored `422 balance_limit_exceeded` that replays like any first
  *    response; the reservation is released (contract section 5, case C15).
  *
  * Returns `response` (201 or the stored 422 balance_limit_exceeded, new or replayed), `mismatch` (422), `in_progress` (409) or `refused` (429
@@ -158,24 +159,27 @@ async function runReward(input: CreditRewardInput, dependencies: CreditRewardDep
     const ran = await runClaimedOperation<DecidedReward, null>({
       key,
       params,
-      attempt: async ({ mayCommit }) => {
-        // One autocommit statement: once sent, it may have committed whatever its answer (a lost connection).
-        mayCommit();
-        const decided = await decideRewardUnderWalletLock(pool(), {
-          key,
-          amountMinor: rules.amountMinor,
-          currency: rules.currency,
-          params,
-          day,
-          capMinor: ledgerCap ? rules.dailyCapMinor : null,
-          maxBalanceMinor,
-          succeeded: succeededRewardResponse(params, rules.amountMinor, rules.currency),
-          refusal: balanceLimitResponse(rules.amountMinor, rules.currency, maxBalanceMinor),
-        });
-        if (decided.kind === "decided") return { kind: "decided", response: decided.response, detail: decided };
-        if (decided.kind === "over_cap") return { kind: "abandoned", detail: null };
-        return { kind: "lost" };
-      },
+      // A connection first: failing to get one sends nothing, so the runner throws that failure as it is and the
+      // reservation is released at once, instead of being held on a ledger read that may fail the same way.
+      attempt: ({ mayCommit }) =>
+        withConnection(async (client) => {
+          // One autocommit statement: once sent, it may have committed whatever its answer (a lost connection).
+          mayCommit();
+          const decided = await decideRewardUnderWalletLock(client, {
+            key,
+            amountMinor: rules.amountMinor,
+            currency: rules.currency,
+            params,
+            day,
+            capMinor: ledgerCap ? rules.dailyCapMinor : null,
+            maxBalanceMinor,
+            succeeded: succeededRewardResponse(params, rules.amountMinor, rules.currency),
+            refusal: balanceLimitResponse(rules.amountMinor, rules.currency, maxBalanceMinor),
+          });
+          if (decided.kind === "decided") return { kind: "decided", response: decided.response, detail: decided };
+          if (decided.kind === "over_cap") return { kind: "abandoned", detail: null };
+          return { kind: "lost" };
+        }),
     });
     if (ran.kind === "decided") {
       // Succeeded: the credit landed. Failed: no room under MAX_BALANCE_MINOR, a stored outcome of a claimed row
@@ -187,8 +191,9 @@ async function runReward(input: CreditRewardInput, dependencies: CreditRewardDep
       return { kind: "response", response: ran.response, replayed: false };
     }
     if (ran.kind === "abandoned") {
-      // PostgreSQL refused the credit past the cap and wrote nothing: the day's total as it is now.
-      ledgerTotalMinor = await readRewardDayCredited(input.userId, day, autocommit());
+      // PostgreSQL refused the credit past the cap and wrote nothing: the day's total as it is now (unknown when the
+      // read fails: the release then has no floor, and the answer is still the 429).
+      ledgerTotalMinor = await readRewardDayCredited(input.userId, day, autocommit()).catch(() => undefined);
       log().warn(
         {
           userId: input.userId,

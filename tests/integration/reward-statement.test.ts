@@ -85,7 +85,7 @@ async function auditOf(userId: string, entryId: number) {
 
 /** Holds the user's wallet row locked in an open transaction on its own connection, as any decision of theirs does. */
 async function holdWallet(userId: string): Promise<{ pid: number; release: () => Promise<void> }> {
-  const holder = await dedicatedClient("c47-holder");
+  const holder = await dedicatedClient("reward-holder");
   await holder.query("BEGIN");
   await holder.query("SELECT 1 FROM wallets WHERE user_id = $1 FOR UPDATE", [userId]);
   const pid = (await holder.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
@@ -124,6 +124,16 @@ describe("decideRewardUnderWalletLock", () => {
     expect(await balanceOf(user.id)).toBe(105);
     expect(await dayCredited(user.id)).toBe(AMOUNT_MINOR);
     expect(await rewardRows(user.id)).toBe(1);
+  });
+
+  it("the time written into the body is the row's to the millisecond, whatever its microseconds (20 rewards)", async () => {
+    // A truncation where the column rounds would differ in about half of them.
+    const user = await createTestUser();
+    for (let i = 0; i < 20; i++) {
+      const more = await reward(user.id, { capMinor: null });
+      if (more.kind !== "decided") throw new Error(`expected a decision, got ${more.kind}`);
+      expect(more.response.body).toBe(JSON.stringify({ reward: rewardView(more.entry) }));
+    }
   });
 
   it("a user with no wallet row gets one, credited; the day's total is returned as it stands after the credit", async () => {
@@ -269,6 +279,19 @@ describe("decideRewardUnderWalletLock", () => {
     expect(await rewardRows(user.id)).toBe(1);
   });
 
+  it("C15: two rewards with room for one, released at once behind the wallet's lock: one credited, one born failed with its 422", async () => {
+    const user = await createTestUser();
+    await seedBalance(user.id, 95);
+    const holder = await holdWallet(user.id);
+    const racing = [reward(user.id, { maxBalanceMinor: 100 }), reward(user.id, { maxBalanceMinor: 100 })];
+    await waitForBlockedSessions({ blockedBy: holder.pid }, 2);
+    await holder.release();
+    const statuses = (await Promise.all(racing)).map((o) => (o.kind === "decided" ? o.entry.status : o.kind)).sort();
+    expect(statuses).toEqual(["failed", "succeeded"]);
+    expect(await balanceOf(user.id)).toBe(100);
+    expect(await dayCredited(user.id)).toBe(AMOUNT_MINOR);
+  });
+
   it("C10: the same key released 10 times at once behind the wallet's lock: one decided, nine lost, one credit", async () => {
     const user = await createTestUser();
     await seedBalance(user.id, 0);
@@ -287,6 +310,7 @@ describe("decideRewardUnderWalletLock", () => {
 
 describe("negative controls: the function with one guard removed, in a scratch database", () => {
   let client: pg.Client | undefined;
+  let scratchUrl: string | undefined;
 
   afterAll(async () => {
     await client?.end().catch(() => {});
@@ -296,7 +320,8 @@ describe("negative controls: the function with one guard removed, in a scratch d
   /** The scratch database with ledger_decide_reward replaced by its own text with `broken` substituted for `guard`. */
   async function brokenCopy(guard: string, broken: string): Promise<pg.Client> {
     await client?.end().catch(() => {});
-    const url = await createScratchDatabase("c47");
+    const url = await createScratchDatabase("reward_statement");
+    scratchUrl = url;
     await migrate(url);
     client = new pg.Client({ connectionString: url });
     await client.connect();
@@ -309,8 +334,8 @@ describe("negative controls: the function with one guard removed, in a scratch d
   }
 
   async function scratchUser(db: pg.Client): Promise<string> {
-    const id = `c47_${freshRefId("u").replaceAll("-", "")}`;
-    await db.query(`INSERT INTO "user" (id, name, email) VALUES ($1, 'C47', $1 || '@example.test')`, [id]);
+    const id = `rs_${freshRefId("u").replaceAll("-", "")}`;
+    await db.query(`INSERT INTO "user" (id, name, email) VALUES ($1, 'Reward statement', $1 || '@example.test')`, [id]);
     return id;
   }
 
@@ -320,6 +345,51 @@ describe("negative controls: the function with one guard removed, in a scratch d
     await setDayCredited(userId, CAP_MINOR, db);
     expect(await reward(userId, {}, db)).toMatchObject({ kind: "decided", entry: { status: "succeeded" } });
     expect(await dayCredited(userId, db)).toBe(CAP_MINOR + AMOUNT_MINOR);
+  });
+
+  /** The C15 race on `db`: two rewards with room for one behind a held wallet lock; returns the final balance. */
+  async function ceilingRace(db: pg.Client, url: string): Promise<{ statuses: string[]; balance: number }> {
+    const userId = await scratchUser(db);
+    await db.query("INSERT INTO wallets (user_id, balance_minor, currency) VALUES ($1, 95, 'USD')", [userId]);
+    const holder = new pg.Client({ connectionString: url });
+    const racers = [new pg.Client({ connectionString: url }), new pg.Client({ connectionString: url })];
+    await Promise.all([holder, ...racers].map((c) => c.connect()));
+    try {
+      await holder.query("BEGIN");
+      await holder.query("SELECT 1 FROM wallets WHERE user_id = $1 FOR UPDATE", [userId]);
+      const pid = (await holder.query<{ pid: number }>("SELECT pg_backend_pid() AS pid")).rows[0]!.pid;
+      // Each racer's statement starts while the wallet is held; without the function's lock it reads the balance
+      // past the holder and waits only at the credit's update (or behind the other racer's cap row).
+      const racing = racers.map((c) => reward(userId, { maxBalanceMinor: 100 }, c));
+      // pg_stat_activity is the server's: the scratch database's sessions are counted through the test pool.
+      await waitForBlockedSessions({ blockedBy: pid }, 2);
+      await holder.query("COMMIT");
+      const statuses = (await Promise.all(racing)).map((o) => (o.kind === "decided" ? o.entry.status : o.kind));
+      const balance = await db.query<{ b: string }>("SELECT balance_minor::text AS b FROM wallets WHERE user_id = $1", [
+        userId,
+      ]);
+      return { statuses: statuses.sort(), balance: Number(balance.rows[0]!.b) };
+    } finally {
+      await Promise.all([holder, ...racers].map((c) => c.end().catch(() => {})));
+    }
+  }
+
+  it("without the wallet's lock, two rewards with room for one are both credited past the ceiling (the C15 race test would fail)", async () => {
+    const guard = "SELECT w.balance_minor INTO v_balance_minor FROM wallets w WHERE w.user_id = p_user_id FOR UPDATE;";
+    const db = await brokenCopy(
+      guard,
+      "SELECT w.balance_minor INTO v_balance_minor FROM wallets w WHERE w.user_id = p_user_id;",
+    );
+    const raced = await ceilingRace(db, scratchUrl!);
+    expect(raced.statuses).toEqual(["succeeded", "succeeded"]);
+    expect(raced.balance).toBe(105);
+  });
+
+  it("control of the control: the same race on the function as shipped credits one and refuses the other", async () => {
+    const db = await brokenCopy("FOR UPDATE", "FOR UPDATE");
+    const raced = await ceilingRace(db, scratchUrl!);
+    expect(raced.statuses).toEqual(["failed", "succeeded"]);
+    expect(raced.balance).toBe(100);
   });
 
   it("without the unfinished top-ups in the room's sum, a reward that does not fit is credited (the C15 test would fail)", async () => {
