@@ -109,39 +109,51 @@ export function prisma(): PrismaClient {
 }
 
 /**
- * Runs `work` inside BEGIN ... COMMIT on one pooled connection at READ COMMITTED (the claim's isolation,
- * contract section 1); behind a transaction pooler the timeouts are set with SET LOCAL in the same round trip as
- * BEGIN. Rolls back and rethrows on any error; always releases the connection (a connection that failed is
- * destroyed instead of returned to the pool).
+ * Runs `work` on one connection checked out of the pool, and always gives it back: destroyed instead of returned when
+ * its socket failed or `work` called `markBroken` (with any thrown value).
  */
-export async function withTransaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
+async function withCheckedOutClient<T>(
+  work: (client: PoolClient, markBroken: (error: unknown) => void) => Promise<T>,
+): Promise<T> {
   const client = await pool().connect();
   let broken: Error | undefined;
+  const markBroken = (error: unknown) => {
+    broken ??= error instanceof Error ? error : new Error(String(error));
+  };
   // A checked-out client has no pool listener: its socket dying between two statements would emit an unhandled
   // 'error' and crash the process. The next statement fails on its own; this only keeps the event handled and
   // makes sure the dead connection is destroyed, not returned to the pool.
-  const onError = (error: Error) => {
-    broken ??= error;
-  };
-  client.on("error", onError);
+  client.on("error", markBroken);
   try {
-    await client.query(
-      env().DB_POOLER === "transaction"
-        ? `BEGIN ISOLATION LEVEL READ COMMITTED; ${setLocalTimeoutsSql()}`
-        : "BEGIN ISOLATION LEVEL READ COMMITTED",
-    );
-    const result = await work(client);
-    await client.query("COMMIT");
-    return result;
-  } catch (error) {
-    await client.query("ROLLBACK").catch((rollbackError: unknown) => {
-      broken = rollbackError instanceof Error ? rollbackError : new Error(String(rollbackError));
-    });
-    throw error;
+    return await work(client, markBroken);
   } finally {
-    client.off("error", onError);
+    client.off("error", markBroken);
     client.release(broken);
   }
+}
+
+/**
+ * Runs `work` inside BEGIN ... COMMIT on one pooled connection at READ COMMITTED (the claim's isolation,
+ * contract section 1); behind a transaction pooler the timeouts are set with SET LOCAL in the same round trip as
+ * BEGIN. Rolls back and rethrows on any error; always releases the connection (a connection that failed, or whose
+ * ROLLBACK failed, is destroyed instead of returned to the pool).
+ */
+export function withTransaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
+  return withCheckedOutClient(async (client, markBroken) => {
+    try {
+      await client.query(
+        env().DB_POOLER === "transaction"
+          ? `BEGIN ISOLATION LEVEL READ COMMITTED; ${setLocalTimeoutsSql()}`
+          : "BEGIN ISOLATION LEVEL READ COMMITTED",
+      );
+      const result = await work(client);
+      await client.query("COMMIT");
+      return result;
+    } catch (error) {
+      await client.query("ROLLBACK").catch(markBroken);
+      throw error;
+    }
+  });
 }
 
 /**
@@ -150,23 +162,15 @@ export async function withTransaction<T>(work: (client: PoolClient) => Promise<T
  * releases the connection; one whose socket failed, or whose work threw, is destroyed instead of returned to the
  * pool (as pg's `pool.query` does).
  */
-export async function withConnection<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool().connect();
-  let broken: Error | undefined;
-  // As in withTransaction: a checked-out client has no pool listener.
-  const onError = (error: Error) => {
-    broken ??= error;
-  };
-  client.on("error", onError);
-  try {
-    return await work(client);
-  } catch (error) {
-    broken ??= error instanceof Error ? error : new Error(String(error));
-    throw error;
-  } finally {
-    client.off("error", onError);
-    client.release(broken);
-  }
+export function withConnection<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
+  return withCheckedOutClient(async (client, markBroken) => {
+    try {
+      return await work(client);
+    } catch (error) {
+      markBroken(error);
+      throw error;
+    }
+  });
 }
 
 /**
