@@ -116,10 +116,20 @@ export async function ensureRedisConnected(client: RedisClient): Promise<void> {
   });
 }
 
-/** Closes the client (CLIs and tests). */
+/**
+ * Closes the client, if one was created (CLIs and tests): `QUIT` when connected, so commands already sent are
+ * answered first; a client that never connected (lazyConnect) or cannot send is disconnected at once, which also
+ * stops its reconnect timer. Afterwards nothing of Redis keeps the process alive (case C30). Never throws.
+ */
 export async function closeRedis(): Promise<void> {
   const g = globalThis as GlobalWithRedis;
   const client = g[globalKey];
   g[globalKey] = undefined;
-  if (client) await client.quit().catch(() => client.disconnect());
+  if (!client) return;
+  // A lazy client that never connected would open a connection only to send QUIT on it.
+  if (client.status === "wait") {
+    client.disconnect();
+    return;
+  }
+  await client.quit().catch(() => client.disconnect());
 }

@@ -12,8 +12,7 @@
 import { parseArgs } from "node:util";
 import { exitWithHelpIfAsked } from "./lib/cli-help";
 import { resolveCliEnvironment } from "./lib/runtime-file";
-import { closeDb } from "../lib/db";
-import { closeRedis } from "../lib/redis";
+import { closeCliClients } from "./lib/close-cli-clients";
 import { runAudit } from "../lib/audit/run-audit";
 
 const EXIT_ALL_HOLD = 0;
@@ -75,6 +74,6 @@ main()
   )
   .then(async (code) => {
     // The reward-cap check reads Redis: close both clients so the process can end.
-    await Promise.all([closeDb(), closeRedis()]);
+    await closeCliClients();
     process.exitCode = code;
   });

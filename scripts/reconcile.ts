@@ -15,7 +15,7 @@ import { parseArgs } from "node:util";
 import pino from "pino";
 import { resolveCliEnvironment } from "./lib/runtime-file";
 import { exitWithHelpIfAsked } from "./lib/cli-help";
-import { closeDb } from "../lib/db";
+import { closeCliClients } from "./lib/close-cli-clients";
 import { env } from "../lib/env";
 import { USER_ID_PATTERN } from "../lib/bank/merchant-ref";
 import { reconcileOnce, type ReconcileResult } from "../lib/reconciler/reconcile-once";
@@ -118,6 +118,7 @@ main()
     },
   )
   .then(async (code) => {
-    await closeDb();
+    // A pass's reward-counter repair opens Redis as well as the pool: both must close for the process to end (C30).
+    await closeCliClients();
     process.exitCode = code;
   });

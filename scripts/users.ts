@@ -23,7 +23,7 @@ import { exitWithHelpIfAsked } from "./lib/cli-help";
 import { emailField, newPasswordField } from "../lib/auth/credential-fields";
 import { createUser } from "../lib/users/create-user";
 import { createApiTokenOrThrow } from "../lib/api-tokens/create-api-token";
-import { closeDb } from "../lib/db";
+import { closeCliClients } from "./lib/close-cli-clients";
 
 const EXIT_OK = 0;
 const EXIT_DUPLICATE_EMAIL = 1;
@@ -166,6 +166,6 @@ main()
     },
   )
   .then(async (code) => {
-    await closeDb();
+    await closeCliClients();
     process.exitCode = code;
   });
