@@ -67,6 +67,22 @@ export function publicDispute(d: DisputeRecord): PublicDispute {
   return { id, chargeId, merchantRef, amount, currency, status, openedAt, lostAt, closedAt, updatedAt };
 }
 
+/**
+ * True while a dispute keeps the charge's money on its way back to the cardholder: open, or lost and not reversed.
+ * A refund of such a charge is refused (bank/refunds.ts), as card acquirers refuse one: the dispute, not a refund,
+ * returns the money, so the two never return the same money twice.
+ */
+export function disputeHoldsCharge(dispute: Pick<DisputeRecord, "status">): boolean {
+  return dispute.status === "open" || dispute.status === "lost";
+}
+
+/** Why {@link DisputeDesk.open} refused to open a dispute on a charge. */
+export type DisputeRefusal =
+  /** The charge already has a dispute: card networks allow one per charge. */
+  | { readonly kind: "already_disputed"; readonly disputeId: string }
+  /** Refunds that did not fail already return the whole charge: nothing is left to dispute. */
+  | { readonly kind: "fully_refunded" };
+
 /** Queues one webhook event about `charge` with `extra` fields in its `data` (the engine's delivery machinery). */
 export type EmitEvent = (charge: ChargeRecord, type: EventType, extra: Record<string, unknown>, nowMs: number) => void;
 
@@ -95,6 +111,8 @@ export class DisputeDesk {
     private readonly emit: EmitEvent,
     /** Time between a dispute's steps (the bank's BANK_WEBHOOK_DELAY_MS: "shortly after", like settlement). */
     private readonly stepDelayMs: number,
+    /** Minor units of the charge's refunds that did not fail (bank/refunds.ts `RefundDesk.refundedMinor`). */
+    private readonly refundedMinor: (chargeId: string) => number,
   ) {
     for (const d of state.disputes) if (d.nextAtMs !== null) this.stepping.add(d);
   }
@@ -107,14 +125,27 @@ export class DisputeDesk {
 
   /**
    * Opens a dispute on `charge` (the caller checked it succeeded) that will take the steps of `plan`, one every
-   * step delay, and queues its `charge.disputed` event. Returns the dispute; the caller saves.
+   * step delay, and queues its `charge.disputed` event; the caller saves. As at card networks, a charge has at most
+   * one dispute, and the dispute covers only what was not refunded: the refunds that did not fail are the merchant's
+   * evidence that that money already went back (pending ones count, like for a second refund's room). So a refund and
+   * a dispute together never return more than the charge.
+   *
+   * Returns the dispute, or why none was opened (nothing changed).
    */
-  open(charge: ChargeRecord, plan: readonly DisputeStep[], nowMs: number): DisputeRecord {
+  open(
+    charge: ChargeRecord,
+    plan: readonly DisputeStep[],
+    nowMs: number,
+  ): { readonly kind: "opened"; readonly dispute: DisputeRecord } | DisputeRefusal {
+    const earlier = this.state.disputesByCharge.get(charge.id);
+    if (earlier) return { kind: "already_disputed", disputeId: earlier.id };
+    const disputedMinor = charge.amount - this.refundedMinor(charge.id);
+    if (disputedMinor <= 0) return { kind: "fully_refunded" };
     const dispute: DisputeRecord = {
       id: `dp_${randomBytes(12).toString("hex")}`,
       chargeId: charge.id,
       merchantRef: charge.merchantRef,
-      amount: charge.amount,
+      amount: disputedMinor,
       currency: charge.currency,
       status: "open",
       openedAt: new Date(nowMs).toISOString(),
@@ -128,7 +159,7 @@ export class DisputeDesk {
     this.state.addDispute(dispute);
     if (dispute.nextAtMs !== null) this.stepping.add(dispute);
     this.emit(charge, "charge.disputed", { disputeId: dispute.id, status: "open" }, nowMs);
-    return dispute;
+    return { kind: "opened", dispute };
   }
 
   /** Epoch ms of the next due step, or Infinity. */
@@ -211,7 +242,19 @@ function error(status: number, code: string, message: string): DisputeAnswer {
   return { status, body: { error: { code, message } } };
 }
 
+/**
+ * The plans a dispute can follow, as card networks run them: it stays open (`[]`), is lost, is won, or is lost and
+ * then reversed in the merchant's favour (`["lost", "won"]`). A dispute never moves back to lost once won.
+ */
+const REALISTIC_PLANS = ["", "lost", "won", "lost,won"];
+
 /** `POST /_sandbox/disputes` body: dispute a succeeded charge with the given plan (default: lost; `[]`: stays open). */
 export const openDisputeBodySchema = z
-  .object({ chargeId: z.string().min(1).max(200), plan: z.array(DISPUTE_STEP).max(4).optional() })
+  .object({
+    chargeId: z.string().min(1).max(200),
+    plan: z
+      .array(DISPUTE_STEP)
+      .refine((plan) => REALISTIC_PLANS.includes(plan.join(",")), "one of [], [lost], [won], [lost, won]")
+      .optional(),
+  })
   .strict();

@@ -120,11 +120,16 @@ export class BankEngine {
       this.state,
       (charge, type, extra, nowMs) => {
         // The no-webhook switch covers a charge's disputes too: only `GET /disputes` tells about them.
-        if (charge.faults.nohook) return;
-        this.queueEvent(charge, type, new Date(nowMs).toISOString(), nowMs, undefined, extra);
-        this.schedule();
+        if (!charge.faults.nohook)
+          this.queueEvent(charge, type, new Date(nowMs).toISOString(), nowMs, undefined, extra);
+        // Every change of a dispute is announced here, sent or not: the timer is armed for its next step either way,
+        // so a dispute opened by `POST /_sandbox/disputes` on a charge with the no-webhook switch steps on time
+        // instead of waiting for unrelated traffic to wake the timer. Armed once the desk has finished the change
+        // (a microtask later), so the dispute's next due time is recorded whatever order the desk writes it in.
+        queueMicrotask(() => this.schedule());
       },
       this.config.webhookDelayMs,
+      (chargeId) => this.refunds.refundedMinor(chargeId),
     );
   }
 

@@ -11,6 +11,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { z } from "zod";
 import type { BankConfig } from "./config";
+import { disputeHoldsCharge } from "./disputes";
 import type { BankState } from "./state";
 
 export const REFUND_EVENT_TYPES = ["refund.succeeded", "refund.failed"] as const;
@@ -71,6 +72,8 @@ export type RefundDecision =
   | { kind: "mismatch"; refund: RefundRecord; fields: Array<"chargeId" | "amount"> }
   | { kind: "no_charge" }
   | { kind: "charge_not_refundable"; status: string }
+  /** The charge has a dispute open, or lost and not reversed: the cardholder's money goes back through it. */
+  | { kind: "charge_disputed"; disputeId: string; disputeStatus: string }
   | { kind: "exceeds_charge"; refundableMinor: number };
 
 /** What the desk needs from the engine: queue an event's deliveries, and re-arm the timer. */
@@ -110,7 +113,9 @@ export class RefundDesk {
    * the claim). The caller saves the state before answering.
    *
    * @returns `existing` (a repeat), `mismatch` (same key, other charge or amount: 422), `no_charge` (404),
-   *   `charge_not_refundable` (the charge did not succeed: 409), `exceeds_charge` (422), or `created`.
+   *   `charge_not_refundable` (the charge did not succeed: 409), `charge_disputed` (a dispute on the charge is open,
+   *   or lost and not reversed: 409, as at card acquirers, so that a refund and a chargeback never both return the
+   *   same money to the card), `exceeds_charge` (422), or `created`.
    */
   decide(request: RefundRequest): RefundDecision {
     const existing = this.state.refundsByRef.get(request.merchantRef);
@@ -125,6 +130,9 @@ export class RefundDesk {
     const charge = this.state.chargesById.get(request.chargeId);
     if (!charge) return { kind: "no_charge" };
     if (charge.status !== "succeeded") return { kind: "charge_not_refundable", status: charge.status };
+    const dispute = this.state.disputesByCharge.get(charge.id);
+    if (dispute && disputeHoldsCharge(dispute))
+      return { kind: "charge_disputed", disputeId: dispute.id, disputeStatus: dispute.status };
     const refundableMinor = charge.amount - this.refundedMinor(charge.id);
     if (request.amount > refundableMinor) return { kind: "exceeds_charge", refundableMinor };
     const now = Date.now();
@@ -217,7 +225,7 @@ const refundBodySchema = z
 /**
  * Answers the refund routes; returns false when `url` is not one of them (the server then answers 404/405).
  * `POST /refunds` answers 201 new, 200 repeat (`Idempotent-Replayed: true`), 404 `charge_not_found`, 409
- * `charge_not_refundable`, 422 `refund_exceeds_charge` or `idempotency_key_reused` (+ `fields`), each only after
+ * `charge_not_refundable` or `charge_disputed`, 422 `refund_exceeds_charge` or `idempotency_key_reused` (+ `fields`), each only after
  * the state holds what it reports.
  */
 export async function handleRefundRoute(
@@ -254,6 +262,12 @@ export async function handleRefundRoute(
           409,
           "charge_not_refundable",
           `the charge is ${decision.status}; only succeeded charges are refunded`,
+        );
+      case "charge_disputed":
+        return ctx.fail(
+          409,
+          "charge_disputed",
+          `dispute ${decision.disputeId} on this charge is ${decision.disputeStatus}: the cardholder's money goes back through it, not a refund`,
         );
       case "exceeds_charge":
         return ctx.fail(

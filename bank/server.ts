@@ -353,9 +353,13 @@ export function createBankServer(options: BankServerOptions): BankServer {
         const charge = state.chargesById.get(body.chargeId);
         if (charge?.status !== "succeeded")
           throw new HttpError(409, "not_disputable", "only a succeeded charge can be disputed");
-        const dispute = engine.disputes.open(charge, body.plan ?? ["lost"], Date.now());
+        const opened = engine.disputes.open(charge, body.plan ?? ["lost"], Date.now());
+        if (opened.kind === "already_disputed")
+          throw new HttpError(409, "already_disputed", `the charge already has dispute ${opened.disputeId}`);
+        if (opened.kind === "fully_refunded")
+          throw new HttpError(409, "not_disputable", "the charge's refunds already return all of it");
         await persistOrThrow();
-        sendJson(res, 201, publicDispute(dispute));
+        sendJson(res, 201, publicDispute(opened.dispute));
         return;
       }
       case "POST /_sandbox/deliveries/retry-now":

@@ -208,6 +208,8 @@ export class BankState {
   /** Disputes in opening order (bank/disputes.ts). */
   readonly disputes: DisputeRecord[] = [];
   readonly disputesById = new Map<string, DisputeRecord>();
+  /** A charge's dispute: at most one per charge, as at card networks (bank/disputes.ts `DisputeDesk.open`). */
+  readonly disputesByCharge = new Map<string, DisputeRecord>();
   /**
    * The deliveries whose status is `pending`, in the order they were added: the engine's timer and dispatch walk
    * these, not the finished history. Kept by {@link addDelivery} and {@link deliveryChanged}.
@@ -408,6 +410,7 @@ export class BankState {
     else {
       this.disputes.push(dispute);
       this.disputesById.set(dispute.id, dispute);
+      this.disputesByCharge.set(dispute.chargeId, dispute);
     }
     this.disputeSeq = Math.max(this.disputeSeq, dispute.seq);
   }

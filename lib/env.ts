@@ -12,6 +12,9 @@ import { z } from "zod";
 
 const intFrom = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
+/** The balance's CHECK in the database: `balance_minor < 2^53` (prisma/migrations/20261129000000_init). */
+const BALANCE_CHECK_BOUND_MINOR = 2 ** 53;
+
 /** The entries of a comma-separated secrets list, trimmed, empty ones dropped (`BANK_WEBHOOK_SECRETS`). */
 export function splitSecrets(value: string | undefined): string[] {
   return (value ?? "")
@@ -59,10 +62,12 @@ const schema = z
     MAX_AMOUNT_MINOR: intFrom(1, Number.MAX_SAFE_INTEGER).default(1_000_000),
     /**
      * Contract sections 5 and 9: the largest balance a wallet may reach, in minor units (default 10,000,000). A
-     * top-up is charged only when its credit fits under it together with the user's other unfinished top-ups, and
-     * a reward only when it fits; otherwise the row fails with `422 balance_limit_exceeded` (case C15). At most
-     * 2^52: money already charged (an adjustment, a top-up past the check) is credited even over the ceiling, and
-     * the balance's CHECK (< 2^53) keeps that much room above it for such credits.
+     * top-up is charged only when its credit fits under it together with the money that may still reach the wallet
+     * (unfinished top-ups and refunds, chargebacks not reversed: ledger_pending_credits_minor), and a reward only
+     * when it fits; otherwise the row fails with `422 balance_limit_exceeded` (case C15). Money given back (a failed
+     * refund, a reversal) is never refused and never passes it (case C27). Money already charged without an
+     * admission (an adjustment) is credited even over the ceiling, so together with MAX_AMOUNT_MINOR it must stay
+     * below the balance's CHECK (< 2^53): checked at start, below (case C28).
      */
     MAX_BALANCE_MINOR: intFrom(1, 2 ** 52).default(10_000_000),
     /** Contract: 3000 ms, how long a loser waits for the winner's stored response before answering 409. */
@@ -182,6 +187,20 @@ const schema = z
      * only. At least 32 characters: it is a secret, compared in constant time.
      */
     METRICS_TOKEN: z.preprocess((v) => (v === "" ? undefined : v), z.string().min(32).optional()),
+  })
+  .superRefine((raw, ctx) => {
+    // Case C28: the balance's CHECK (balance_minor < 2^53) must leave room above the ceiling for the largest credit
+    // that is never refused for it (an adjustment: one charge, at most MAX_AMOUNT_MINOR), so that no amount the
+    // settings allow can make the database refuse a settlement again and again.
+    if (raw.MAX_BALANCE_MINOR + raw.MAX_AMOUNT_MINOR >= BALANCE_CHECK_BOUND_MINOR)
+      ctx.addIssue({
+        code: "custom",
+        path: ["MAX_BALANCE_MINOR"],
+        message:
+          `MAX_BALANCE_MINOR (${raw.MAX_BALANCE_MINOR}) + MAX_AMOUNT_MINOR (${raw.MAX_AMOUNT_MINOR}) must be below ` +
+          "2^53 (9007199254740992), the bound of a balance in the database: an amount charged past the ceiling " +
+          "(an adjustment) must still fit",
+      });
   })
   .transform((raw) => {
     const bankPort = raw.BANK_PORT ?? raw.PORT + 1;

@@ -23,6 +23,7 @@ export const PROBLEM_CODES = {
   idempotency_key_reused: { status: 422, title: "Idempotency key reused with different parameters" },
   balance_limit_exceeded: { status: 422, title: "Balance limit exceeded" },
   refund_exceeds_topup: { status: 422, title: "Refund exceeds the top-up" },
+  topup_disputed: { status: 422, title: "Top-up disputed" },
   daily_cap_reached: { status: 429, title: "Daily reward cap reached" },
   rate_limited: { status: 429, title: "Too many requests" },
   internal_error: { status: 500, title: "Internal error" },
@@ -40,6 +41,7 @@ export const STORED_PROBLEM_CODES: ReadonlySet<ProblemCode> = new Set<ProblemCod
   "insufficient_funds",
   "balance_limit_exceeded",
   "refund_exceeds_topup",
+  "topup_disputed",
   "debt_outstanding",
 ]);
 
@@ -67,9 +69,14 @@ export function problem(code: ProblemCode, detail: string, extensions: Record<st
 
 /**
  * A problem response as an operation stores it with its row (e.g. 402 insufficient_funds, which replays like any
- * first response, contract section 3): `{ status, body }` with the problem document as the exact body text.
+ * first response, contract section 3): `{ status, body }` with the problem document, and its `extensions` after the
+ * standard members, as the exact body text.
  */
-export function problemStoredResponse(code: ProblemCode, detail: string): StoredResponse {
-  const body = problem(code, detail);
+export function problemStoredResponse(
+  code: ProblemCode,
+  detail: string,
+  extensions: Record<string, unknown> = {},
+): StoredResponse {
+  const body = problem(code, detail, extensions);
   return { status: body.status, body: JSON.stringify(body) };
 }

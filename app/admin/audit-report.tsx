@@ -9,7 +9,11 @@ const CHECK_TITLES: Record<string, string> = {
   reward_cap: "Rewards stay within the daily cap",
   stored_responses_replayable: "Every stored answer replays the same",
   no_expired_unfinished_rows: "No unfinished top-up is left with an expired lease",
+  succeeded_charges_credited: "Every charge the bank took is credited exactly once",
+  refunds_within_topups: "A top-up's refunds never add up to more than the top-up",
+  bank_refunds_recorded: "Every refund at the bank is recorded once, and finished as the bank finished it",
   lost_disputes_charged_back: "Every lost dispute is charged back once, and every reversal credited back once",
+  returned_within_charge: "Refunds and chargebacks together never return more than was charged",
 };
 
 /**

@@ -1,12 +1,14 @@
 /**
- * The top of the admin page: the top-ups a person should look at now. First the flagged ones, whose settlement kept
- * failing until SETTLE_ATTEMPTS_MAX (contract section 5; lib/admin/list-flagged-topups.ts), each with how often and
- * the last error; then the stuck ones (unfinished with an expired lease, or unfinished for more than five minutes:
- * lib/admin/stuck.ts), newest first. Each links to its timeline.
+ * The top of the admin page: the top-ups and refunds a person should look at now. First the flagged top-ups, whose
+ * settlement kept failing until SETTLE_ATTEMPTS_MAX (contract section 5; lib/admin/list-flagged-topups.ts), each with
+ * how often and the last error; then the stuck ones (unfinished with an expired lease, or unfinished for more than
+ * five minutes: lib/admin/stuck.ts), newest first; then the refunds flagged or stuck the same way (case C28:
+ * lib/admin/list-refunds-needing-attention.ts), each linking to its top-up's timeline, which lists it.
  */
 import Link from "next/link";
 import type { FlaggedTopupView } from "@/lib/admin/list-flagged-topups";
 import type { AdminTopupView } from "@/lib/admin/list-admin-topups";
+import type { RefundNeedingAttention } from "@/lib/admin/list-refunds-needing-attention";
 import { formatMoney } from "@/lib/money";
 import { LocalTime } from "../components/local-time";
 import { StatusBadge } from "../components/status-badge";
@@ -25,20 +27,53 @@ function AttentionRow({ row, why, children }: { row: AdminTopupView; why: string
   );
 }
 
+/** One refund: its reference, owner, amount, state and why it is listed, linking to its top-up's timeline. */
+function RefundRow({ row }: { row: RefundNeedingAttention }) {
+  const why = row.settleFlaggedAt ? "flagged" : "stuck";
+  return (
+    <li data-ref={row.refundId} data-why={why} data-type="refund">
+      Refund{" "}
+      <Link
+        href={timelineHref({ userId: row.userId, refId: row.topupRefId })}
+        className="mono clip-inline"
+        title={row.refundId}
+      >
+        {row.refundId}
+      </Link>{" "}
+      <span className="clip-inline">{row.userEmail}</span> <strong>{formatMoney(row.amount, row.currency)}</strong>{" "}
+      <StatusBadge status={row.status} extra={why} />{" "}
+      {row.settleFlaggedAt ? (
+        <span className="reason">
+          settlement failed {row.settleFailures} times
+          {row.settleLastError ? `: ${row.settleLastError}` : ""} (flagged{" "}
+          <LocalTime iso={row.settleFlaggedAt} detail="seconds" />)
+        </span>
+      ) : (
+        <span className="muted">
+          since <LocalTime iso={row.createdAt} detail="seconds" />
+        </span>
+      )}
+    </li>
+  );
+}
+
 export function NeedsAttention({
   flagged,
   stuck,
+  refunds,
   more,
 }: {
   flagged: FlaggedTopupView[];
   stuck: AdminTopupView[];
+  /** Refunds flagged or stuck (lib/admin/list-refunds-needing-attention.ts). */
+  refunds: RefundNeedingAttention[];
   /** True when there are more stuck top-ups than listed. */
   more: boolean;
 }) {
   // A flagged top-up is usually stuck too: listed once, as flagged.
   const flaggedKeys = new Set(flagged.map((row) => `${row.userId}:${row.refId}`));
   const stuckOnly = stuck.filter((row) => !flaggedKeys.has(`${row.userId}:${row.refId}`));
-  const count = flagged.length + stuckOnly.length;
+  const count = flagged.length + stuckOnly.length + refunds.length;
   return (
     <section
       className={`card attention${count > 0 ? " alerting" : ""}`}
@@ -66,6 +101,9 @@ export function NeedsAttention({
                   since <LocalTime iso={row.createdAt} detail="seconds" />
                 </span>
               </AttentionRow>
+            ))}
+            {refunds.map((row) => (
+              <RefundRow key={`${row.userId}:${row.refundId}`} row={row} />
             ))}
           </ul>
           {more && (

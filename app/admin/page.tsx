@@ -6,6 +6,7 @@ import { countTopupsByStatus } from "@/lib/admin/count-topups-by-status";
 import { getTopupHourlyStats } from "@/lib/admin/get-topup-hourly-stats";
 import { listFlaggedTopups } from "@/lib/admin/list-flagged-topups";
 import { listStuckTopups } from "@/lib/admin/list-stuck-topups";
+import { listRefundsNeedingAttention } from "@/lib/admin/list-refunds-needing-attention";
 import { listWebhookAnomalies } from "@/lib/admin/list-webhook-anomalies";
 import { STUCK_AGE_MS } from "@/lib/admin/stuck";
 import { adminTopupsQuerySchema, parseQuery } from "@/lib/http/list-query";
@@ -65,11 +66,12 @@ export default async function AdminPage({ searchParams }: { searchParams: Promis
         limit: query.value.limit,
       }
     : { stuck: false };
-  const [counts, stats, flagged, attention, topups, anomalies] = await Promise.all([
+  const [counts, stats, flagged, attention, refunds, topups, anomalies] = await Promise.all([
     countTopupsByStatus(),
     getTopupHourlyStats(),
     listFlaggedTopups(ATTENTION_ROWS_MAX),
     listStuckTopups({ limit: ATTENTION_ROWS_MAX }).then(firstPageOrThrow),
+    listRefundsNeedingAttention(ATTENTION_ROWS_MAX),
     listAdminTopupRows(filters).then(firstPageOrThrow),
     listWebhookAnomalies(),
   ]);
@@ -96,7 +98,12 @@ export default async function AdminPage({ searchParams }: { searchParams: Promis
         </dl>
       </section>
 
-      <NeedsAttention flagged={flagged} stuck={attention.items} more={attention.nextCursor !== null} />
+      <NeedsAttention
+        flagged={flagged}
+        stuck={attention.items}
+        refunds={refunds}
+        more={attention.nextCursor !== null}
+      />
 
       <TopupCharts stats={stats} />
 

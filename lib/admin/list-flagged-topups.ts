@@ -13,11 +13,13 @@ export type FlaggedTopupView = AdminTopupView & {
 };
 
 // The partial index ledger_entries_settle_flagged_idx holds exactly the flagged rows. Rows that reached a final
-// state since they were flagged no longer need a person. $1 limit.
+// state since they were flagged no longer need a person. Flagged refunds have their own list
+// (./list-refunds-needing-attention.ts). $1 limit.
 const FLAGGED_SQL = `
 SELECT ${entryColumns("e")}, u.email AS user_email
   FROM ledger_entries e JOIN "user" u ON u.id = e.user_id
  WHERE e.settle_flagged_at IS NOT NULL
+   AND e.type = 'topup'
    AND e.status IN ('initiated', 'processing')
  ORDER BY e.settle_flagged_at DESC
  LIMIT $1`;

@@ -14,6 +14,7 @@ import type { AuditScope } from "./checks/scope";
 import { createRewardCapCheck, rewardCapCheck } from "./checks/reward-cap";
 import { createSucceededChargesCreditedCheck } from "./checks/succeeded-charges-credited";
 import { createBankRefundsRecordedCheck, createRefundsWithinTopupsCheck } from "./checks/refunds";
+import { createReturnedWithinChargeCheck } from "./checks/returned-within-charge";
 import { createDisputesCheck } from "../chargebacks/audit-disputes";
 
 /** `{ ok, checks }`: the OpenAPI document's `AuditReport` (./types.ts); `ok` is true when every check holds. */
@@ -34,9 +35,9 @@ export interface RunAuditOptions {
  * The checks of contract section 7, in its order: 7.1 balances, 7.2 unique keys and top-ups against bank
  * charges, 7.3 the reward cap (lib/audit/checks/reward-cap.ts), 7.4 stored responses, 7.5 expired leases, 7.6 every
  * charge that succeeded more than STUCK_AFTER_S ago credited exactly once, whatever its lease; then contract section
- * 11's refunds: within their top-ups, and every bank refund recorded once.
- * charge that succeeded more than STUCK_AFTER_S ago credited exactly once, whatever its lease; then section 12's
- * lost disputes, each charged back exactly once (lib/chargebacks/audit-disputes.ts).
+ * 11's refunds: within their top-ups, and every bank refund recorded once (and, once the bank finished it, finished
+ * in the ledger); then section 12's lost disputes, each charged back exactly once (lib/chargebacks/audit-disputes.ts);
+ * then refunds and chargebacks of one charge together within it (case C26).
  *
  * The reward-cap check (7.3) is `rewardCapCheck` (whole ledger, REDIS_URL's counters); a scoped audit
  * uses the same check built for those users.
@@ -60,9 +61,11 @@ export function defaultAuditChecks(options: Omit<RunAuditOptions, "checks"> = {}
     createSucceededChargesCreditedCheck(bank, scope, { stuckAfterS: settings.STUCK_AFTER_S }),
     // Contract section 11: refunds.
     createRefundsWithinTopupsCheck(scope),
-    createBankRefundsRecordedCheck(bank, scope),
+    createBankRefundsRecordedCheck(bank, scope, { stuckAfterS: settings.STUCK_AFTER_S }),
     // Contract section 12: every lost dispute charged back once (and every reversal credited back once).
     createDisputesCheck(bank, scope, { stuckAfterS: settings.STUCK_AFTER_S }),
+    // Sections 11 and 12 together (case C26): refunds and chargebacks never return more than the charge.
+    createReturnedWithinChargeCheck(scope),
   );
   return checks;
 }

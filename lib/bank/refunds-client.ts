@@ -60,8 +60,9 @@ export interface CreateRefundInput {
  * repeat: the bank makes at most one refund per key and answers a repeat with the same refund.
  *
  * @returns `refund` (201 new, 200 repeat with `replayed: true`; status `pending`, `succeeded` or `failed`);
- *   `rejected` (404 `charge_not_found`, 409 `charge_not_refundable`, 422 `refund_exceeds_charge` or
- *   `idempotency_key_reused`, 400): the bank made no refund for this request; `unknown`: a refund may exist.
+ *   `rejected` (404 `charge_not_found`, 409 `charge_not_refundable` or `charge_disputed`, 422
+ *   `refund_exceeds_charge` or `idempotency_key_reused`, 400): the bank made no refund for this request (a repeat of
+ *   a key it already refunded answers that refund, never a refusal); `unknown`: a refund may exist.
  * @throws only for invalid options (a bug).
  */
 export async function createRefund(input: CreateRefundInput, options: BankCallOptions): Promise<CreateRefundResult> {

@@ -8,13 +8,18 @@
  * What the balance cannot cover becomes debt (`wallets.debt_minor`), never a negative balance: the chargeback's
  * debit and its entry's final state commit together, and every later credit repays the debt first
  * (lib/ledger transitions, the `credited` step).
+ *
+ * Every dispute, whatever its state, is also noted on the entry that credited its charge (`dispute_status`: open,
+ * lost, won), under that row's lock and before any money moves, so a refund's claim, which takes the same lock first
+ * (lib/ledger/refunds.ts), never reserves money that a dispute returns to the card (contract section 11, case C26).
  */
 import { parseMerchantRef } from "../bank/merchant-ref";
 import type { BankDispute } from "../bank/disputes";
-import { withTransaction } from "../db";
+import { pool, withTransaction } from "../db";
 import { env } from "../env";
 import {
   completeEntry,
+  type DisputeStatus,
   findEntryByKey,
   fingerprint,
   insertClaim,
@@ -38,7 +43,7 @@ export interface LandedEntry {
 }
 
 export type DisputeApplication =
-  /** The dispute moves no money (open, or won without ever being lost). */
+  /** The dispute moves no money (open, or won without ever being lost); its state is noted on the credited entry. */
   | { readonly kind: "no_move"; readonly detail: string }
   /** The entries the dispute asks for exist now: the chargeback, and its reversal when the dispute was reversed. */
   | { readonly kind: "applied"; readonly entries: readonly LandedEntry[] }
@@ -94,6 +99,28 @@ export function disputeWasReversed(dispute: Pick<BankDispute, "status" | "lostAt
   return dispute.status === "won" && dispute.lostAt !== null;
 }
 
+// Notes a dispute's state on the entry that credited its charge, only forward (open < lost < won: the bank's
+// disputes never move back), so a stale reading applied after a newer one changes nothing. The update takes the
+// row's lock before the chargeback's debit takes the wallet's: the order of every refund statement (top-up, then
+// wallet; lib/ledger/refunds.ts), so the two never deadlock. A row already at this state or past it is left alone.
+// $1 user id, $2 entry id, $3 the dispute's state.
+const NOTE_DISPUTE_STATUS_SQL = `
+UPDATE ledger_entries SET dispute_status = $3
+ WHERE user_id = $1 AND id = $2 AND type IN ('topup', 'adjustment')
+   AND COALESCE(array_position(ARRAY['open', 'lost', 'won'], dispute_status), 0)
+       < array_position(ARRAY['open', 'lost', 'won'], $3::text)`;
+
+/**
+ * Notes `status` (the bank's word) as the dispute state of `credited`, the entry that credited the disputed charge,
+ * on `db`; only ever moves it forward (open, lost, won). Returns true when the row changed. Throws database errors.
+ */
+async function noteDisputeStatus(db: Queryable, credited: LedgerEntry, status: DisputeStatus): Promise<boolean> {
+  const result = await db.query(
+    prepared("ledger_note_dispute_status", NOTE_DISPUTE_STATUS_SQL, [credited.userId, credited.id, status]),
+  );
+  return (result.rowCount ?? 0) > 0;
+}
+
 /**
  * The credited charge a dispute is about, or why it is none: the user's top-up under the merchant reference, moved
  * to `succeeded` by this very charge, or the adjustment that credited the charge (contract section 5). A dispute of
@@ -115,7 +142,8 @@ async function findCreditedCharge(
 }
 
 /**
- * Applies a dispute as the bank reports it: when it was lost, the `chargeback` entry exists (claimed and debited
+ * Applies a dispute as the bank reports it: its state is noted on the entry that credited the charge (so refunds
+ * wait while it is open or lost, case C26); when it was lost, the `chargeback` entry exists (claimed and debited
  * once); when it was then reversed, the `chargeback_reversal` entry exists too (claimed and credited once, after the
  * chargeback in the same transaction). Concurrent callers (duplicate deliveries, the reconciler) block on the claim
  * until the first commits, then find the entries: each lands exactly once (contract section 1).
@@ -129,12 +157,18 @@ async function findCreditedCharge(
  * Throws database errors (the transaction rolled back; the caller answers 500 or leaves it to the next pass).
  */
 export async function applyBankDispute(dispute: BankDispute, door: DisputeDoor): Promise<DisputeApplication> {
-  if (!disputeWasLost(dispute))
-    return { kind: "no_move", detail: `dispute ${dispute.id} is ${dispute.status}: no money moves` };
+  const noMove = { kind: "no_move", detail: `dispute ${dispute.id} is ${dispute.status}: no money moves` } as const;
   const parts = parseMerchantRef(dispute.merchantRef);
   if (!parts || !isValidRefId(dispute.id))
-    return { kind: "anomaly", detail: `dispute ${dispute.id}: merchant reference or id is not a top-up's` };
+    return disputeWasLost(dispute)
+      ? { kind: "anomaly", detail: `dispute ${dispute.id}: merchant reference or id is not a top-up's` }
+      : noMove;
   const credited = await findCreditedCharge(dispute, parts.userId, parts.refId, door.db);
+  if (!disputeWasLost(dispute)) {
+    // An open dispute, or one won outright: nothing moves, but refunds must wait while it is open (case C26).
+    if (typeof credited !== "string") await noteDisputeStatus(door.db ?? pool(), credited, dispute.status);
+    return noMove;
+  }
   if (typeof credited === "string") return { kind: "anomaly", detail: credited };
   if (dispute.amount > credited.amountMinor || dispute.currency !== credited.currency)
     return {
@@ -142,6 +176,8 @@ export async function applyBankDispute(dispute: BankDispute, door: DisputeDoor):
       detail: `dispute ${dispute.id}: ${dispute.amount} ${dispute.currency} against a credit of ${credited.amountMinor} ${credited.currency}`,
     };
   const work = async (db: Queryable): Promise<DisputeApplication> => {
+    // First, under the credited row's lock: from here on no refund of this charge can be claimed (case C26).
+    await noteDisputeStatus(db, credited, dispute.status === "won" ? "won" : "lost");
     const entries: LandedEntry[] = [];
     const types = disputeWasReversed(dispute)
       ? (["chargeback", "chargeback_reversal"] as const)

@@ -22,6 +22,8 @@ export type EntryStatus = "initiated" | "processing" | "succeeded" | "failed";
  *   `insufficient_funds`.
  * - `debt_outstanding`: a payment or a refund found a debt open on the wallet (a stored 402; contract sections 11
  *   and 12).
+ * - `topup_disputed`: a refund's top-up has a dispute open or lost at the bank, which returns the cardholder's money
+ *   itself (a stored 422; contract section 11, case C26).
  */
 export type FailureReason =
   | "declined_by_bank"
@@ -29,7 +31,14 @@ export type FailureReason =
   | "insufficient_funds"
   | "balance_limit_exceeded"
   | "refund_exceeds_topup"
-  | "debt_outstanding";
+  | "debt_outstanding"
+  | "topup_disputed";
+
+/**
+ * The bank's word on a dispute of the charge an entry credited (contract section 12), as far as the ledger knows it:
+ * `open`, `lost` (charged back; reversed later if it becomes `won`), `won` (outright or reversed). Only moves forward.
+ */
+export type DisputeStatus = "open" | "lost" | "won";
 
 /** Who moved a row (contract section 2, audit table). */
 export type TransitionActor = "request" | "webhook" | "reconciler" | "admin";
@@ -69,6 +78,8 @@ export interface LedgerEntry {
   readonly refundsEntryId: number | null;
   /** A top-up's refunds, reserved or final, in minor units (0 for other types); its remainder is amount - this. */
   readonly refundedMinor: number;
+  /** A top-up's or adjustment's dispute state (null: never disputed); a refund is refused while open or lost. */
+  readonly disputeStatus: DisputeStatus | null;
   readonly createdAt: Date;
   readonly updatedAt: Date;
 }
@@ -76,8 +87,8 @@ export interface LedgerEntry {
 /** The column list every ledger query returns, in the shape {@link toLedgerEntry} reads. */
 export const ENTRY_COLUMNS = `user_id, id, type, ref_id, amount_minor, currency, fingerprint, params, status,
   failure_reason, response_status, response_body, lease_owner, lease_expires_at, attempt, bank_charge_id,
-  settle_failures, settle_last_error, settle_flagged_at, adjusts_entry_id, refunds_entry_id, refunded_minor, created_at,
-  updated_at`;
+  settle_failures, settle_last_error, settle_flagged_at, adjusts_entry_id, refunds_entry_id, refunded_minor, dispute_status,
+  created_at, updated_at`;
 
 /** The same list qualified by a table alias (for UPDATE ... FROM and joins). */
 export function entryColumns(alias: string): string {
@@ -111,6 +122,7 @@ export function toLedgerEntry(row: Record<string, unknown>): LedgerEntry {
     adjustsEntryId: (row.adjusts_entry_id as number | null) ?? null,
     refundsEntryId: (row.refunds_entry_id as number | null) ?? null,
     refundedMinor: (row.refunded_minor as number | undefined) ?? 0,
+    disputeStatus: (row.dispute_status as DisputeStatus | null | undefined) ?? null,
     createdAt: row.created_at as Date,
     updatedAt: row.updated_at as Date,
   };

@@ -32,12 +32,14 @@ export interface RefundClaimRequest {
   readonly actor: TransitionActor;
   /**
    * Stored as the row's first response when the claim is refused: for the balance (402), for an open debt (402,
-   * contract section 12) or for the top-up's remainder (422).
+   * contract section 12), for the top-up's remainder (422), or for a dispute on the top-up's charge that is open
+   * or lost (422, contract section 11; case C26).
    */
   readonly refusals: {
     readonly insufficientFunds: StoredResponse;
     readonly debtOutstanding: StoredResponse;
     readonly exceedsTopup: StoredResponse;
+    readonly topupDisputed: StoredResponse;
   };
 }
 
@@ -55,17 +57,20 @@ export type RefundClaimOutcome =
   | { readonly kind: "topup_not_refundable" };
 
 // One statement (contract section 11). topup and wallet lock the two rows the money comes out of, in that order
-// (every refund statement takes them in this order); at READ COMMITTED a locked row is read in its newest version,
-// so verdict decides on the current remainder, debt and balance. A wallet with a debt open is refused before its
-// balance is looked at (contract section 11: a refund waits, like a payment, until credits have repaid the debt;
-// with a debt open the balance is 0 anyway, section 12). claimed inserts the row: `initiated` with a lease when
+// (every refund statement, and a dispute's landing in lib/chargebacks/apply-dispute.ts, takes them in this order);
+// at READ COMMITTED a locked row is read in its newest version, so verdict decides on the current dispute state,
+// remainder, debt and balance. A top-up whose charge has a dispute open or lost is refused first (case C26: the
+// dispute returns the cardholder's money, so a refund would return it twice; the bank refuses the same refund).
+// A wallet with a debt open is refused before its balance is looked at (contract section 11: a refund waits, like
+// a payment, until credits have repaid the debt; with a debt open the balance is 0 anyway, section 12). claimed inserts the row: `initiated` with a lease when
 // the money is there, `failed` with its stored refusal otherwise; ON CONFLICT makes a loser insert nothing.
 // reserved and debited lower the remainder and the balance only for a row this statement inserted as `initiated`.
 // $1 user id, $2 ref id, $3 amount, $4 currency, $5 fingerprint, $6 params, $7 lease owner, $8 lease ms, $9 actor,
-// $10 top-up entry id, $11 402 insufficient_funds body, $12 422 body, $13 402 debt_outstanding body.
+// $10 top-up entry id, $11 402 insufficient_funds body, $12 422 body, $13 402 debt_outstanding body,
+// $14 422 topup_disputed body.
 const CLAIM_REFUND_SQL = `
 WITH topup AS (
-  SELECT amount_minor - refunded_minor AS remaining_minor
+  SELECT amount_minor - refunded_minor AS remaining_minor, dispute_status
     FROM ledger_entries
    WHERE user_id = $1 AND id = $10 AND type = 'topup' AND status = 'succeeded'
    FOR UPDATE
@@ -74,6 +79,7 @@ WITH topup AS (
 ), verdict AS (
   SELECT CASE
            WHEN NOT EXISTS (SELECT 1 FROM topup) THEN 'topup_not_refundable'
+           WHEN (SELECT dispute_status FROM topup) IN ('open', 'lost') THEN 'topup_disputed'
            WHEN (SELECT remaining_minor FROM topup) < $3 THEN 'refund_exceeds_topup'
            WHEN COALESCE((SELECT debt_minor FROM wallet), 0) > 0 THEN 'debt_outstanding'
            WHEN COALESCE((SELECT balance_minor FROM wallet), 0) < $3 THEN 'insufficient_funds'
@@ -86,8 +92,9 @@ WITH topup AS (
   SELECT $1, 'refund', $2, $3, $4, $5, $6::jsonb,
          CASE WHEN v = 'reserved' THEN 'initiated' ELSE 'failed' END,
          CASE WHEN v = 'reserved' THEN NULL ELSE v END,
-         CASE v WHEN 'refund_exceeds_topup' THEN 422 WHEN 'reserved' THEN NULL ELSE 402 END,
-         CASE v WHEN 'insufficient_funds' THEN $11 WHEN 'refund_exceeds_topup' THEN $12 WHEN 'debt_outstanding' THEN $13 END,
+         CASE v WHEN 'refund_exceeds_topup' THEN 422 WHEN 'topup_disputed' THEN 422 WHEN 'reserved' THEN NULL ELSE 402 END,
+         CASE v WHEN 'insufficient_funds' THEN $11 WHEN 'refund_exceeds_topup' THEN $12 WHEN 'debt_outstanding' THEN $13
+                WHEN 'topup_disputed' THEN $14 END,
          CASE WHEN v = 'reserved' THEN $7 END,
          CASE WHEN v = 'reserved' THEN now() + $8::int * interval '1 millisecond' END,
          $10::bigint
@@ -118,9 +125,11 @@ SELECT (SELECT v FROM verdict) AS verdict, (SELECT balance_minor FROM debited) A
 
 /**
  * Claims a refund's key and reserves its money in one autocommit statement (contract section 11): the row is
- * inserted, the wallet debited and the top-up's refundable remainder lowered together, or, when either would go
- * below zero or the wallet has a debt open (contract section 12), the row is inserted `failed` with its stored 402
- * `insufficient_funds` / 402 `debt_outstanding` / 422 `refund_exceeds_topup` and nothing moves. A concurrent claim of the same key waits on the locks and then inserts nothing (`taken`).
+ * inserted, the wallet debited and the top-up's refundable remainder lowered together, or, when a dispute on the
+ * top-up's charge is open or lost (case C26), either would go below zero, or the wallet has a debt open (contract
+ * section 12), the row is inserted `failed` with its stored 422 `topup_disputed` / 422 `refund_exceeds_topup` / 402
+ * `debt_outstanding` / 402 `insufficient_funds` and nothing moves. A concurrent claim of the same key waits on the
+ * locks and then inserts nothing (`taken`).
  *
  * Returns `reserved`, `stored_refusal`, `taken` or `topup_not_refundable` (see {@link RefundClaimOutcome}). Throws database
  * errors as they come (a 23505 on the claim index cannot happen: ON CONFLICT).
@@ -145,6 +154,7 @@ export async function claimRefund(
       request.refusals.insufficientFunds.body,
       request.refusals.exceedsTopup.body,
       request.refusals.debtOutstanding.body,
+      request.refusals.topupDisputed.body,
     ]),
   );
   const row = result.rows[0] as Record<string, unknown>;

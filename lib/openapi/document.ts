@@ -76,7 +76,7 @@ const problemSchemas = new Map<ProblemCode, z.ZodType>();
 
 /**
  * The exact problem body of `code`: its `type`, `title` and `status` are fixed by lib/problems.ts; `fields` only
- * on idempotency_key_reused; `requestId` on every problem except the stored outcomes (their bytes predate the
+ * on idempotency_key_reused; `refundableMinor` only on topup_disputed; `requestId` on every problem except the stored outcomes (their bytes predate the
  * request that replays them).
  */
 function problemSchema(code: ProblemCode): z.ZodType {
@@ -91,6 +91,9 @@ function problemSchema(code: ProblemCode): z.ZodType {
         detail: z.string(),
         code: z.literal(code),
         ...(code === "idempotency_key_reused" ? { fields: z.array(z.string()).min(1) } : {}),
+        ...(code === "topup_disputed"
+          ? { refundableMinor: z.int().min(0).meta({ description: "What is left to refund now, minor units." }) }
+          : {}),
         ...(STORED_PROBLEM_CODES.has(code) ? {} : { requestId: requestIdHeader }),
       })
       .meta({ id: `Problem-${code}`, description: `${title} (${status}).` });
@@ -371,6 +374,7 @@ const API_PATHS = {
           "insufficient_funds",
           "debt_outstanding",
           "refund_exceeds_topup",
+          "topup_disputed",
         ],
       },
     }),

@@ -50,8 +50,9 @@ export type RefundResult =
  * Runs one refund exactly once per `(userId, "refund", refundId)`.
  *
  * 1. One statement claims the key and reserves the money (lib/ledger `claimRefund`): the wallet and the top-up's
- *    refundable remainder go down with the claim, or the row is stored `failed` with its 402 `insufficient_funds`,
- *    402 `debt_outstanding` (a debt is open, contract section 12) or 422 `refund_exceeds_topup` and nothing moves.
+ *    refundable remainder go down with the claim, or the row is stored `failed` with its 422 `topup_disputed` (a
+ *    dispute on the charge is open or lost, case C26), 402 `insufficient_funds`, 402 `debt_outstanding` (a debt is
+ *    open, contract section 12) or 422 `refund_exceeds_topup` and nothing moves.
  *    A payment after this point cannot spend the refunded money.
  * 2. The winner records `processing` and calls `POST /refunds` with `Idempotency-Key: refund:<userId>:<refundId>`
  *    (so a repeat, by this request or the reconciler, never makes a second refund).
@@ -103,6 +104,14 @@ async function runRefund(input: CreateRefundInput): Promise<RefundResult> {
             exceedsTopup: problemStoredResponse(
               "refund_exceeds_topup",
               `A refund of ${formatMinor(input.amountMinor)} ${topup.currency} is more than what is left to refund of top-up ${topup.refId}.`,
+            ),
+            // Case C26: while the dispute is open or lost nothing is refundable (the dispute returns the money).
+            topupDisputed: problemStoredResponse(
+              "topup_disputed",
+              `Top-up ${topup.refId} has a dispute at the bank that is open or was lost: the dispute returns the ` +
+                `cardholder's money, so no refund is made. Refundable now: ${formatMinor(0)} ${topup.currency} of ` +
+                `${formatMinor(topup.amountMinor)} ${topup.currency}.`,
+              { refundableMinor: 0 },
             ),
           },
         })

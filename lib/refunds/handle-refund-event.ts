@@ -15,6 +15,7 @@ import { withTransaction } from "../db";
 import { findEntryByKey, isTerminal, operationKey, type LedgerEntry, type Queryable } from "../ledger";
 import { log } from "../log";
 import { parseRefundMerchantRef } from "./refund-ref";
+import { noteSettleFailure } from "../topups/settle-topup";
 import { settleRefund, storeRefundResponse, type RefundEvidence } from "./settle-refund";
 
 const printable = (max: number) => z.string().regex(new RegExp(`^[\\x21-\\x7e]{1,${max}}$`), "printable ASCII");
@@ -118,7 +119,7 @@ export async function handleRefundEvent(
     }
     evidence = { source: "bank", refund: looked.refund };
   }
-  const result = await withTransaction(async (tx) => {
+  const result = await settleInTransaction(entry, async (tx) => {
     const settled = await settleRefund(entry, evidence, {
       actor: "webhook",
       guard: { kind: "status_only" },
@@ -149,6 +150,20 @@ export async function handleRefundEvent(
   if (result.outcome.startsWith("anomaly_"))
     log().warn({ eventId: event.id, data: event.data }, "bank webhook anomaly");
   return { kind: "received", outcome: result.outcome };
+}
+
+/**
+ * Runs the event's settlement in one transaction; when it fails (the database refuses the give-back, a lost
+ * connection), counts the failure on the refund row, flagging it after SETTLE_ATTEMPTS_MAX (contract section 5, case
+ * C28), and rethrows: the webhook answers 500 and the bank redelivers, while admins see the row.
+ */
+async function settleInTransaction<T>(entry: LedgerEntry, work: (tx: Queryable) => Promise<T>): Promise<T> {
+  try {
+    return await withTransaction(work);
+  } catch (error) {
+    await noteSettleFailure(entry, error);
+    throw error;
+  }
 }
 
 /** For the reconciler's row work: the refund row's stored response after a finish (first writer wins). */

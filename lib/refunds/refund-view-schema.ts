@@ -8,7 +8,9 @@ export const refundViewSchema = z
     amount: z.int().meta({ description: "Minor units." }),
     currency: z.string(),
     status: z.enum(["initiated", "processing", "succeeded", "failed"]),
-    failureReason: z.enum(["insufficient_funds", "refund_exceeds_topup", "declined_by_bank"]).nullable(),
+    failureReason: z
+      .enum(["insufficient_funds", "refund_exceeds_topup", "topup_disputed", "debt_outstanding", "declined_by_bank"])
+      .nullable(),
     createdAt: z.string(),
     updatedAt: z.string(),
   })

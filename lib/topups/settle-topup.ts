@@ -16,6 +16,7 @@ import type { BankCharge } from "../bank/client";
 import { merchantRefFor } from "../bank/merchant-ref";
 import { env } from "../env";
 import { log } from "../log";
+import { refundMerchantRefFor } from "../refunds/refund-ref";
 import {
   attachCharge,
   attachChargeAndRespond,
@@ -140,10 +141,14 @@ function refOf(entry: LedgerEntry): EntryRef {
   return { userId: entry.userId, entryId: entry.id };
 }
 
-/** The row's merchant reference, or null when its key cannot be one (then it never reached the bank). */
+/**
+ * The row's merchant reference at the bank (a refund's `refund:<userId>:<refundId>`, a top-up's `topup:...`), or null
+ * when its key cannot be one (then it never reached the bank) or the type never goes to the bank.
+ */
 export function merchantRefOf(entry: LedgerEntry): string | null {
   try {
-    return merchantRefFor(entry.userId, entry.refId);
+    if (entry.type === "refund") return refundMerchantRefFor(entry.userId, entry.refId);
+    return entry.type === "topup" ? merchantRefFor(entry.userId, entry.refId) : null;
   } catch {
     return null;
   }
@@ -328,9 +333,10 @@ async function adjust(entry: LedgerEntry, charge: AdjustedCharge, door: SettleDo
 }
 
 /**
- * Counts a failed settlement attempt on the row (contract section 5: settlement that keeps failing is flagged after
- * SETTLE_ATTEMPTS_MAX attempts and listed for admins, with its last error). Best effort: when the database cannot
- * take even this, the error is logged and the caller's error stands. Never throws.
+ * Counts a failed settlement attempt on the row, of any type that settles from the bank's word (a top-up, a refund;
+ * contract section 5: settlement that keeps failing is flagged after SETTLE_ATTEMPTS_MAX attempts and listed for
+ * admins, with its last error; case C28). Best effort: when the database cannot take even this, the error is logged
+ * and the caller's error stands. Never throws.
  */
 export async function noteSettleFailure(entry: LedgerEntry, error: unknown): Promise<void> {
   try {
@@ -338,7 +344,7 @@ export async function noteSettleFailure(entry: LedgerEntry, error: unknown): Pro
     const level = noted?.flaggedAt ? "error" : "warn";
     log()[level](
       { err: error, merchantRef: merchantRefOf(entry), chargeId: entry.bankChargeId, failures: noted?.failures },
-      noted?.flaggedAt ? "top-up settlement keeps failing: flagged for attention" : "top-up settlement failed",
+      `${entry.type === "topup" ? "top-up" : entry.type} settlement ${noted?.flaggedAt ? "keeps failing: flagged for attention" : "failed"}`,
     );
   } catch (recordError) {
     log().error(

@@ -8,6 +8,7 @@ const REASONS: Record<FailureReason, string> = {
   balance_limit_exceeded: "the wallet would go over its balance limit, so nothing was charged",
   refund_exceeds_topup: "it was more than what is left to refund of the top-up, so nothing was refunded",
   debt_outstanding: "the wallet owes money from a disputed top-up; add money first",
+  topup_disputed: "the bank holds a dispute on the top-up, which returns the money itself, so nothing was refunded",
 };
 
 /** The sentence for `reason`; a code from an older version that is not in the union shows as it is. */

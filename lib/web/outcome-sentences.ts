@@ -98,6 +98,9 @@ export const PROBLEM_SENTENCES: Readonly<Record<ProblemCode, (context: SentenceC
   // Contract section 11: refunds of a top-up never add up to more than the top-up.
   refund_exceeds_topup: (c) =>
     `This refund${ofAmount(c)} is more than what is left to refund of the top-up, so nothing was refunded.`,
+  // Contract section 11, case C26: a dispute open or lost on the top-up returns the cardholder's money itself.
+  topup_disputed: () =>
+    "The bank holds a dispute on this top-up, which returns the money to the card itself, so nothing was refunded.",
   payload_too_large: () => "The request was too large; nothing was charged.",
   unsupported_media_type: () => "The request was refused. Reload the page and try again.",
   idempotency_key_reused: (c) =>

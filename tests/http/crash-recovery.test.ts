@@ -187,6 +187,7 @@ describe("admin routes", () => {
       "refunds_within_topups",
       "bank_refunds_recorded",
       "lost_disputes_charged_back",
+      "returned_within_charge",
     ]);
   });
 });

@@ -230,7 +230,7 @@ describe("C15: the admission function's guards, each with its negative control",
   });
 
   const ATTEMPT_GUARD = "AND e.status = 'initiated' AND e.attempt = p_attempt";
-  const OTHER_TOPUPS = "AND e.id <> p_entry_id";
+  const PENDING_CREDITS = "v_pending_minor := ledger_pending_credits_minor(p_user_id, p_entry_id);";
 
   it("negative control: without the fencing token in the move, a stale attempt moves the row to processing", async () => {
     const user = await createTestUser();
@@ -247,9 +247,18 @@ describe("C15: the admission function's guards, each with its negative control",
     const other = await claimedTopup(user.id, 600);
     expect((await admitTopup(other, other.attempt, "request")).kind).toBe("admitted");
     const tooMuch = await claimedTopup(user.id, 500);
-    const admitted = await admitThroughRewrite(tooMuch, tooMuch.attempt, OTHER_TOPUPS, "AND false");
+    const admitted = await admitThroughRewrite(tooMuch, tooMuch.attempt, PENDING_CREDITS, "v_pending_minor := 0;");
     expect(admitted.status).toBe("processing");
     expect((await admitTopup(tooMuch, tooMuch.attempt, "request")).kind).toBe("no_room");
+  });
+
+  it("negative control: with the top-up's own amount among the pending credits, one that fits exactly is refused", async () => {
+    const user = await createTestUser();
+    await seedBalance(user.id, maxBalance() - 1000);
+    const exact = await claimedTopup(user.id, 1000);
+    const counted = PENDING_CREDITS.replace("(p_user_id, p_entry_id)", "(p_user_id)");
+    expect((await admitThroughRewrite(exact, exact.attempt, PENDING_CREDITS, counted)).status).toBe("failed");
+    expect((await admitTopup(exact, exact.attempt, "request")).kind).toBe("admitted");
   });
 
   it("negative control: the sum taken before the wallet lock refuses both racing top-ups, though one fits", async () => {
@@ -259,7 +268,7 @@ describe("C15: the admission function's guards, each with its negative control",
     const control = "c15_control_admit_topup";
     const definition = await functionText();
     const lockStart = definition.indexOf("SELECT w.balance_minor INTO v_balance_minor");
-    const sumStart = definition.indexOf("SELECT COALESCE(sum(e.amount_minor), 0)");
+    const sumStart = definition.indexOf("v_pending_minor := ledger_pending_credits_minor(");
     const sumEnd = definition.indexOf(";", sumStart) + 1;
     if (lockStart < 0 || sumStart < lockStart) throw new Error("the function's lock and sum are no longer found");
     const sum = definition.slice(sumStart, sumEnd);
@@ -391,7 +400,7 @@ describe("C15: the reconciler's re-drive passes the same gate", () => {
  * unfinished top-ups, and the lock taken before that sum.
  */
 describe("C15: the claim function's admission, each guard with its negative control", () => {
-  const SUM_START = "SELECT COALESCE(sum(e.amount_minor), 0)";
+  const SUM_START = "v_pending_minor := ledger_pending_credits_minor(";
   const LOCK_START = "SELECT w.balance_minor INTO v_balance_minor";
 
   async function claimFunctionText(): Promise<string> {
@@ -441,7 +450,7 @@ describe("C15: the claim function's admission, each guard with its negative cont
       {
         from_status: "initiated",
         to_status: "failed",
-        detail: `request: balance ${maxBalance() - 1000} + 600 + unfinished top-ups 600 > ${maxBalance()}`,
+        detail: `request: balance ${maxBalance() - 1000} + 600 + pending credits 600 > ${maxBalance()}`,
       },
     ]);
   });
@@ -483,7 +492,7 @@ describe("C15: the claim function's admission, each guard with its negative cont
       const sumStart = definition.indexOf(SUM_START);
       if (sumStart < 0) throw new Error("the function's sum is no longer found");
       await client.query(
-        `${definition.slice(0, sumStart)}v_unfinished_minor := 0;${definition.slice(definition.indexOf(";", sumStart) + 1)}`,
+        `${definition.slice(0, sumStart)}v_pending_minor := 0;${definition.slice(definition.indexOf(";", sumStart) + 1)}`,
       );
       expect((await claimThrough("ledger_claim_topup", user.id, 500, client))?.status).toBe("processing");
     } finally {

@@ -147,3 +147,69 @@ describe("sandbox bank: disputes", () => {
     expect(await getDispute(id, options())).toEqual({ kind: "found", dispute: won });
   });
 });
+
+describe("C26: the sandbox never returns more than the charge through refunds and a dispute together", () => {
+  /** `POST /_sandbox/disputes` for `chargeId` with `plan`; the answer's status and body. */
+  async function openDispute(chargeId: string, plan?: unknown) {
+    const res = await fetch(`${bank.url}/_sandbox/disputes`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(plan === undefined ? { chargeId } : { chargeId, plan }),
+    });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  }
+
+  /** `POST /refunds` of `amount` on `chargeId` under a fresh key; the answer's status and body. */
+  async function postRefund(chargeId: string, amount: number, key = freshRefId("refund-key")) {
+    const res = await fetch(`${bank.url}/refunds`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "idempotency-key": key },
+      body: JSON.stringify({ chargeId, amount }),
+    });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  }
+
+  it("C26: a refund of a charge whose dispute is open or lost is 409 charge_disputed; a repeat of a refund made before still answers it", async () => {
+    const { charge } = await succeededCharge("plain-refund-then-dispute", 1000);
+    const key = freshRefId("early");
+    expect((await postRefund(charge.id, 100, key)).status).toBe(201);
+    expect((await openDispute(charge.id, [])).status).toBe(201);
+    expect(await postRefund(charge.id, 100)).toMatchObject({
+      status: 409,
+      body: { error: { code: "charge_disputed" } },
+    });
+    expect((await postRefund(charge.id, 100, key)).status).toBe(200);
+    const lost = await succeededCharge("plain-lost", 1000);
+    expect((await openDispute(lost.charge.id, ["lost"])).status).toBe(201);
+    await disputeOf(lost.charge.id, (d) => d.status === "lost");
+    expect((await postRefund(lost.charge.id, 1)).status).toBe(409);
+  });
+
+  it("C26: a dispute covers what was not refunded (pending refunds count); a fully refunded charge cannot be disputed", async () => {
+    const { charge } = await succeededCharge("plain-partly-refunded", 1000);
+    expect((await postRefund(charge.id, 250)).status).toBe(201);
+    const opened = await openDispute(charge.id);
+    expect(opened).toMatchObject({ status: 201, body: { amount: 750 } });
+    const full = await succeededCharge("plain-fully-refunded", 1000);
+    expect((await postRefund(full.charge.id, 1000)).status).toBe(201);
+    expect(await openDispute(full.charge.id)).toMatchObject({
+      status: 409,
+      body: { error: { code: "not_disputable" } },
+    });
+  });
+
+  it("C26: one dispute per charge, and only the plans card networks run; a dispute won (reversed) lets the rest be refunded", async () => {
+    const { charge } = await succeededCharge("plain-one-dispute", 1000);
+    expect((await openDispute(charge.id, ["lost", "won"])).status).toBe(201);
+    expect(await openDispute(charge.id)).toMatchObject({ status: 409, body: { error: { code: "already_disputed" } } });
+    const other = await succeededCharge("plain-bad-plan", 1000);
+    for (const plan of [
+      ["won", "lost"],
+      ["lost", "lost"],
+      ["lost", "won", "lost"],
+    ])
+      expect((await openDispute(other.charge.id, plan)).status, JSON.stringify(plan)).toBe(400);
+    await disputeOf(charge.id, (d) => d.status === "won");
+    expect((await postRefund(charge.id, 1000)).status).toBe(201);
+  });
+});

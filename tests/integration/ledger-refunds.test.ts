@@ -18,6 +18,7 @@ const REFUSALS = {
   insufficientFunds: { status: 402, body: '{"code":"insufficient_funds"}' },
   debtOutstanding: { status: 402, body: '{"code":"debt_outstanding"}' },
   exceedsTopup: { status: 422, body: '{"code":"refund_exceeds_topup"}' },
+  topupDisputed: { status: 422, body: '{"code":"topup_disputed"}' },
 } satisfies Record<string, StoredResponse>;
 
 /** A succeeded top-up of `amountMinor` credited to `userId`'s wallet through the ledger's own transitions. */

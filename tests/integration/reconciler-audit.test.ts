@@ -62,6 +62,7 @@ describe("audit", () => {
       "refunds_within_topups",
       "bank_refunds_recorded",
       "lost_disputes_charged_back",
+      "returned_within_charge",
     ]);
     expect(report.ok).toBe(true);
     for (const check of report.checks) expect(check, check.name).toMatchObject({ ok: true, violations: [] });

@@ -202,14 +202,22 @@ describe("refund negative control 3: a handler that trusts refund.failed", () =>
 // ---------------------------------------------------------------------------------------------------------------
 
 /**
- * A refund of 600 on a top-up of 1000 that the bank fails; before its failure arrives, a dispute of the top-up is
- * lost and its chargeback takes the 400 left and leaves 600 owed. Then `refund.failed` is delivered once.
+ * A refund of 600 on a top-up of 1000 that the bank fails, and a payment of the 400 left; before the refund's failure
+ * arrives, a dispute of the top-up is lost and its chargeback, which covers what was not refunded (400, case C26),
+ * finds the balance at 0 and leaves 400 owed. Then `refund.failed` is delivered once.
  */
 async function failedRefundAfterChargeback(deliver: FailureDelivery) {
   const user = await createTestUser();
   const topup = await succeededTopup(user.id, 1000);
   const refundId = freshRefId("sbx-refund-fail-debt");
   await createRefund({ userId: user.id, topupRefId: topup.refId, refundId, amountMinor: 600 });
+  const paid = await createPayment({
+    userId: user.id,
+    orderId: freshRefId("spend"),
+    amountMinor: 400,
+    currency: "USD",
+  });
+  expect(paid).toMatchObject({ kind: "response", response: { status: 201 } });
   const opened = await fetch(`${bank.url}/_sandbox/disputes`, {
     method: "POST",
     headers: { "content-type": "application/json" },
@@ -220,7 +228,8 @@ async function failedRefundAfterChargeback(deliver: FailureDelivery) {
   expect(await applyBankDispute(lost, { actor: "reconciler", detail: "control: lost dispute" })).toMatchObject({
     kind: "applied",
   });
-  expect(await ledgerOf(user.id)).toMatchObject({ balance: 0, debt: 600 });
+  expect(lost.amount).toBe(400);
+  expect(await ledgerOf(user.id)).toMatchObject({ balance: 0, debt: 400 });
   const failed = await waitForBankRefund(
     bank.url,
     topup.bankChargeId!,
@@ -235,11 +244,11 @@ async function failedRefundAfterChargeback(deliver: FailureDelivery) {
 
 /** The assertions of "a give-back is a credit: it repays the debt first" (with 7.1 holding). */
 function assertDebtRepaidFirst(outcome: { balance: number; debt: number; balanceCheckOk: boolean }): void {
-  expect(outcome).toEqual({ balance: 0, debt: 0, balanceCheckOk: true });
+  expect(outcome).toEqual({ balance: 200, debt: 0, balanceCheckOk: true });
 }
 
 describe("refund negative control 4: a give-back that ignores the wallet's debt", () => {
-  it("the real handler passes: the 600 given back repay the 600 owed", async () => {
+  it("the real handler passes: the 600 given back repay the 400 owed first", async () => {
     assertDebtRepaidFirst(await failedRefundAfterChargeback(realDelivery));
   });
 
@@ -247,6 +256,6 @@ describe("refund negative control 4: a give-back that ignores the wallet's debt"
     const outcome = await failedRefundAfterChargeback(giveBackThenFail);
     expect(() => assertDebtRepaidFirst(outcome)).toThrow();
     // balance − debt is the same either way; 7.1 sees it because a wallet never holds a balance beside a debt.
-    expect(outcome).toEqual({ balance: 600, debt: 600, balanceCheckOk: false });
+    expect(outcome).toEqual({ balance: 600, debt: 400, balanceCheckOk: false });
   });
 });

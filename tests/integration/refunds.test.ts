@@ -297,7 +297,7 @@ describe("refunds: the bank's word", () => {
       leaseOwner: "crashed-request",
       leaseMs: 1,
       actor: "admin",
-      refusals: { insufficientFunds: refusal, debtOutstanding: refusal, exceedsTopup: refusal },
+      refusals: { insufficientFunds: refusal, debtOutstanding: refusal, exceedsTopup: refusal, topupDisputed: refusal },
     });
     expect(claimed.kind).toBe("reserved");
     expect(await moneyOf(user.id, topup.id)).toEqual({ balance: 700, refunded: 300 });

@@ -214,7 +214,7 @@ describe("decideRewardUnderWalletLock", () => {
         to_status: "failed",
         actor: "request",
         attempt: 1,
-        detail: "request: balance 90 + 5 + unfinished top-ups 6 > 100",
+        detail: "request: balance 90 + 5 + pending credits 6 > 100",
       },
     ]);
     expect(await balanceOf(user.id)).toBe(90);
@@ -393,7 +393,7 @@ describe("negative controls: the function with one guard removed, in a scratch d
   });
 
   it("without the unfinished top-ups in the room's sum, a reward that does not fit is credited (the C15 test would fail)", async () => {
-    const db = await brokenCopy("e.status IN ('initiated', 'processing')", "false");
+    const db = await brokenCopy("v_pending_minor := ledger_pending_credits_minor(p_user_id);", "v_pending_minor := 0;");
     const userId = await scratchUser(db);
     await db.query("INSERT INTO wallets (user_id, balance_minor, currency) VALUES ($1, 90, 'USD')", [userId]);
     await db.query(

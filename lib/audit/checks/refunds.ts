@@ -71,10 +71,17 @@ interface RefundRowSummary {
 
 /**
  * Every refund the bank made on a refunded top-up's charge has exactly one ledger entry under its key with its amount;
- * a `succeeded` entry has the bank's `succeeded` refund, a `failed` one that reached the bank has its `failed` refund.
- * Asks `GET /refunds?chargeId=` once per refunded top-up; an unreachable bank fails the check.
+ * a `succeeded` entry has the bank's `succeeded` refund, a `failed` one that reached the bank has its `failed` refund;
+ * and a refund the bank finished (succeeded or failed) more than `options.stuckAfterS` (STUCK_AFTER_S) after it was
+ * made is not left unfinished in the ledger, whatever its lease (case C28: a give-back the database keeps refusing is
+ * reported, as 7.6 reports a charge left uncredited). Asks `GET /refunds?chargeId=` once per refunded top-up; an
+ * unreachable bank fails the check.
  */
-export function createBankRefundsRecordedCheck(bank: AuditBankOptions, scope: AuditScope = WHOLE_LEDGER): AuditCheck {
+export function createBankRefundsRecordedCheck(
+  bank: AuditBankOptions,
+  scope: AuditScope,
+  options: { readonly stuckAfterS: number; readonly nowMs?: number },
+): AuditCheck {
   return {
     name: BANK_REFUNDS_RECORDED_CHECK_NAME,
     async run() {
@@ -111,6 +118,15 @@ export function createBankRefundsRecordedCheck(bank: AuditBankOptions, scope: Au
             violations.push(`refund ${entry.refId} succeeded in the ledger, ${refund.status} at the bank`);
           if (entry.status === "failed" && refund.status !== "failed")
             violations.push(`refund ${entry.refId} gave its money back, but the bank's refund is ${refund.status}`);
+          const finishedMs = Date.parse(refund.createdAt);
+          if (
+            (entry.status === "initiated" || entry.status === "processing") &&
+            refund.status !== "pending" &&
+            (options.nowMs ?? Date.now()) - finishedMs > options.stuckAfterS * 1000
+          )
+            violations.push(
+              `refund ${entry.refId} (${refund.merchantRef}, bank refund ${refund.id}) is ${refund.status} at the bank since ${refund.createdAt} or later, still ${entry.status} in the ledger`,
+            );
         }
         // Entries the bank never heard of: fine while in flight or refused at the claim; not once final.
         for (const [key, entry] of byKey)
