@@ -1,15 +1,17 @@
 /**
  * `npm run reconcile [-- --watch] [-- --user <id> ...]`: one reconciler pass (lib/reconciler/reconcile-once.ts),
  * printed as one JSON line on stdout (`{ examined, completed, failed, redriven, skipped, anomalies?,
- * bankUnreachable? }`); logs go to stderr. With `--watch`, a pass every RECONCILE_INTERVAL_MS (one JSON line each)
- * until Ctrl-C. `--user` (repeatable) limits the pass to those users' rows and charges.
+ * bankUnreachable?, errored?, databaseUnreachable? }`); logs go to stderr. With `--watch`, a pass every
+ * RECONCILE_INTERVAL_MS (one JSON line each) until Ctrl-C. `--user` (repeatable) limits the pass to those users'
+ * rows and charges.
  *
  * Finds the database and the bank through DATABASE_URL/BANK_URL or a running demo's `.data/runtime.json`
  * (resolveCliEnvironment).
  *
- * Exit codes: 0 the pass ran and nothing needs attention; 1 the pass ran but reported anomalies or an
- * unreachable bank (rows were left, not dropped: contract 7.5); 2 cannot run (no running demo, bad arguments,
- * database error). `--watch` exits 0 on Ctrl-C/SIGTERM, 2 when it cannot start.
+ * Exit codes: 0 the pass ran and nothing needs attention; 1 the pass ran but reported anomalies (rows whose work
+ * failed among them: case C29) or an unreachable bank (rows were left, not dropped: contract 7.5); 2 cannot run (no
+ * running demo, bad arguments, a database that cannot be reached: the partial result is printed first).
+ * `--watch` exits 0 on Ctrl-C/SIGTERM, 2 when it cannot start.
  */
 import { parseArgs } from "node:util";
 import pino from "pino";
@@ -35,8 +37,8 @@ succeeded bank charge has its credited top-up. Prints the pass as one JSON line 
   --user <id>        only these users' rows and charges (repeatable)
 
 Finds the database and the bank through DATABASE_URL/BANK_URL or a running demo (.data/runtime.json).
-Exit codes: 0 nothing needs attention; 1 anomalies or an unreachable bank (rows are left, never dropped);
-2 cannot run (no running demo, bad arguments, database error).`;
+Exit codes: 0 nothing needs attention; 1 anomalies (failed rows among them) or an unreachable bank (rows are
+left, never dropped); 2 cannot run (no running demo, bad arguments, a database that cannot be reached).`;
 
 function say(message: string): void {
   process.stderr.write(`${message}\n`);
@@ -84,6 +86,7 @@ async function main(): Promise<number> {
   if (!watch) {
     const result = await reconcileOnce({ logger, userIds });
     printResult(result);
+    if (result.databaseUnreachable) return EXIT_CANNOT_RUN;
     return needsAttention(result) ? EXIT_NEEDS_ATTENTION : EXIT_OK;
   }
 

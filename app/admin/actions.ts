@@ -17,8 +17,10 @@ export type ReconcileActionState =
 
 /**
  * "Reconcile now": one reconciler pass (the same as `POST /api/v1/admin/reconcile`), for admins only.
- * Returns the pass's result, or `forbidden` for a non-admin. A database failure throws (the page's error
- * boundary shows it): nothing is claimed here that could be left behind unseen.
+ * Returns the pass's result, or `forbidden` for a non-admin. A row that fails, or a database that cannot be reached,
+ * does not throw: the result is partial, with `errored`, `row_error` anomalies and `databaseUnreachable` saying what
+ * was left (case C29). Anything else that throws reaches the page's error boundary: nothing is claimed here that
+ * could be left behind unseen.
  */
 export async function reconcileNowAction(
   _previous: ReconcileActionState,

@@ -34,6 +34,19 @@ export function ReconcileNow() {
               </div>
             ))}
           </dl>
+          {state.result.databaseUnreachable && (
+            <p role="alert">
+              The pass stopped in its {state.result.databaseUnreachable.step.replaceAll("_", " ")} step: the database
+              cannot be reached ({state.result.databaseUnreachable.reason}). The counts above are what it did until
+              then.
+            </p>
+          )}
+          {state.result.errored !== undefined && (
+            <p role="alert" data-testid="reconcile-errored">
+              {state.result.errored} row(s) failed and were left for the next pass; the rest of the pass went on. Each
+              is listed below as row_error with its merchant reference.
+            </p>
+          )}
           {state.result.bankUnreachable && (
             <p role="alert">
               Bank unreachable ({state.result.bankUnreachable.reason}): {state.result.bankUnreachable.rowsLeft} row(s)

@@ -11,7 +11,7 @@
 import type { BankCallOptions } from "../bank/client";
 import { listDisputesSince } from "../bank/disputes";
 import { parseMerchantRef } from "../bank/merchant-ref";
-import { classifyDbError } from "../ledger";
+import { classifyDbError, type DbErrorVerdict } from "../ledger";
 import { applyBankDispute, disputeWasLost } from "./apply-dispute";
 
 /** The bank's largest page: fewest round trips per pass. */
@@ -47,14 +47,31 @@ export interface DisputePassResult {
   anomalies: number;
   /** Why the listing stopped early (the bank did not answer), or null. */
   bankUnreachable: string | null;
+  /**
+   * Disputes whose entries the database refused or failed to write (also counted in `anomalies`), each named for the
+   * reconciler's report (contract section 5: its merchant reference and charge id; case C29).
+   */
+  errors: DisputeError[];
+}
+
+/** One dispute the pass could not apply because its work threw. */
+export interface DisputeError {
+  readonly disputeId: string;
+  /** The disputed charge's merchant reference and id, as the bank reports them. */
+  readonly merchantRef: string;
+  readonly chargeId: string;
+  /** One sentence: the database's verdict (SQLSTATE or constraint), not a stack. */
+  readonly detail: string;
 }
 
 /**
- * One pass over the bank's changed disputes. Returns the counts. Throws database errors other than a constraint
- * refusing one dispute's entries (reported as an anomaly, so one bad dispute cannot block every pass after it).
+ * One pass over the bank's changed disputes. Returns the counts, and the disputes whose work failed. One dispute's
+ * failure (a constraint, a statement timeout, an unexpected SQLSTATE, a bug) is logged naming it, its merchant
+ * reference and charge id, reported in `errors`, and the pass goes on with the next dispute (case C29). Throws only
+ * a lost database connection (the reconciler then checks whether the database can be reached at all).
  */
 export async function reconcileDisputes(options: DisputePassOptions): Promise<DisputePassResult> {
-  const result: DisputePassResult = { listed: 0, landed: 0, anomalies: 0, bankUnreachable: null };
+  const result: DisputePassResult = { listed: 0, landed: 0, anomalies: 0, bankUnreachable: null, errors: [] };
   const scope = `${options.bank.bankUrl}|${options.userIds ? [...options.userIds].sort().join(",") : "*"}`;
   let since = cursors.get(scope) ?? new Date(Date.now() - options.lookBackMs).toISOString();
   for (let page = 0; page < DISPUTE_PAGES_MAX; page++) {
@@ -82,12 +99,17 @@ export async function reconcileDisputes(options: DisputePassOptions): Promise<Di
         }
       } catch (error) {
         const verdict = classifyDbError(error);
-        if (verdict.kind === "unknown" || verdict.kind === "retryable" || verdict.kind === "connection_lost")
-          throw error;
+        if (verdict.kind === "connection_lost") throw error;
         result.anomalies += 1;
+        result.errors.push({
+          disputeId: dispute.id,
+          merchantRef: dispute.merchantRef,
+          chargeId: dispute.chargeId,
+          detail: describeDisputeError(verdict, error),
+        });
         options.logger.warn(
-          { err: error, disputeId: dispute.id, verdict },
-          "reconciler: dispute refused by a constraint",
+          { err: error, disputeId: dispute.id, merchantRef: dispute.merchantRef, chargeId: dispute.chargeId, verdict },
+          "reconciler: a dispute's work failed; the pass goes on",
         );
       }
     }
@@ -97,4 +119,14 @@ export async function reconcileDisputes(options: DisputePassOptions): Promise<Di
   }
   if (result.landed > 0 || result.anomalies > 0) options.logger.info({ disputes: result }, "reconciler: disputes");
   return result;
+}
+
+/** The database's verdict on a dispute's failed work, in one sentence: its kind, constraint or SQLSTATE. */
+function describeDisputeError(verdict: DbErrorVerdict, error: unknown): string {
+  if ("constraint" in verdict) {
+    return `the database refused its entries (${verdict.kind}${verdict.constraint ? ` on ${verdict.constraint}` : ""})`;
+  }
+  if (verdict.kind === "retryable") return `the database aborted its entries (${verdict.sqlstate}) on every retry`;
+  const code = (error as { code?: unknown } | null)?.code;
+  return `its entries failed (${typeof code === "string" ? code : error instanceof Error ? error.name : "unknown error"})`;
 }

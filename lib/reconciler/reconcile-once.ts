@@ -29,6 +29,7 @@ import {
   insertClaimOrLose,
   isTerminal,
   operationKey,
+  recordSettleFailure,
   takeOverExpiredEntry,
   WORKER_ID,
   type LedgerEntry,
@@ -36,9 +37,11 @@ import {
   classifyDbError,
 } from "../ledger";
 import { CHARGE_LOOK_BACK_MS_DEFAULT, readChargeCursorMs, writeChargeCursorMs } from "./charge-cursor";
-import { ReconcileTally, type ReconcileAnomaly, type ReconcileResult } from "./reconcile-result";
-import { settleTopup, type ChargeEvidence, type SettlementOutcome } from "../topups/settle-topup";
+import { ReconcileTally, type ReconcileAnomaly, type ReconcileResult, type ReconcileStep } from "./reconcile-result";
+import { inRowTransaction, judgeRowError, rowStatementTimeoutMs } from "./row-guard";
+import { describeSettleError, settleTopup, type ChargeEvidence, type SettlementOutcome } from "../topups/settle-topup";
 import { reconcileRefundEntry } from "../refunds/reconcile-refund";
+import { refundMerchantRefFor } from "../refunds/refund-ref";
 import { storeFinishedTopupResponse } from "../topups/topup-response";
 import { admitTopup } from "../topups/admit-topup";
 
@@ -106,6 +109,22 @@ interface PassContext {
   readonly tally: ReconcileTally;
   /** The first unknown bank outcome of the pass (its reason is reported), and how many rows it left. */
   unknown: { outcome: UnknownOutcome; rowsLeft: number } | null;
+  /** Statement timeout of a row's transactions, ms (./row-guard.ts); null: the session's. */
+  readonly rowStatementTimeoutMs: number | null;
+  /** The step the pass is in (reported when the database becomes unreachable). */
+  step: ReconcileStep;
+  /** Rows (`userId/entryId`) whose work failed in this pass: not tried again before a later pass (counted once). */
+  readonly erroredRows: Set<string>;
+}
+
+/**
+ * Thrown inside a pass, and caught by {@link reconcileOnce} only, when the database cannot be reached at all: the
+ * pass stops and reports what it did (case C29). Never escapes the pass.
+ */
+class DatabaseUnreachableError extends Error {
+  constructor(readonly error: unknown) {
+    super("the database cannot be reached", { cause: error });
+  }
 }
 
 /**
@@ -129,10 +148,21 @@ interface PassContext {
  * Then the disputes changed at the bank since this process's dispute cursor (lib/chargebacks/reconcile-disputes.ts).
  *
  * Rewards and payments are single-transaction and never unfinished; one found unfinished is reported as an
- * anomaly and left alone.
+ * anomaly and left alone. Refund rows left in flight are finished through lib/refunds/reconcile-refund.ts.
  *
- * Returns the counts (see {@link ReconcileResult}). Throws only when the database fails (the pass stops; rows
- * already handled stay handled, rows taken over are retried after their lease).
+ * One row cannot stop the pass (case C29). A row's settlement runs in a transaction whose statements are bounded by
+ * {@link rowStatementTimeoutMs} (2 s: a wallet locked for minutes costs that row one bounded wait, not the pass);
+ * whatever the row's work throws (a constraint, a timeout, an unexpected SQLSTATE, a bug) is logged naming its
+ * merchant reference and charge id (contract section 5), counted on the row (`settle_failures`, flagged after
+ * SETTLE_ATTEMPTS_MAX: lib/ledger `recordSettleFailure`), reported as a `row_error` anomaly and in `errored`, and
+ * the pass goes on with the next row, the charges, the disputes and the reward counters; the row is tried again by
+ * a later pass once its lease expires. A step that fails outside any row (e.g. the take-over itself) is reported the
+ * same way and the pass goes on with the next step. Only a database that cannot be reached at all stops the pass,
+ * reported as `databaseUnreachable` beside what the pass did until then.
+ *
+ * Returns the counts (see {@link ReconcileResult}): partial results when something failed, never an exception for
+ * a row's, a step's or the database's failure. Rows already handled stay handled; rows taken over and not finished
+ * are retried after their lease.
  */
 export async function reconcileOnce(options: ReconcileOptions = {}): Promise<ReconcileResult> {
   const settings = env();
@@ -152,23 +182,47 @@ export async function reconcileOnce(options: ReconcileOptions = {}): Promise<Rec
     logger: options.logger ?? log(),
     tally: new ReconcileTally(),
     unknown: null,
+    rowStatementTimeoutMs: rowStatementTimeoutMs(),
+    step: "ledger_to_bank",
+    erroredRows: new Set(),
   };
 
-  const bankDown = await reconcileUnfinishedEntries(ctx);
-  const chargesListed = bankDown ? false : await reconcileBankCharges(ctx);
-  // Disputes the webhooks missed (contract section 12): lost ones debit once, reversed ones credit back once.
-  if (chargesListed) await reconcileDisputes(ctx);
+  let chargesUnlisted = false;
+  let rowsLeftUncounted = 0;
+  try {
+    const unfinished = await guardStep(ctx, "ledger_to_bank", () => reconcileUnfinishedEntries(ctx));
+    const bankDown = unfinished.ok && unfinished.value;
+    if (bankDown) chargesUnlisted = true;
+    else {
+      const charges = await guardStep(ctx, "bank_to_ledger", () => reconcileBankCharges(ctx));
+      // A step that failed inside the app is reported on its own; only a bank that could not be read is "unlisted".
+      chargesUnlisted = charges.ok && !charges.value;
+    }
+    // Disputes the webhooks missed (contract section 12): lost ones debit once, reversed ones credit back once.
+    if (!chargesUnlisted) await guardStep(ctx, "disputes", () => reconcileDisputesOfPass(ctx));
+    if (bankDown) {
+      const remaining = await guardStep(ctx, "ledger_to_bank", () => countExpiredUnfinishedEntries(ctx.userIds));
+      if (remaining.ok) rowsLeftUncounted = remaining.value;
+    }
+    // Reward counters a Redis failover left below the ledger are raised back (docs/decisions/016).
+    await guardStep(ctx, "reward_counters", () => repairRewardCounters({ userIds: ctx.userIds }));
+  } catch (error) {
+    if (!(error instanceof DatabaseUnreachableError)) throw error;
+    ctx.tally.databaseUnreachable = { step: ctx.step, reason: describeSettleError(error.error) };
+    // The pass stopped: an operator must look (the next pass starts over; nothing it left is lost).
+    log().error(
+      { err: error.error, step: ctx.step, reconcile: ctx.tally.toResult() },
+      "reconciler pass stopped: the database cannot be reached",
+    );
+  }
 
-  if (ctx.unknown || !chargesListed) {
-    const remaining = bankDown ? await countExpiredUnfinishedEntries(ctx.userIds) : 0;
+  if (ctx.unknown || chargesUnlisted) {
     ctx.tally.bankUnreachable = {
       reason: ctx.unknown ? describeUnknown(ctx.unknown.outcome) : "charge list unreadable",
-      rowsLeft: (ctx.unknown?.rowsLeft ?? 0) + remaining,
-      chargesUnlisted: !chargesListed,
+      rowsLeft: (ctx.unknown?.rowsLeft ?? 0) + rowsLeftUncounted,
+      chargesUnlisted,
     };
   }
-  // Reward counters a Redis failover left below the ledger are raised back (docs/decisions/016).
-  await repairRewardCounters({ userIds: ctx.userIds });
   const result = ctx.tally.toResult();
   countReconcilePass(result);
   // A quiet pass (the demo runs one every 10 s) is not logged; one that did or found something is.
@@ -191,6 +245,51 @@ function recordAnomaly(ctx: PassContext, anomaly: ReconcileAnomaly): void {
   ctx.logger.warn({ anomaly }, "reconciler anomaly");
 }
 
+/**
+ * Runs one step of the pass. An error outside any row's guard (the take-over statement, a listing, a bug) is
+ * reported as a `row_error` anomaly without a merchant reference and counted in `errored`, and the pass goes on
+ * with the next step: `{ ok: false }`. Throws {@link DatabaseUnreachableError} when the database cannot be reached.
+ */
+async function guardStep<T>(
+  ctx: PassContext,
+  step: ReconcileStep,
+  work: () => Promise<T>,
+): Promise<{ ok: true; value: T } | { ok: false }> {
+  ctx.step = step;
+  try {
+    return { ok: true, value: await work() };
+  } catch (error) {
+    if (error instanceof DatabaseUnreachableError) throw error;
+    if ((await judgeRowError(error)) === "database_unreachable") throw new DatabaseUnreachableError(error);
+    ctx.tally.errored += 1;
+    ctx.logger.warn({ err: error, step }, "reconciler: a step failed; the pass goes on with the next one");
+    recordAnomaly(ctx, {
+      kind: "row_error",
+      merchantRef: null,
+      chargeId: null,
+      detail: `the ${step.replaceAll("_", " ")} step failed outside any row: ${describeSettleError(error)}`,
+    });
+    return { ok: false };
+  }
+}
+
+/**
+ * The dispute step (lib/chargebacks/reconcile-disputes.ts): each dispute whose entries the database refused or
+ * failed is reported as a `row_error` naming its charge's merchant reference and charge id, and counted in `errored`.
+ */
+async function reconcileDisputesOfPass(ctx: PassContext): Promise<void> {
+  const disputes = await reconcileDisputes(ctx);
+  for (const failure of disputes.errors) {
+    ctx.tally.errored += 1;
+    recordAnomaly(ctx, {
+      kind: "row_error",
+      merchantRef: failure.merchantRef,
+      chargeId: failure.chargeId,
+      detail: `dispute ${failure.disputeId}: ${failure.detail}`,
+    });
+  }
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Ledger → bank
 // ---------------------------------------------------------------------------------------------------------------
@@ -202,46 +301,132 @@ async function reconcileUnfinishedEntries(ctx: PassContext): Promise<boolean> {
     if (!row) return false;
     ctx.tally.examined += 1;
     const subject = subjectOf(row.entry);
+    // A row whose work fails is counted and left; the loop goes on with the next row (case C29).
     const verdict = await guardRow(ctx, subject, () => reconcileTakenOverEntry(ctx, row, subject));
     if (verdict === "bank_down") return true;
   }
   return false;
 }
 
-type RowVerdict = "done" | "bank_down";
+/** What became of one row: done with for this pass (settled or left), the bank down, or its work failed (counted). */
+type RowVerdict = "done" | "bank_down" | "errored";
 
 /** What a row's work is about: named by every anomaly and error it reports (contract section 5, case C19). */
 interface Subject {
   merchantRef: string | null;
   /** Filled in as soon as the charge is known (the bank's answer), so an error after it names the charge. */
   chargeId: string | null;
+  /** The ledger row, once known: a failure of the work is counted on it. */
+  entry: LedgerEntry | null;
 }
 
 function subjectOf(entry: LedgerEntry): Subject {
-  return { merchantRef: safeMerchantRef(entry), chargeId: entry.bankChargeId };
+  return { merchantRef: merchantRefOfEntry(entry), chargeId: entry.bankChargeId, entry };
 }
 
 /**
- * Runs the work on one row, turning a constraint violation (a bug on that row, e.g. two rows claiming one bank
- * charge) into an anomaly so one bad row cannot block every pass after it. Anything else (connection lost,
- * unknown errors) is rethrown: the database is not usable and the pass must stop. The anomaly names `subject`'s
- * merchant reference and charge id as they are when the error happens.
+ * The key the row is known by at the bank: `topup:<userId>:<refId>` for a top-up (contract section 5),
+ * `refund:<userId>:<refundId>` for a refund (contract section 11, lib/refunds/refund-ref.ts); null for the types that
+ * never reach the bank, and for a key that cannot be written as one.
+ */
+function merchantRefOfEntry(entry: LedgerEntry): string | null {
+  if (entry.type === "topup") return safeMerchantRef(entry);
+  if (entry.type !== "refund") return null;
+  try {
+    return refundMerchantRefFor(entry.userId, entry.refId);
+  } catch {
+    return null;
+  }
+}
+
+const rowKey = (entry: LedgerEntry): string => `${entry.userId}/${entry.id}`;
+
+/**
+ * Runs the work on one row (or one bank charge). Whatever it throws stays with that row (case C29): a constraint
+ * violation (a bug on that row, e.g. two rows claiming one bank charge), a statement that timed out behind a lock
+ * (./row-guard.ts), an unexpected SQLSTATE, a bug. The error is logged and reported as a `row_error` anomaly naming
+ * `subject`'s merchant reference and charge id as they are when it happened (contract section 5), counted on the
+ * row, and the row is left for a later pass: returns "errored", and the pass goes on. Throws
+ * {@link DatabaseUnreachableError} only when the database cannot be reached at all.
  */
 async function guardRow(ctx: PassContext, subject: Subject, work: () => Promise<RowVerdict>): Promise<RowVerdict> {
   try {
     return await work();
   } catch (error) {
+    if (error instanceof DatabaseUnreachableError) throw error;
+    if ((await judgeRowError(error)) === "database_unreachable") throw new DatabaseUnreachableError(error);
     const verdict = classifyDbError(error);
-    if (verdict.kind === "unknown" || verdict.kind === "retryable" || verdict.kind === "connection_lost") throw error;
-    ctx.logger.warn({ err: error, verdict, ...subject }, "reconciler: row refused by a constraint");
+    ctx.logger.warn(
+      { err: error, verdict, merchantRef: subject.merchantRef, chargeId: subject.chargeId },
+      "reconciler: a row's work failed; left for a later pass",
+    );
     ctx.tally.skipped += 1;
+    ctx.tally.errored += 1;
+    const counted = subject.entry ? await countRowFailure(subject.entry, subject, error) : "";
+    const sqlstate = sqlstateOf(error);
+    const what =
+      verdict.kind === "unknown" || verdict.kind === "retryable" || verdict.kind === "connection_lost"
+        ? `the row's work failed (${sqlstate ? `SQLSTATE ${sqlstate}: ` : ""}${describeSettleError(error)})`
+        : `the database refused a transition (${verdict.kind}${"constraint" in verdict && verdict.constraint ? ` on ${verdict.constraint}` : ""})`;
     recordAnomaly(ctx, {
       kind: "row_error",
       merchantRef: subject.merchantRef,
       chargeId: subject.chargeId,
-      detail: `the database refused a transition (${verdict.kind}${"constraint" in verdict && verdict.constraint ? ` on ${verdict.constraint}` : ""})`,
+      detail: `${what}${counted}`,
     });
-    return "done";
+    if (subject.entry) ctx.erroredRows.add(rowKey(subject.entry));
+    return "errored";
+  }
+}
+
+/**
+ * The SQLSTATE an error carries (a pg `DatabaseError`'s `code`, or one a few `cause`s down), for the admin's reading
+ * only: the decisions are lib/ledger `classifyDbError`'s. Null when there is none.
+ */
+function sqlstateOf(error: unknown): string | null {
+  let current: unknown = error;
+  // 4 levels: a pg error under our own wrappers sits at most 3 deep (lib/ledger/db-errors.ts, case C01).
+  for (let depth = 0; depth < 4 && typeof current === "object" && current !== null; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code)) return code;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return null;
+}
+
+/**
+ * Counts one failed attempt on `entry`, whatever its type (contract section 5: a settlement that keeps failing is
+ * flagged after SETTLE_ATTEMPTS_MAX attempts, with its last error; lib/ledger `recordSettleFailure`). Logged naming
+ * `subject`'s merchant reference and charge id; at error level once flagged. Returns the words the anomaly adds
+ * ("; failure 2 of 5 on this row"), or "" when nothing could be recorded. Never throws: a failure to record is
+ * logged, and the row's own error stands.
+ */
+async function countRowFailure(entry: LedgerEntry, subject: Subject, error: unknown): Promise<string> {
+  const noun = entry.type === "topup" ? "top-up" : entry.type;
+  const attemptsMax = env().SETTLE_ATTEMPTS_MAX;
+  try {
+    const noted = await recordSettleFailure(
+      { userId: entry.userId, entryId: entry.id },
+      describeSettleError(error),
+      attemptsMax,
+    );
+    if (!noted) return "";
+    const fields = {
+      err: error,
+      merchantRef: subject.merchantRef,
+      chargeId: subject.chargeId,
+      failures: noted.failures,
+    };
+    // The same words as lib/topups/settle-topup.ts `noteSettleFailure`, for every type the reconciler settles.
+    if (noted.flaggedAt) log().error(fields, `${noun} settlement keeps failing: flagged for attention`);
+    else log().warn(fields, `${noun} settlement failed`);
+    return `; failure ${noted.failures} of ${attemptsMax} on this row${noted.flaggedAt ? ", flagged for attention" : ""}`;
+  } catch (recordError) {
+    log().error(
+      { err: recordError, cause: error, merchantRef: subject.merchantRef, chargeId: subject.chargeId },
+      "settlement failure not recorded",
+    );
+    return "";
   }
 }
 
@@ -285,6 +470,7 @@ async function reconcileTakenOverEntry(ctx: PassContext, row: TakenOverEntry, su
       await applySettle(
         ctx,
         await settleAsReconciler(
+          ctx,
           entry,
           { source: "bank", charge: looked.charge },
           "reconciler: from the bank's charge after the lease expired",
@@ -318,6 +504,8 @@ async function reconcileTakenOverEntry(ctx: PassContext, row: TakenOverEntry, su
 
 /** A refund row left in flight (contract section 11): asked again at the bank by lib/refunds/reconcile-refund.ts. */
 async function reconcileRefundRow(ctx: PassContext, entry: LedgerEntry): Promise<RowVerdict> {
+  // Its key at the bank is the refund's own (`refund:<userId>:<refundId>`), never a top-up's.
+  const merchantRef = merchantRefOfEntry(entry);
   const outcome = await reconcileRefundEntry(entry, ctx.bank);
   switch (outcome.kind) {
     case "completed":
@@ -334,7 +522,7 @@ async function reconcileRefundRow(ctx: PassContext, entry: LedgerEntry): Promise
       ctx.tally.skipped += 1;
       recordAnomaly(ctx, {
         kind: "bank_refused",
-        merchantRef: null,
+        merchantRef,
         chargeId: entry.bankChargeId,
         detail: outcome.detail,
       });
@@ -352,7 +540,9 @@ async function reconcileRefundRow(ctx: PassContext, entry: LedgerEntry): Promise
 async function redrive(ctx: PassContext, entry: LedgerEntry, merchantRef: string): Promise<RowVerdict> {
   if (entry.status === "initiated") {
     // Records that the bank may be called from here on, or fails the row with its stored 422 when there is no room.
-    const admission = await admitTopup(entry, entry.attempt, "reconciler");
+    const admission = await inRowTransaction(ctx.rowStatementTimeoutMs, (db) =>
+      admitTopup(entry, entry.attempt, "reconciler", db),
+    );
     if (admission.kind === "no_room") {
       ctx.tally.failed += 1;
       return "done";
@@ -372,6 +562,7 @@ async function redrive(ctx: PassContext, entry: LedgerEntry, merchantRef: string
       await applySettle(
         ctx,
         await settleAsReconciler(
+          ctx,
           entry,
           { source: "bank", charge: created.charge },
           "reconciler: re-driven to the bank",
@@ -388,6 +579,7 @@ async function redrive(ctx: PassContext, entry: LedgerEntry, merchantRef: string
         await applySettle(
           ctx,
           await settleAsReconciler(
+            ctx,
             entry,
             { source: "key_cancelled" },
             "reconciler: the key was already cancelled at the bank",
@@ -424,6 +616,7 @@ async function cancelThenExpire(ctx: PassContext, entry: LedgerEntry, merchantRe
       await applySettle(
         ctx,
         await settleAsReconciler(
+          ctx,
           entry,
           { source: "key_cancelled" },
           "reconciler: never reached the bank; key cancelled there after the re-drive window",
@@ -438,6 +631,7 @@ async function cancelThenExpire(ctx: PassContext, entry: LedgerEntry, merchantRe
       await applySettle(
         ctx,
         await settleAsReconciler(
+          ctx,
           entry,
           { source: "bank", charge: cancelled.charge },
           "reconciler: charge found while cancelling",
@@ -464,9 +658,21 @@ async function cancelThenExpire(ctx: PassContext, entry: LedgerEntry, merchantRe
   }
 }
 
-/** Settles a row from the bank's word as the reconciler: status-only guard, the bank is the source of truth. */
-function settleAsReconciler(entry: LedgerEntry, evidence: ChargeEvidence, detail: string): Promise<SettlementOutcome> {
-  return settleTopup(entry, evidence, { actor: "reconciler", guard: { kind: "status_only" }, detail });
+/**
+ * Settles a row from the bank's word as the reconciler: status-only guard, the bank is the source of truth. Runs in
+ * the row's own transaction, whose statements are bounded by {@link PassContext.rowStatementTimeoutMs} (a credit
+ * waiting on a wallet locked elsewhere gives up after it, case C29). A failure is counted on the row by the caller's
+ * guard ({@link guardRow}), once, after the rollback (settleTopup counts nothing when given the transaction).
+ */
+function settleAsReconciler(
+  ctx: PassContext,
+  entry: LedgerEntry,
+  evidence: ChargeEvidence,
+  detail: string,
+): Promise<SettlementOutcome> {
+  return inRowTransaction(ctx.rowStatementTimeoutMs, (db) =>
+    settleTopup(entry, evidence, { actor: "reconciler", guard: { kind: "status_only" }, detail, db }),
+  );
 }
 
 /** Counts an outcome and, when asked and the row is finished, stores its response. Returns the outcome. */
@@ -578,19 +784,28 @@ async function reconcileCharge(ctx: PassContext, charge: BankCharge): Promise<bo
 
   const key = operationKey(parts.userId, "topup", parts.refId);
   let hold = false;
-  await guardRow(ctx, { merchantRef: charge.merchantRef, chargeId: charge.id }, async () => {
+  const subject: Subject = { merchantRef: charge.merchantRef, chargeId: charge.id, entry: null };
+  const verdict = await guardRow(ctx, subject, async () => {
     let entry = await findEntryByKey(key);
+    // Its row failed earlier in this pass: counted once, tried again by a later pass (the cursor waits for it).
+    if (entry && ctx.erroredRows.has(rowKey(entry))) {
+      hold = true;
+      return "done";
+    }
+    subject.entry = entry;
     let claimedOrFound: "found" | "lost_claim" = "found";
     if (!entry) {
       // A declined charge without a row moved no money: nothing to record.
       if (charge.status !== "succeeded") return "done";
       ctx.tally.examined += 1;
       const claimed = await claimMissingRow(ctx, charge, key);
+      subject.entry = claimed.kind === "skipped" ? null : claimed.entry;
       if (claimed.kind === "claimed") {
         // Ours from the claim on: no request is waiting for this row, so its response is stored at once.
         await applySettle(
           ctx,
           await settleAsReconciler(
+            ctx,
             claimed.entry,
             { source: "bank", charge },
             "reconciler: claimed from a succeeded bank charge",
@@ -610,7 +825,8 @@ async function reconcileCharge(ctx: PassContext, charge: BankCharge): Promise<bo
     hold = await reconcileExistingRow(ctx, entry, charge, claimedOrFound);
     return "done";
   });
-  return hold;
+  // A charge whose work failed is read again by the next pass: the cursor stays at or before it.
+  return hold || verdict === "errored";
 }
 
 type MissingRowClaim =
@@ -695,7 +911,7 @@ async function reconcileExistingRow(
     examine();
     await applySettle(
       ctx,
-      await settleAsReconciler(entry, { source: "bank", charge }, "reconciler: from the bank's charge list"),
+      await settleAsReconciler(ctx, entry, { source: "bank", charge }, "reconciler: from the bank's charge list"),
       {
         storeResponse: false,
         pendingCounts: "skipped",
@@ -707,7 +923,7 @@ async function reconcileExistingRow(
   examine();
   const settled = await applySettle(
     ctx,
-    await settleAsReconciler(entry, { source: "bank", charge }, "reconciler: from the bank's charge list"),
+    await settleAsReconciler(ctx, entry, { source: "bank", charge }, "reconciler: from the bank's charge list"),
     {
       storeResponse: requestGone,
       pendingCounts: "skipped",

@@ -1,7 +1,8 @@
 /**
  * What one reconciler pass reports (contract section 4: `POST /api/v1/admin/reconcile` answers
- * `{ examined, completed, failed, redriven, skipped }`; `anomalies` and `bankUnreachable` are added only when
- * there is something to report, so a quiet pass is exactly the contract's shape).
+ * `{ examined, completed, failed, redriven, skipped }`; `anomalies`, `bankUnreachable`, `errored` and
+ * `databaseUnreachable` are added only when there is something to report, so a quiet pass is exactly the contract's
+ * shape). A pass that met errors reports what it did anyway: partial results, never an exception (case C29).
  */
 import { z } from "zod";
 import { SETTLEMENT_ANOMALY_KINDS } from "../topups/settle-topup";
@@ -21,14 +22,21 @@ export const RECONCILE_ANOMALY_KINDS = [
   "invalid_merchant_ref",
   /** The bank refused a request with a 4xx other than the documented ones (e.g. 422 idempotency_key_reused). */
   "bank_refused",
-  /** A database constraint refused a transition of this row (a bug; logged with the error). */
+  /**
+   * The work on this row, charge or dispute failed: a constraint refused a transition, a statement timed out behind
+   * a lock, or the database raised an unexpected error (logged with it). The row's failure is counted on it (flagged
+   * after SETTLE_ATTEMPTS_MAX) and a later pass tries again; the rest of the pass went on (case C29).
+   */
   "row_error",
 ] as const;
 
 export const reconcileAnomalySchema = z
   .strictObject({
     kind: z.enum(RECONCILE_ANOMALY_KINDS),
-    merchantRef: z.string().nullable().meta({ description: "`topup:<userId>:<refId>` when known." }),
+    merchantRef: z
+      .string()
+      .nullable()
+      .meta({ description: "`topup:<userId>:<refId>` (a refund's: `refund:<userId>:<refundId>`) when known." }),
     chargeId: z.string().nullable(),
     detail: z.string().meta({ description: "One sentence for the admin page and logs." }),
   })
@@ -50,6 +58,24 @@ export const bankUnreachableReportSchema = z
   .meta({ id: "BankUnreachableReport" });
 export type BankUnreachableReport = Readonly<z.infer<typeof bankUnreachableReportSchema>>;
 
+/** The steps of a pass, in order (lib/reconciler/reconcile-once.ts). */
+export const RECONCILE_STEPS = ["ledger_to_bank", "bank_to_ledger", "disputes", "reward_counters"] as const;
+export type ReconcileStep = (typeof RECONCILE_STEPS)[number];
+
+/**
+ * The database could not be used at all (every connection attempt failed): the pass stopped at `step` and reports
+ * what it did until then (case C29). Rows it had not reached are left for a later pass, never dropped.
+ */
+export const databaseUnreachableReportSchema = z
+  .strictObject({
+    step: z.enum(RECONCILE_STEPS).meta({ description: "The step the pass stopped in; the later steps did not run." }),
+    reason: z
+      .string()
+      .meta({ description: "How the database failed, e.g. `connection to the database lost (ECONNREFUSED)`." }),
+  })
+  .meta({ id: "DatabaseUnreachableReport" });
+export type DatabaseUnreachableReport = Readonly<z.infer<typeof databaseUnreachableReportSchema>>;
+
 const count = (description: string) => z.int().min(0).meta({ description });
 
 /** `POST /api/v1/admin/reconcile` (contract section 4); the OpenAPI document's `ReconcileResult`. */
@@ -65,6 +91,11 @@ export const reconcileResultSchema = z
       .optional()
       .meta({ description: "Only when there are some (at most 100)." }),
     bankUnreachable: bankUnreachableReportSchema.optional(),
+    errored: count(
+      "Only when some: rows, charges and disputes whose work failed with an error this pass (each one is also a " +
+        "`row_error` anomaly naming its merchant reference and charge id); the rest of the pass went on.",
+    ).optional(),
+    databaseUnreachable: databaseUnreachableReportSchema.optional(),
   })
   .meta({ id: "ReconcileResult" });
 export type ReconcileResult = z.infer<typeof reconcileResultSchema>;
@@ -84,13 +115,19 @@ export class ReconcileTally {
   skipped = 0;
   readonly anomalies: ReconcileAnomaly[] = [];
   bankUnreachable: BankUnreachableReport | null = null;
+  /** Rows, charges and disputes whose work failed with an error (case C29). */
+  errored = 0;
+  databaseUnreachable: DatabaseUnreachableReport | null = null;
 
   /** Counts an anomaly and keeps it for the result, up to {@link RECONCILE_ANOMALIES_MAX}. */
   addAnomaly(anomaly: ReconcileAnomaly): void {
     if (this.anomalies.length < RECONCILE_ANOMALIES_MAX) this.anomalies.push(anomaly);
   }
 
-  /** The counts as reported; `anomalies` and `bankUnreachable` only when there is something in them. */
+  /**
+   * The counts as reported; `anomalies`, `bankUnreachable`, `errored` and `databaseUnreachable` only when there is
+   * something in them (a quiet pass is exactly the contract's five counts).
+   */
   toResult(): ReconcileResult {
     const result: ReconcileResult = {
       examined: this.examined,
@@ -101,6 +138,8 @@ export class ReconcileTally {
     };
     if (this.anomalies.length > 0) result.anomalies = [...this.anomalies];
     if (this.bankUnreachable) result.bankUnreachable = this.bankUnreachable;
+    if (this.errored > 0) result.errored = this.errored;
+    if (this.databaseUnreachable) result.databaseUnreachable = this.databaseUnreachable;
     return result;
   }
 }

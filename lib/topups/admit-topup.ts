@@ -8,6 +8,7 @@ import { env } from "../env";
 import {
   admitTopupUnderWalletLock,
   type LedgerEntry,
+  type Queryable,
   type StoredResponse,
   type TopupCeiling,
   type TransitionActor,
@@ -33,14 +34,17 @@ export type AdmissionOutcome =
  * Returns `admitted`, `no_room` (with the stored response, which may be an earlier identical one) or `fenced`, read
  * from the row as the statement left it. A statement retried after a lost connection whose first run committed
  * finds its own result: the row `processing` under the same attempt counts as admitted, failed for the ceiling as
- * no room. Throws database errors (the row then stays `initiated` for the reconciler).
+ * no room. Throws database errors (the row then stays `initiated` for the reconciler). `db`: where the statement
+ * runs, autocommit on the pool by default; the reconciler passes its row's transaction, whose statement timeout
+ * bounds the wait for the wallet's lock (lib/reconciler/row-guard.ts, case C29).
  */
 export async function admitTopup(
   entry: LedgerEntry,
   attempt: number,
   actor: Extract<TransitionActor, "request" | "reconciler">,
+  db: Queryable = autocommit(),
 ): Promise<AdmissionOutcome> {
-  const row = await admitTopupUnderWalletLock(autocommit(), {
+  const row = await admitTopupUnderWalletLock(db, {
     ref: { userId: entry.userId, entryId: entry.id },
     amountMinor: entry.amountMinor,
     currency: entry.currency,

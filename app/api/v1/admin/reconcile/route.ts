@@ -12,7 +12,9 @@ const querySchema = z.object({ userId: z.string().regex(USER_ID_PATTERN, "must b
 
 /**
  * POST /api/v1/admin/reconcile: admins only (403 otherwise); runs one reconciler pass and answers 200 with its
- * result `{ examined, completed, failed, redriven, skipped, anomalies?, bankUnreachable? }` (contract section 4).
+ * result `{ examined, completed, failed, redriven, skipped, anomalies?, bankUnreachable?, errored?,
+ * databaseUnreachable? }` (contract section 4): partial results when rows failed or the database went away, never a
+ * 500 for one row (case C29).
  * The request has no body. Optional `?userId=<id>` limits the pass to that user's rows and charges (an admin
  * looking at one account); 400 invalid_request when it is not a user id. The pass is idempotent, so a retried
  * POST only runs another pass.
