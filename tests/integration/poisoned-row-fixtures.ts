@@ -10,7 +10,9 @@
  *   ledger_entries, created here for that one row id, raises XX001 (data_corrupted) when the row's status or charge
  *   id would change (never on the take-over, a lease change or the failure count); dropped afterwards;
  * - a row whose credit waits behind its wallet's lock, held by a transaction in another connection until the pass
- *   ends; the scenario knows the reconciler is waiting on it from pg_stat_activity, not from a sleep.
+ *   ends; the scenario knows the reconciler is waiting on it from pg_stat_activity, not from a sleep;
+ * - a dispute whose chargeback the database refuses: a BEFORE INSERT trigger raising XX001 for one user's
+ *   `chargeback` rows.
  */
 import { randomUUID } from "node:crypto";
 import { expect } from "vitest";
@@ -23,10 +25,24 @@ import { resetChargeCursors } from "@/lib/reconciler/charge-cursor";
 import { reconcileOnce, type ReconcileResult } from "@/lib/reconciler/reconcile-once";
 import { reconcileResultSchema } from "@/lib/reconciler/reconcile-result";
 import { ROW_STATEMENT_TIMEOUT_MS } from "@/lib/reconciler/row-guard";
+import { CHARGE_LOOK_BACK_MS_DEFAULT } from "@/lib/reconciler/charge-cursor";
+import {
+  resetDisputeCursors,
+  type DisputePassOptions,
+  type DisputePassResult,
+} from "@/lib/chargebacks/reconcile-disputes";
 import { createTestUser, testPool } from "../helpers/db";
-import { balanceOf, dedicatedClient, seedBalance } from "../helpers/ledger";
+import { balanceOf, dedicatedClient, freshRefId, seedBalance } from "../helpers/ledger";
 import { waitForBlockedSessions } from "../helpers/wait";
-import { backendPid, passOptions, stuckTopup, waitForChargeStatus, type StuckTopup } from "./reconciler-fixtures";
+import { bankDisputeOf, ledgerOf } from "./chargeback-fixtures";
+import {
+  BANK_TIMEOUT_MS,
+  backendPid,
+  passOptions,
+  stuckTopup,
+  waitForChargeStatus,
+  type StuckTopup,
+} from "./reconciler-fixtures";
 
 /** Users (one stuck top-up each) in a poisoned-row scenario: the poisoned one and two others. */
 const USERS_PER_SCENARIO = 3;
@@ -46,20 +62,37 @@ export interface Poison {
  * failure count still go through, so the pass reaches the row's settlement and counts its failure.
  */
 export async function poisonRow(entry: LedgerEntry, sqlstate = "XX001"): Promise<Poison> {
-  // Only values this test made go into the DDL (it takes no parameters): checked to be what they look like.
-  if (!/^test_[0-9a-f]{32}$/.test(entry.userId) || !Number.isSafeInteger(entry.id) || !/^[0-9A-Z]{5}$/.test(sqlstate))
-    throw new Error(`poisonRow: unexpected ${entry.userId}/${entry.id}/${sqlstate}`);
+  if (!Number.isSafeInteger(entry.id)) throw new Error(`poisonRow: unexpected id ${entry.id}`);
+  return await poisonTrigger(
+    "UPDATE",
+    `OLD.user_id = '${checkedUserId(entry.userId)}' AND OLD.id = ${entry.id}
+     AND (NEW.status IS DISTINCT FROM OLD.status OR NEW.bank_charge_id IS DISTINCT FROM OLD.bank_charge_id)`,
+    sqlstate,
+  );
+}
+
+/** Poisons every `chargeback` row claimed for `userId` from now on: its INSERT raises XX001. */
+export async function poisonChargebacks(userId: string): Promise<Poison> {
+  return await poisonTrigger("INSERT", `NEW.user_id = '${checkedUserId(userId)}' AND NEW.type = 'chargeback'`, "XX001");
+}
+
+/** Only ids this test made go into the DDL (it takes no parameters): checked to be what they look like. */
+function checkedUserId(userId: string): string {
+  if (!/^test_[0-9a-f]{32}$/.test(userId)) throw new Error(`not a test user id: ${userId}`);
+  return userId;
+}
+
+/** A BEFORE `event` trigger on ledger_entries raising `sqlstate` for the rows matching `when` (SQL). */
+async function poisonTrigger(event: "INSERT" | "UPDATE", when: string, sqlstate: string): Promise<Poison> {
+  if (!/^[0-9A-Z]{5}$/.test(sqlstate)) throw new Error(`not a SQLSTATE: ${sqlstate}`);
   const name = `c29_poison_${randomUUID().replaceAll("-", "")}`;
   await testPool().query(`
     CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
-      RAISE EXCEPTION 'c29 test: ledger entry % is poisoned', OLD.id USING ERRCODE = '${sqlstate}';
+      RAISE EXCEPTION 'c29 test: ledger entry % of % is poisoned', NEW.id, NEW.type USING ERRCODE = '${sqlstate}';
     END $$`);
   await testPool().query(`
-    CREATE TRIGGER ${name} BEFORE UPDATE ON ledger_entries FOR EACH ROW
-      WHEN (OLD.user_id = '${entry.userId}' AND OLD.id = ${entry.id}
-            AND (NEW.status IS DISTINCT FROM OLD.status OR NEW.bank_charge_id IS DISTINCT FROM OLD.bank_charge_id))
-      EXECUTE FUNCTION ${name}()`);
+    CREATE TRIGGER ${name} BEFORE ${event} ON ledger_entries FOR EACH ROW WHEN (${when}) EXECUTE FUNCTION ${name}()`);
   let dropped = false;
   return {
     async drop() {
@@ -346,4 +379,100 @@ export function assertAdminPartialResults(outcome: AdminPassOutcome): void {
   const result = reconcileResultSchema.parse(outcome.body);
   expect(result).toMatchObject({ completed: outcome.others.length, errored: 1 });
   expect(result.anomalies?.map((a) => [a.kind, a.merchantRef])).toEqual([["row_error", outcome.poisoned.merchantRef]]);
+}
+
+/** What the dispute step did with two users' lost disputes, the first one's chargeback poisoned. */
+export interface PoisonedDisputeOutcome {
+  /** The full pass that credited both top-ups (both chargebacks poisoned then). */
+  readonly setupPass: ReconcileResult;
+  /** The dispute step's result, or null when it threw. */
+  readonly result: DisputePassResult | null;
+  readonly thrown: unknown;
+  readonly poisoned: StuckTopup;
+  readonly other: StuckTopup;
+  readonly poisonedLedger: Awaited<ReturnType<typeof ledgerOf>>;
+  readonly otherLedger: Awaited<ReturnType<typeof ledgerOf>>;
+}
+
+/** A dispute step: lib/chargebacks/reconcile-disputes.ts `reconcileDisputes`, or a copy of it. */
+export type DisputeStep = (options: DisputePassOptions) => Promise<DisputePassResult>;
+
+/**
+ * Two users, each with a stuck top-up whose charge the sandbox disputes and loses (`sbx-dispute-`), the first user's
+ * dispute lost before the second's charge exists (so the bank lists it first). A pass credits both top-ups while both
+ * users' chargebacks are poisoned; then only the first user's stays poisoned, and `step` runs over both disputes from
+ * a fresh cursor. Returns the setup pass, what the step returned or threw, and both users' chargebacks.
+ */
+export async function disputeStepWithPoisonedChargeback(
+  bankUrl: string,
+  step: DisputeStep,
+): Promise<PoisonedDisputeOutcome> {
+  const disputedTopup = async () => {
+    const user = await createTestUser();
+    const row = await stuckTopup(user.id, {
+      amountMinor: 450,
+      refId: freshRefId("sbx-dispute-c29"),
+      chargeAt: bankUrl,
+    });
+    await bankDisputeOf(bankUrl, row.merchantRef, "lost");
+    return row;
+  };
+  const poisoned = await disputedTopup();
+  const other = await disputedTopup();
+  const userIds = [poisoned.ref.userId, other.ref.userId];
+  const poisonFirst = await poisonChargebacks(poisoned.ref.userId);
+  try {
+    const poisonOther = await poisonChargebacks(other.ref.userId);
+    let setupPass: ReconcileResult;
+    try {
+      resetChargeCursors();
+      resetDisputeCursors();
+      setupPass = await reconcileOnce(passOptions(bankUrl, userIds));
+    } finally {
+      await poisonOther.drop();
+    }
+    resetDisputeCursors();
+    let result: DisputePassResult | null = null;
+    let thrown: unknown = null;
+    try {
+      result = await step({
+        bank: { bankUrl, timeoutMs: BANK_TIMEOUT_MS },
+        userIds,
+        lookBackMs: CHARGE_LOOK_BACK_MS_DEFAULT,
+        logger: passOptions(bankUrl, userIds).logger,
+      });
+    } catch (error) {
+      thrown = error;
+    }
+    return {
+      setupPass,
+      result,
+      thrown,
+      poisoned,
+      other,
+      poisonedLedger: await ledgerOf(poisoned.ref.userId),
+      otherLedger: await ledgerOf(other.ref.userId),
+    };
+  } finally {
+    await poisonFirst.drop();
+  }
+}
+
+/**
+ * The C29 assertions for the dispute step: it did not throw, reported the poisoned dispute with its merchant reference
+ * and charge id, and landed the next dispute's chargeback; the poisoned user has none.
+ */
+export function assertDisputeIsolated(outcome: PoisonedDisputeOutcome): void {
+  expect(outcome.thrown).toBeNull();
+  expect(outcome.result?.errors).toEqual([
+    {
+      disputeId: expect.stringMatching(/^dp_/),
+      merchantRef: outcome.poisoned.merchantRef,
+      chargeId: expect.stringMatching(/^ch_/),
+      detail: expect.stringContaining("XX001"),
+    },
+  ]);
+  expect(outcome.result?.landed).toBe(1);
+  expect(outcome.otherLedger.entries).toHaveLength(1);
+  expect(outcome.poisonedLedger.entries).toHaveLength(0);
 }

@@ -8,6 +8,8 @@
  *   or lost-connection error), so one poisoned row aborts the pass, and the admin endpoint answers 500;
  * - the row's own statement timeout: `rowStatementTimeoutMs` gives null, so a row behind a locked wallet waits the
  *   session's DB_STATEMENT_TIMEOUT_MS (15 s) instead of 2 s, and the pass does not finish while the lock is held.
+ * And the dispute step's per-dispute guard, through a copy of lib/chargebacks/reconcile-disputes.ts
+ * `reconcileDisputes` without it ({@link reconcileDisputesWithoutGuard}): one refused chargeback stops the step.
  * Run alone: `npx vitest run --project integration tests/integration/reconciler-poisoned-row-control.test.ts`.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -29,13 +31,20 @@ vi.mock("../../lib/reconciler/row-guard", async (importOriginal) => {
   };
 });
 
+import { listDisputesSince } from "@/lib/bank/disputes";
+import { parseMerchantRef } from "@/lib/bank/merchant-ref";
+import { applyBankDispute } from "@/lib/chargebacks/apply-dispute";
+import { reconcileDisputes, type DisputePassResult } from "@/lib/chargebacks/reconcile-disputes";
 import {
   adminReconcileWithPoisonedRow,
   assertAdminPartialResults,
+  assertDisputeIsolated,
   assertOthersFinished,
   assertRowWaitBounded,
+  disputeStepWithPoisonedChargeback,
   passBehindLockedWallet,
   passWithPoisonedRow,
+  type DisputeStep,
 } from "./poisoned-row-fixtures";
 import { startTestBank, type TestBank } from "./reconciler-fixtures";
 
@@ -93,5 +102,37 @@ describe("C29 negative control: the reconciler without the row's own statement t
     const outcome = await without("rowBoundRemoved", () => passBehindLockedWallet(bank.url));
     expect(() => assertRowWaitBounded(outcome)).toThrow();
     expect(outcome.finishedAfterMs).toBeNull();
+  });
+});
+
+/**
+ * `reconcileDisputes` without its per-dispute guard: the bank's disputes since the look-back (one page; the scenario
+ * has two), each in-scope one applied through the same function, and whatever one throws ends the step.
+ */
+const reconcileDisputesWithoutGuard: DisputeStep = async (options) => {
+  const result: DisputePassResult = { listed: 0, landed: 0, anomalies: 0, bankUnreachable: null, errors: [] };
+  const since = new Date(Date.now() - options.lookBackMs).toISOString();
+  const listed = await listDisputesSince(since, { ...options.bank, limit: 1000 });
+  if (listed.kind !== "page") throw new Error(`the bank did not list disputes: ${JSON.stringify(listed)}`);
+  for (const dispute of listed.disputes) {
+    const userId = parseMerchantRef(dispute.merchantRef)?.userId;
+    if (options.userIds && (userId === undefined || !options.userIds.includes(userId))) continue;
+    result.listed += 1;
+    const applied = await applyBankDispute(dispute, { actor: "reconciler", detail: "control: no guard" });
+    if (applied.kind === "applied") result.landed += applied.entries.filter((e) => e.result === "landed").length;
+  }
+  return result;
+};
+
+describe("C29 negative control: the dispute step without its per-dispute guard", () => {
+  it("the real dispute step passes the C29 assertions (a refused chargeback, then one that lands)", async () => {
+    assertDisputeIsolated(await disputeStepWithPoisonedChargeback(bank.url, reconcileDisputes));
+  });
+
+  it("without the guard it fails them: the refused chargeback ends the step, and the next dispute never lands", async () => {
+    const outcome = await disputeStepWithPoisonedChargeback(bank.url, reconcileDisputesWithoutGuard);
+    expect(() => assertDisputeIsolated(outcome)).toThrow();
+    expect(outcome.thrown).not.toBeNull();
+    expect(outcome.otherLedger.entries).toHaveLength(0);
   });
 });

@@ -20,9 +20,12 @@ import { freePort } from "@/scripts/lib/ports";
 import { createTestUser, testPool } from "../helpers/db";
 import { balanceOf, freshRefId } from "../helpers/ledger";
 import { bankDisputeOf, ledgerOf } from "./chargeback-fixtures";
+import { reconcileDisputes } from "@/lib/chargebacks/reconcile-disputes";
 import {
+  assertDisputeIsolated,
   assertOthersFinished,
   assertRowWaitBounded,
+  disputeStepWithPoisonedChargeback,
   passBehindLockedWallet,
   passWithPoisonedRow,
   poisonRow,
@@ -114,6 +117,17 @@ describe("C29: one poisoned row does not stop the reconciler's pass", () => {
     await expireLease(poisonedUser.id, poisoned.entry.id);
     expect(await reconcileOnce(passOptions(bank.url, [poisonedUser.id]))).toMatchObject({ completed: 1 });
     expect(await balanceOf(poisonedUser.id)).toBe(700);
+  });
+
+  it("C29: a dispute whose chargeback the database refuses (XX001) is reported with its merchant reference and charge id; the next dispute still lands", async () => {
+    const outcome = await disputeStepWithPoisonedChargeback(bank.url, reconcileDisputes);
+    assertDisputeIsolated(outcome);
+    // Through the whole pass (both chargebacks poisoned then): both top-ups credited, both disputes named, no throw.
+    expect(outcome.setupPass).toMatchObject({ completed: 2, errored: 2 });
+    expect(outcome.setupPass.anomalies?.map((a) => [a.kind, a.merchantRef, a.detail.slice(0, 8)])).toEqual([
+      ["row_error", outcome.poisoned.merchantRef, "dispute "],
+      ["row_error", outcome.other.merchantRef, "dispute "],
+    ]);
   });
 
   it("C29: a refund row whose settlement fails is named by its own merchant reference (refund:<userId>:<refundId>, not a top-up's) and counted on the refund row", async () => {

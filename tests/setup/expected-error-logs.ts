@@ -35,7 +35,7 @@ export const EXPECTED_ERROR_LOGS: readonly ExpectedErrorLog[] = [
   },
   {
     test: /^C29 negative control: the reconciler without its row isolation > without the isolation the admin endpoint fails them: 500$/,
-    message: /^unhandled error: c29 test: ledger entry \d+ is poisoned$/,
+    message: /^unhandled error: c29 test: ledger entry \d+ of topup is poisoned$/,
     why: "the negative control removes the row isolation on purpose: the poisoned row aborts the pass and the route answers 500, as before case C29",
   },
   {
