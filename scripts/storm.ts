@@ -53,7 +53,7 @@ import { renderChecks, renderTotals, totalsByKind } from "./storm/summary";
 import { startClusterStorm, type ClusterStorm, type FaultReport } from "./storm/cluster-faults";
 import { CPU_ROLES, type CpuByRole, cpuMsPerRequest, sampleCpu } from "./storm/cpu-by-role";
 import { missingClusterPackages } from "./lib/ha-cluster";
-import { runTraffic, type StormUser } from "./storm/traffic";
+import { RACED_REFUND_PREFIX, runTraffic, type StormUser } from "./storm/traffic";
 import { armStormWatchdog, type StormWatchdog } from "./storm/watchdog";
 
 const EXIT_OK = 0;
@@ -412,6 +412,7 @@ async function run(options: StormOptions, watchdog: StormWatchdog): Promise<numb
           // Only the storm's own instances run with its ceiling; given ones keep theirs, unknown here.
           maxBalanceMinor: services.canCrash ? Number(STORM_SETTINGS.MAX_BALANCE_MINOR) : null,
           admin,
+          bankUrl: services.bankUrl,
           ...(clusterStorm ? { retry: CLUSTER_CLIENT_RETRY } : {}),
         }),
         crashes,
@@ -554,8 +555,9 @@ async function run(options: StormOptions, watchdog: StormWatchdog): Promise<numb
  * (breaks invariant 6, a charge that succeeded and nothing credits it, as a trusted stale `charge.failed` would in
  * case C14; and the C15 check, a top-up refused at the ceiling with a charge at the bank). Its wallet, one that still
  * holds that much, is debited too, so 7.1 alone would not notice. It also raises one succeeded refund to 1.00 more
- * than its top-up (breaks refunds_within_topups, the client's "amounts as sent", and, when an admin saw it
- * acknowledged, "acknowledged refunds within their top-ups"); a storm without a succeeded refund skips that part. A
+ * than its top-up (breaks refunds_within_topups, the client's "amounts as sent", "never more back to the card than
+ * charged" and, when an admin saw it acknowledged, "acknowledged refunds within their top-ups"); a storm without a
+ * succeeded refund skips that part. A
  * storm run with it must report violations and exit 1.
  */
 async function corruptOnPurpose(db: pg.Pool, userIds: readonly string[]): Promise<void> {
@@ -624,7 +626,8 @@ async function moneySummary(db: pg.Pool, userIds: readonly string[]): Promise<st
 
 /**
  * The admins' refunds: how many of each kind (full = the whole top-up; over-refunds and refunds failing at the bank
- * counted apart), how they were duplicated, and how the ledger ended with them.
+ * counted apart; those sent at the same moment as a dispute of their top-up counted again), how they were
+ * duplicated, and how the ledger ended with them.
  */
 function refundSummary(
   operations: readonly OperationRecord[],
@@ -636,8 +639,9 @@ function refundSummary(
       .map((operation) => [`${operation.userId}|${operation.ident}`, operation.amountMinor]),
   );
   const refunds = operations.filter((operation) => operation.kind === "refund");
-  const kinds = { partial: 0, full: 0, over: 0, bankFails: 0 };
+  const kinds = { partial: 0, full: 0, over: 0, bankFails: 0, raced: 0 };
   for (const refund of refunds) {
+    if (refund.ident.startsWith(RACED_REFUND_PREFIX)) kinds.raced += 1;
     if (refund.overRefund) kinds.over += 1;
     else if (refund.ident.startsWith("sbx-refund-fail-")) kinds.bankFails += 1;
     else if (topupAmounts.get(`${refund.userId}|${refund.topupRefId}`) === refund.amountMinor) kinds.full += 1;
@@ -655,7 +659,8 @@ function refundSummary(
     .join(", ");
   return (
     `${refunds.length} sent by the admins (partial ${kinds.partial}, full ${kinds.full}, over-refunds ${kinds.over}, ` +
-    `failing at the bank ${kinds.bankFails}; duplication: ${patternSummary(refunds)}); rows: ${ledger || "none"}`
+    `failing at the bank ${kinds.bankFails}; raced with a dispute ${kinds.raced}; ` +
+    `duplication: ${patternSummary(refunds)}); rows: ${ledger || "none"}`
   );
 }
 

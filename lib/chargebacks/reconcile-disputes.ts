@@ -1,8 +1,9 @@
 /**
  * The reconciler's dispute direction (contract section 12): reads the bank's disputes changed since this process's
- * cursor (`GET /disputes?since=`, paged) and applies every lost or reversed one through the same function as the
- * webhook (lib/chargebacks/apply-dispute.ts), so a dispute whose webhooks were lost still lands, and one whose
- * webhook is being applied right now collides with it on the claim instead of racing it.
+ * cursor (`GET /disputes?since=`, paged) and applies every one through the same function as the webhook
+ * (lib/chargebacks/apply-dispute.ts: an open or won one is noted on its top-up, a lost or reversed one lands), so a
+ * dispute whose webhooks were lost still lands, and one whose webhook is being applied right now collides with it on
+ * the claim instead of racing it.
  *
  * The cursor lives in memory per bank URL and scope, like the charge cursor (lib/reconciler/charge-cursor.ts): a new
  * process starts `lookBackMs` back and finds what it re-reads already applied (one claim that inserts nothing each).
@@ -12,7 +13,7 @@ import type { BankCallOptions } from "../bank/client";
 import { listDisputesSince } from "../bank/disputes";
 import { parseMerchantRef } from "../bank/merchant-ref";
 import { classifyDbError, type DbErrorVerdict } from "../ledger";
-import { applyBankDispute, disputeWasLost } from "./apply-dispute";
+import { applyBankDispute } from "./apply-dispute";
 
 /** The bank's largest page: fewest round trips per pass. */
 const DISPUTE_PAGE_LIMIT = 1000;
@@ -85,7 +86,7 @@ export async function reconcileDisputes(options: DisputePassOptions): Promise<Di
       const userId = parseMerchantRef(dispute.merchantRef)?.userId;
       if (options.userIds && (userId === undefined || !options.userIds.includes(userId))) continue;
       result.listed += 1;
-      if (!disputeWasLost(dispute)) continue;
+      // Open and won disputes move no money, but their state is noted on the credited top-up (refunds wait).
       try {
         const applied = await applyBankDispute(dispute, {
           actor: "reconciler",

@@ -137,6 +137,7 @@ export function runClientChecks(
     mismatchesRefused(probes, rowByKey),
     creditsExplained(byKey, rows, chargeByRef, new Map(disputes.map((dispute) => [dispute.id, dispute]))),
     overRefundsRefused(operations, rowByKey),
+    neverMoreBackThanCharged(rows, disputes),
     succeededChargesCreditedOnce(rows, charges),
     noChargeAtTheCeiling(rows, chargeByRef),
   ];
@@ -400,7 +401,12 @@ function creditsExplained(
 }
 
 /** The stored refusals of a refund that asks for more than the top-up or the wallet holds (contract section 11). */
-const OVER_REFUND_REFUSALS = new Set(["refund_exceeds_topup", "insufficient_funds", "debt_outstanding"]);
+const OVER_REFUND_REFUSALS = new Set([
+  "refund_exceeds_topup",
+  "insufficient_funds",
+  "debt_outstanding",
+  "topup_disputed",
+]);
 
 /**
  * Refunds as the admins saw them (contract section 11). An over-refund (more than the whole top-up, or 1.00 after a
@@ -450,6 +456,61 @@ function overRefundsRefused(operations: readonly OperationRecord[], rowByKey: Ma
   return findings.result(
     "client: over-refunds refused, acknowledged refunds within their top-ups",
     `${refunds} refunds, ${attempts} over-refunds (${refused} refused with a stored answer)`,
+  );
+}
+
+/**
+ * Contract 7.7 (case C26): per top-up, what went back to the card never exceeds what was charged, whichever came
+ * first of refunds and disputes, counted two ways: the refunds not failed in the ledger (each one the bank's, by the
+ * audit's bank_refunds_recorded) plus the bank's disputes lost and not reversed; and the same refunds plus the
+ * ledger's chargebacks net of their reversals.
+ */
+function neverMoreBackThanCharged(rows: readonly LedgerRow[], disputes: readonly BankDisputeSeen[]): CheckResult {
+  const findings = new Findings();
+  const refundedByTopup = new Map<string, number>();
+  const refundRowsByTopup = new Set<string>();
+  const chargedBackByTopup = new Map<string, number>();
+  const lostAtBankByTopup = new Map<string, number>();
+  const topupOfDispute = new Map<string, string>();
+  const add = (map: Map<string, number>, key: string, amountMinor: number) =>
+    map.set(key, (map.get(key) ?? 0) + amountMinor);
+  for (const dispute of disputes) {
+    const [, userId, refId] = dispute.merchantRef.split(":");
+    const key = `${userId}|${refId}`;
+    topupOfDispute.set(dispute.id, key);
+    if (dispute.status === "lost") add(lostAtBankByTopup, key, dispute.amount);
+  }
+  for (const row of rows) {
+    if (row.type === "refund" && row.topupRefId !== null) {
+      refundRowsByTopup.add(`${row.userId}|${row.topupRefId}`);
+      if (row.status !== "failed") add(refundedByTopup, `${row.userId}|${row.topupRefId}`, row.amountMinor);
+    }
+    const disputed = topupOfDispute.get(row.refId);
+    if (row.status === "succeeded" && disputed !== undefined) {
+      if (row.type === "chargeback") add(chargedBackByTopup, disputed, row.amountMinor);
+      if (row.type === "chargeback_reversal") add(chargedBackByTopup, disputed, -row.amountMinor);
+    }
+  }
+  const disputedTopups = new Set(topupOfDispute.values());
+  let judged = 0;
+  let refundedAndDisputed = 0;
+  for (const row of rows) {
+    if (row.type !== "topup" || row.status !== "succeeded") continue;
+    const key = `${row.userId}|${row.refId}`;
+    const refunded = refundedByTopup.get(key) ?? 0;
+    const lostAtBank = lostAtBankByTopup.get(key) ?? 0;
+    const chargedBack = chargedBackByTopup.get(key) ?? 0;
+    if (refundRowsByTopup.has(key) && disputedTopups.has(key)) refundedAndDisputed += 1;
+    if (refunded === 0 && lostAtBank === 0 && chargedBack === 0) continue;
+    judged += 1;
+    if (refunded + lostAtBank > row.amountMinor)
+      findings.add(`${key}: ${refunded} refunded + ${lostAtBank} lost in disputes at the bank > ${row.amountMinor}`);
+    if (refunded + chargedBack > row.amountMinor)
+      findings.add(`${key}: ${refunded} refunded + ${chargedBack} charged back in the ledger > ${row.amountMinor}`);
+  }
+  return findings.result(
+    "client: never more back to the card than charged (7.7)",
+    `${judged} top-ups with money back, ${refundedAndDisputed} both refunded and disputed`,
   );
 }
 

@@ -57,6 +57,11 @@ export interface TrafficOptions {
    * without refunds.
    */
   readonly admin?: StormUser | null;
+  /**
+   * The sandbox bank, whose `/_sandbox/disputes` control plays the cardholder who disputes a charge while an admin
+   * refunds it (case C26); null for a storm without such disputes.
+   */
+  readonly bankUrl?: string | null;
 }
 
 /** A top-up a user saw acknowledged (a 2xx): what the admins may refund. */
@@ -179,15 +184,30 @@ const REFUND_AFTER_MS = 1000;
 /**
  * What an admin does with a top-up, in percent: a partial refund; a full one, sometimes followed by 1.00 more (an
  * over-refund: refused); more than the whole top-up at once (refused); a partial refund whose bank refund fails (the
- * `sbx-refund-fail-` switch: the reservation is given back).
+ * `sbx-refund-fail-` switch: the reservation is given back); a refund, partial or full, sent at the same moment as the
+ * cardholder disputes the charge at the bank (case C26: whichever lands first, the card never gets back more than
+ * was charged).
  */
-type RefundPlan = "partial" | "full" | "full_then_more" | "above_topup" | "bank_fails";
+type RefundPlan = "partial" | "full" | "full_then_more" | "above_topup" | "bank_fails" | "while_disputed";
 const REFUND_PLAN_WEIGHTS: readonly [RefundPlan, number][] = [
-  ["partial", 40],
-  ["full", 20],
+  ["partial", 35],
+  ["full", 15],
   ["full_then_more", 15],
-  ["above_topup", 15],
+  ["above_topup", 10],
   ["bank_fails", 10],
+  ["while_disputed", 15],
+];
+
+/**
+ * How a dispute raced with a refund ends, in percent: lost (a chargeback), or lost then reversed (a chargeback and
+ * its reversal, after which what is left may be refunded again).
+ */
+/** The refundId prefix of a refund raced with a dispute, so the summary can count them. */
+export const RACED_REFUND_PREFIX = "race-";
+
+const RACED_DISPUTE_PLANS: readonly [("lost" | "won")[], number][] = [
+  [["lost"], 70],
+  [["lost", "won"], 30],
 ];
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -381,7 +401,45 @@ async function runAdmin(
       case "above_topup":
         await refund(refundId(), topup.amountMinor + 100, { kind: "above_topup" });
         break;
+      case "while_disputed": {
+        const amountMinor = random() < 0.5 ? topup.amountMinor : partialMinor();
+        const disputePlan = pickWeighted(random, RACED_DISPUTE_PLANS);
+        await Promise.all([
+          refund(refundId(RACED_REFUND_PREFIX), amountMinor),
+          disputeAtTheBank(options.bankUrl ?? null, topup, disputePlan),
+        ]);
+        break;
+      }
     }
+  }
+}
+
+/**
+ * Plays the cardholder: opens a dispute on the charge of `topup` through the sandbox's control (docs/bank-sandbox.md
+ * "Disputes"). The bank may refuse it (the charge is already disputed, or fully refunded): that is part of the race.
+ * Never throws: a failed control call only means this refund raced no dispute.
+ */
+async function disputeAtTheBank(
+  bankUrl: string | null,
+  topup: RefundableTopup,
+  plan: readonly ("lost" | "won")[],
+): Promise<void> {
+  if (bankUrl === null) return;
+  try {
+    const merchantRef = `topup:${topup.user.id}:${topup.refId}`;
+    const charge = await fetch(`${bankUrl}/charges?merchantRef=${encodeURIComponent(merchantRef)}`, {
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    });
+    if (!charge.ok) return;
+    const { id } = (await charge.json()) as { id: string };
+    await fetch(`${bankUrl}/_sandbox/disputes`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ chargeId: id, plan }),
+      signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+    }).then((answer) => answer.body?.cancel());
+  } catch {
+    // The bank unreachable for a moment (the cluster storm's faults do not touch it, but a timeout may): no dispute.
   }
 }
 

@@ -24,6 +24,11 @@ export const EXPECTED_ERROR_LOGS: readonly ExpectedErrorLog[] = [
     why: "the test makes the credit fail (a wallet at its CHECK ceiling) until the row is flagged, so the audit's 7.6 can be shown to report it",
   },
   {
+    test: /^C28: a give-back the database keeps refusing is counted, flagged, listed and audited > C28: a failed refund whose release /,
+    message: /^refund settlement keeps failing: flagged for attention\b/,
+    why: "the test makes the refund's give-back fail (a trigger raising the balance CHECK's error) until the row is flagged, case C28",
+  },
+  {
     test: /^C29: one poisoned row does not stop the reconciler's pass > C29: after a poisoned row the dispute step still runs; /,
     message: /^top-up settlement keeps failing: flagged for attention\b/,
     why: "the test poisons one row (a trigger raising XX001) for SETTLE_ATTEMPTS_MAX passes to show it is flagged, contract section 5",
