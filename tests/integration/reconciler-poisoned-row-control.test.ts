@@ -110,7 +110,14 @@ describe("C29 negative control: the reconciler without the row's own statement t
  * has two), each in-scope one applied through the same function, and whatever one throws ends the step.
  */
 const reconcileDisputesWithoutGuard: DisputeStep = async (options) => {
-  const result: DisputePassResult = { listed: 0, landed: 0, anomalies: 0, bankUnreachable: null, errors: [] };
+  const result: DisputePassResult = {
+    listed: 0,
+    landed: 0,
+    anomalies: 0,
+    bankUnreachable: null,
+    retried: 0,
+    errors: [],
+  };
   const since = new Date(Date.now() - options.lookBackMs).toISOString();
   const listed = await listDisputesSince(since, { ...options.bank, limit: 1000 });
   if (listed.kind !== "page") throw new Error(`the bank did not list disputes: ${JSON.stringify(listed)}`);

@@ -130,6 +130,21 @@ describe("C29: one poisoned row does not stop the reconciler's pass", () => {
     ]);
   });
 
+  it("C29: a dispute whose work failed is asked for again by id in the next pass, though the cursor has moved past it, and lands", async () => {
+    const outcome = await disputeStepWithPoisonedChargeback(bank.url, reconcileDisputes);
+    assertDisputeIsolated(outcome);
+    const userIds = [outcome.poisoned.ref.userId, outcome.other.ref.userId];
+    // The poison is gone; nothing new at the bank: only the retry can land it.
+    const next = await reconcileDisputes({
+      bank: { bankUrl: bank.url, timeoutMs: 5000 },
+      userIds,
+      lookBackMs: 24 * 3600_000,
+      logger: passOptions(bank.url, userIds).logger,
+    });
+    expect(next).toMatchObject({ listed: 0, retried: 1, landed: 1, errors: [] });
+    expect((await ledgerOf(outcome.poisoned.ref.userId)).entries).toHaveLength(1);
+  });
+
   it("C29: a refund row whose settlement fails is named by its own merchant reference (refund:<userId>:<refundId>, not a top-up's) and counted on the refund row", async () => {
     const user = await createTestUser();
     const topup = await stuckTopup(user.id, { amountMinor: 1000, chargeAt: bank.url });
