@@ -6,7 +6,7 @@
  * mutation test set (vitest.stryker.config.mts).
  */
 import { describe, expect, it } from "vitest";
-import { claimOperation } from "@/lib/ledger/claim";
+import { claimOperation, findEntryByKey } from "@/lib/ledger/claim";
 import type { StoredResponse } from "@/lib/ledger/entry";
 import { fingerprint } from "@/lib/ledger/fingerprint";
 import { claimRefund, listRefundsOf, releaseRefund, type RefundClaimRequest } from "@/lib/ledger/refunds";
@@ -189,6 +189,42 @@ describe("claimRefund", () => {
       kind: "stored_refusal",
       entry: { failureReason: "debt_outstanding" },
     });
+  });
+
+  it("C26: a dispute open or lost on the top-up's charge: the row stored failed with its 422 topup_disputed, before the remainder, the debt or the balance are asked; won, the refund is reserved", async () => {
+    const user = await createTestUser();
+    const topup = await succeededTopup(user.id, 1000);
+    const setDispute = (status: string) =>
+      testPool().query("UPDATE ledger_entries SET dispute_status = $3 WHERE user_id = $1 AND id = $2", [
+        user.id,
+        topup.id,
+        status,
+      ]);
+    // A debt too, and more than the remainder: only the dispute clause may answer first.
+    await setWallet(user.id, 0, 1);
+    for (const status of ["open", "lost"]) {
+      await setDispute(status);
+      expect(await claimRefund(refundRequest(user.id, topup, 5000))).toMatchObject({
+        kind: "stored_refusal",
+        entry: {
+          status: "failed",
+          failureReason: "topup_disputed",
+          response: REFUSALS.topupDisputed,
+          leaseOwner: null,
+        },
+      });
+    }
+    expect(await findEntryByKey({ userId: user.id, type: "topup", refId: topup.refId })).toMatchObject({
+      disputeStatus: "lost",
+      refundedMinor: 0,
+    });
+    await setDispute("won");
+    await setWallet(user.id, 1000, 0);
+    expect(await claimRefund(refundRequest(user.id, topup, 1000))).toMatchObject({
+      kind: "reserved",
+      entry: { status: "initiated" },
+    });
+    expect(await moneyOf(user.id, topup.id)).toEqual({ balance: 0, debt: 0, refunded: 1000 });
   });
 
   it("a wallet row that does not exist counts as a zero balance and no debt: 402 insufficient_funds", async () => {
