@@ -1,5 +1,5 @@
 import type { NextConfig } from "next";
-import { parseEnv } from "./lib/env";
+import { parseEnv, refuseUnusableSecrets } from "./lib/env";
 import { API_CONTENT_SECURITY_POLICY, STATIC_SECURITY_HEADERS } from "./lib/http/security-headers";
 
 // Validate the environment once at build and start-up: a bad .env fails here with a readable list.
@@ -36,4 +36,13 @@ const nextConfig: NextConfig = {
   },
 };
 
-export default nextConfig;
+/**
+ * The configuration, for the phase Next.js loads it in (`phase-production-build` for `next build`,
+ * `phase-production-server` for `next start`, `phase-development-server` for `next dev`). A server refuses to start
+ * here, before it serves a request, when a secret is unusable (contract section 9, cases C16 and C33): the phase is what
+ * Next.js itself passes, so no environment variable (`NEXT_PHASE` among them) can make a run look like a build.
+ */
+export default function nextConfigFor(phase: string): NextConfig {
+  refuseUnusableSecrets(phase);
+  return nextConfig;
+}

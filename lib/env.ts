@@ -5,7 +5,8 @@
  * section 4) fixes the defaults marked "contract".
  *
  * Secrets have no default (contract section 9, case C16): {@link secretProblems} is the one rule for them, run at
- * server start by instrumentation.ts (not at `next build`, which must work without them), by the sandbox bank's
+ * server start by next.config.ts (told a server from `next build`, which must work without them, by the phase Next.js
+ * passes it, never by an environment variable: case C33) and again by instrumentation.ts, by the sandbox bank's
  * settings, and by any start script that wants to refuse early.
  */
 import { z } from "zod";
@@ -308,23 +309,46 @@ export function assertSecrets(source: Record<string, string | undefined> = proce
   if (problems.length > 0) throw new EnvError(problems);
 }
 
-/** Next.js's phase name while `next build` runs (next/constants PHASE_PRODUCTION_BUILD). */
+/** Next.js's phase names (next/constants): `next build`, `next start`, `next dev`. */
 const NEXT_BUILD_PHASE = "phase-production-build";
+const NEXT_SERVER_PHASES: readonly string[] = ["phase-production-server", "phase-development-server"];
 
 /**
- * The server's start-up refusal (contract section 9, case C16), called by instrumentation.ts when a Next.js server
- * starts. Returns when every secret is usable; otherwise writes {@link secretProblems} to stderr (naming each
- * variable, never a value) and exits the process with code 1, in every mode, with no exemption flag. `next build`
- * also loads the instrumentation (to prerender) with NEXT_PHASE set to the build phase: a build needs no secret,
- * so the check returns there and runs when the built server starts. `source` defaults to `process.env`.
+ * What stops a server from starting (contract section 9, cases C16 and C33), or an empty list.
+ *
+ * `phase` is what Next.js itself passes to next.config.ts (`phase-production-build` for `next build`,
+ * `phase-production-server` for `next start`, `phase-development-server` for `next dev`, ...), or `"server"` from
+ * instrumentation.ts, whose `register()` Next.js calls only in a server. Only a server is checked: a build needs no
+ * secret. The phase never comes from the environment: `NEXT_PHASE=phase-production-build` in a server's environment
+ * is itself a problem, because Next.js would then skip instrumentation.ts (the secrets' second check, the
+ * client-address hook of cases C22 and C24) while the server runs. Otherwise the problems are
+ * {@link secretProblems}. Never throws.
  */
-export function refuseUnusableSecrets(source: Record<string, string | undefined> = process.env): void {
-  if (source.NEXT_PHASE === NEXT_BUILD_PHASE) return;
+export function startProblems(phase: string, source: Record<string, string | undefined> = process.env): string[] {
+  if (phase !== "server" && !NEXT_SERVER_PHASES.includes(phase)) return [];
   const problems = secretProblems(source);
+  if (source.NEXT_PHASE === NEXT_BUILD_PHASE) {
+    problems.push(
+      `NEXT_PHASE is ${NEXT_BUILD_PHASE} in a server's environment: Next.js would skip instrumentation.ts; unset it ` +
+        "(next build sets it by itself)",
+    );
+  }
+  return problems;
+}
+
+/**
+ * The server's start-up refusal (contract section 9, cases C16 and C33). Called by next.config.ts with the phase
+ * Next.js passes it (so `next start` and `next dev` are refused before they serve a request, whatever the
+ * environment says) and by instrumentation.ts with `"server"`. Returns when {@link startProblems} finds nothing; otherwise writes
+ * them to stderr (naming each variable, never a value) and exits the process with code 1, in every mode, with no
+ * exemption flag. `source` defaults to `process.env`.
+ */
+export function refuseUnusableSecrets(phase: string, source: Record<string, string | undefined> = process.env): void {
+  const problems = startProblems(phase, source);
   if (problems.length === 0) return;
   process.stderr.write(
-    `refusing to start: unusable secrets (contract section 9; see .env.example)\n${problems.map((p) => `  - ${p}`).join("\n")}\n`,
+    `refusing to start (contract section 9; see .env.example):\n${problems.map((p) => `  - ${p}`).join("\n")}\n`,
   );
-  // An exception thrown from register() is logged by Next.js without stopping the server; exiting is the refusal.
+  // An exception thrown from register() or next.config.ts is logged by Next.js; exiting is the refusal.
   process.exit(1);
 }

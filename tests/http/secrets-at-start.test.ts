@@ -1,8 +1,14 @@
 /**
  * C16: `NODE_ENV=production next start` (the built app, as `npm start` and every stack run it) refuses to start
  * with the published webhook secret, a short one, or none, and likewise for the session secret: it exits non-zero
- * naming the variable (instrumentation.ts, contract section 9). The control: the same command with two fresh
- * secrets starts and serves, so each refusal is the secret check's and nothing else's.
+ * naming the variable (next.config.ts and instrumentation.ts, contract section 9). The control: the same command with
+ * two fresh secrets starts and serves, so each refusal is the secret check's and nothing else's.
+ *
+ * C33: `NEXT_PHASE=phase-production-build` in the environment of a bare `next start` (which made Next.js skip
+ * instrumentation.ts, and lib/env.ts skip the check) switches nothing off: the published secret is still refused,
+ * and the variable itself is named as a reason to refuse. Negative control, run by hand: with the check back in
+ * instrumentation.ts alone (next.config.ts exporting the plain object, no phase), these two tests fail: the app
+ * starts and serves with the published secret.
  */
 import { describe, expect, it } from "vitest";
 import { freePort, waitForHttp } from "../../scripts/lib/ports";
@@ -48,7 +54,7 @@ async function refusal(secrets: Record<string, string | undefined>): Promise<{ c
 
 const fresh = () => ({ BANK_WEBHOOK_SECRETS: randomWebhookSecret(), BETTER_AUTH_SECRET: randomAuthSecret() });
 
-describe("C16: the server refuses to start with unusable secrets", () => {
+describe("C16, C33: the server refuses to start with unusable secrets", () => {
   const cases: Array<[string, string, string | undefined, RegExp]> = [
     [
       "the published webhook secret",
@@ -71,6 +77,26 @@ describe("C16: the server refuses to start with unusable secrets", () => {
       if (value) expect(output).not.toContain(value);
     });
   }
+
+  it("C33: NEXT_PHASE=phase-production-build at run time does not turn the check off: the published secret is refused", async () => {
+    const published = "dev-only-secret-change-me-0123456789abcdef";
+    const { code, output } = await refusal({
+      ...fresh(),
+      BETTER_AUTH_SECRET: published,
+      NEXT_PHASE: "phase-production-build",
+    });
+    expect(code).not.toBe(0);
+    expect(code).not.toBeNull();
+    expect(output).toMatch(/BETTER_AUTH_SECRET[^\n]*published in this repository/);
+    expect(output).not.toContain(published);
+  });
+
+  it("C33: a server whose environment says NEXT_PHASE=phase-production-build is refused, naming NEXT_PHASE", async () => {
+    const { code, output } = await refusal({ ...fresh(), NEXT_PHASE: "phase-production-build" });
+    expect(code).not.toBe(0);
+    expect(code).not.toBeNull();
+    expect(output).toMatch(/NEXT_PHASE is phase-production-build in a server's environment/);
+  });
 
   it("control: the same start with two fresh secrets serves (the refusals above are the secret check's)", async () => {
     const { app, port } = await startWith(fresh());

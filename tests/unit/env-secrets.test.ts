@@ -5,8 +5,16 @@
  */
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { describe, expect, it } from "vitest";
-import { assertSecrets, EnvError, PUBLISHED_SECRETS, SECRET_BYTES_MIN, secretProblems } from "../../lib/env";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import {
+  assertSecrets,
+  EnvError,
+  PUBLISHED_SECRETS,
+  refuseUnusableSecrets,
+  SECRET_BYTES_MIN,
+  secretProblems,
+  startProblems,
+} from "../../lib/env";
 import { parseBankConfig } from "../../bank/config";
 
 const good = () => randomBytes(32).toString("hex");
@@ -66,5 +74,51 @@ describe("C16: secrets are never missing, short or published", () => {
     expect(() => parseBankConfig({})).toThrow(/BANK_WEBHOOK_SECRETS is missing/);
     expect(() => parseBankConfig({ BANK_WEBHOOK_SECRETS: "whsec_dev_only_change_me" })).toThrow(/published/);
     expect(parseBankConfig({ BANK_WEBHOOK_SECRETS: valid().BANK_WEBHOOK_SECRETS }).webhookSecrets).toHaveLength(1);
+  });
+});
+
+describe("C33: checked at start, not at build, told apart by the phase Next.js passes, never by the environment", () => {
+  const BUILD = "phase-production-build";
+  const published = { ...valid(), BETTER_AUTH_SECRET: PUBLISHED_SECRETS[1] };
+  const builtPhaseInEnv = { ...published, NEXT_PHASE: BUILD };
+
+  afterEach(() => {
+    vi.restoreAllMocks();
+  });
+
+  it("C33: a server (next start, next dev, instrumentation's register) is checked whatever NEXT_PHASE says", () => {
+    for (const phase of ["phase-production-server", "phase-development-server", "server"]) {
+      const problems = startProblems(phase, builtPhaseInEnv);
+      expect(problems, phase).toContain(
+        "BETTER_AUTH_SECRET is a value published in this repository: generate your own",
+      );
+      // NEXT_PHASE=phase-production-build would make Next.js skip instrumentation.ts: refused by itself too.
+      expect(problems.some((p) => p.startsWith(`NEXT_PHASE is ${BUILD} in a server's environment`))).toBe(true);
+      expect(startProblems(phase, { ...valid(), NEXT_PHASE: BUILD })).toHaveLength(1);
+      expect(startProblems(phase, valid())).toEqual([]);
+    }
+  });
+
+  it("C33: only the build's own phase (and the other non-server phases) skips the check", () => {
+    for (const phase of [BUILD, "phase-export", "phase-info", "phase-test", "phase-analyze"]) {
+      expect(startProblems(phase, { NEXT_PHASE: BUILD }), phase).toEqual([]);
+    }
+  });
+
+  it("C33: refuseUnusableSecrets exits 1 for a server with NEXT_PHASE=phase-production-build, naming the variables", () => {
+    const exit = vi.spyOn(process, "exit").mockImplementation((() => undefined) as never);
+    const written: string[] = [];
+    vi.spyOn(process.stderr, "write").mockImplementation((chunk: string | Uint8Array) => {
+      written.push(String(chunk));
+      return true;
+    });
+    refuseUnusableSecrets("server", builtPhaseInEnv);
+    expect(exit).toHaveBeenCalledWith(1);
+    expect(written.join("")).toMatch(/BETTER_AUTH_SECRET is a value published/);
+    expect(written.join("")).not.toContain(PUBLISHED_SECRETS[1]);
+    exit.mockClear();
+    refuseUnusableSecrets(BUILD, builtPhaseInEnv);
+    refuseUnusableSecrets("phase-production-server", valid());
+    expect(exit).not.toHaveBeenCalled();
   });
 });
