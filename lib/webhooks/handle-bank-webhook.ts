@@ -175,8 +175,9 @@ export async function handleBankWebhook(
       record: (db, event, text, outcome, detail) => recordEvent(db ?? pool(), event, text, outcome, detail),
       bank: { bankUrl: settings.BANK_URL, timeoutMs: CONFIRM_TIMEOUT_MS },
     });
-  await recordUnusableEvent(rawBody, parsed);
-  log().warn({ reason: parsed.reason }, "bank webhook: unusable signed event recorded");
+  const reason = unusableReason(parsed);
+  await recordUnusableEvent(rawBody, parsed, reason);
+  log().warn({ reason }, "bank webhook: unusable signed event recorded");
   return { kind: "received", outcome: "unusable_event" };
 }
 
@@ -492,11 +493,52 @@ function fieldOf(value: unknown, ...path: string[]): string | null {
 }
 
 /**
+ * The kinds of event the bank signs, told apart by the start of their `type`, each with the schema its handler reads
+ * it with. Disputes come first: their types (`charge.disputed`, `charge.dispute_closed`) also start with `charge.`.
+ */
+const EVENT_KINDS: ReadonlyArray<{ readonly name: string; readonly prefix: string; readonly schema: z.ZodType }> = [
+  { name: "dispute event", prefix: "charge.dispute", schema: disputeEventSchema },
+  { name: "refund event", prefix: "refund.", schema: refundEventSchema },
+  { name: "charge event", prefix: "charge.", schema: bankEventSchema },
+];
+
+/** Characters of an unusable event's own `type` quoted in its reason: enough to recognise it, never the whole reason. */
+const QUOTED_TYPE_CHARS_MAX = 64;
+
+/**
+ * Why a signed event cannot be applied, in the terms of what it says it is: a `refund.*` event is judged by the refund
+ * events' schema and a `charge.dispute*` event by the disputes', not by the charge events' (which would report a
+ * refund's missing `refundId` as a wrong `type`). Returns e.g. `refund event "refund.succeeded": data.refundId: ...`,
+ * `an event of a type the wallet does not handle: "charge.refunded"`, or the decoding failure for bytes that are not
+ * a JSON object. The caller makes it storable (control characters escaped, cut to length). Never throws.
+ */
+function unusableReason(parsed: Extract<ParsedEvent, { kind: "unusable" }>): string {
+  const { value } = parsed;
+  if (value === undefined) return parsed.reason;
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return "the body is not a JSON object";
+  const type: unknown = (value as Record<string, unknown>).type;
+  if (typeof type !== "string") return "the event has no type (a string such as charge.succeeded)";
+  const quoted = JSON.stringify(type.slice(0, QUOTED_TYPE_CHARS_MAX));
+  const kind = EVENT_KINDS.find((k) => type.startsWith(k.prefix));
+  if (!kind) return `an event of a type the wallet does not handle: ${quoted}`;
+  const checked = kind.schema.safeParse(value);
+  const issue = checked.success ? undefined : checked.error.issues[0];
+  if (!issue) return `${kind.name} ${quoted}: ${parsed.reason}`;
+  if (issue.path[0] === "type") return `an event of a type the wallet does not handle: ${quoted}`;
+  return `${kind.name} ${quoted}: ${issue.path.join(".") || "event"}: ${issue.message}`;
+}
+
+/**
  * Records a signed event that cannot be read as an event (contract section 5: "recorded as unusable and shown to
  * admins"), under an id derived from its bytes (its own id may be what is unusable), so a redelivery of the same
- * bytes counts as a delivery of the same record. Answered 200: redelivering it would never make it usable.
+ * bytes counts as a delivery of the same record, with `reason` ({@link unusableReason}) as its detail. Answered 200:
+ * redelivering it would never make it usable.
  */
-async function recordUnusableEvent(rawBody: Buffer, parsed: Extract<ParsedEvent, { kind: "unusable" }>): Promise<void> {
+async function recordUnusableEvent(
+  rawBody: Buffer,
+  parsed: Extract<ParsedEvent, { kind: "unusable" }>,
+  reason: string,
+): Promise<void> {
   const eventId = `unusable:${createHash("sha256").update(rawBody).digest("hex")}`;
   await pool().query(RECORD_EVENT_SQL, [
     eventId,
@@ -507,7 +549,7 @@ async function recordUnusableEvent(rawBody: Buffer, parsed: Extract<ParsedEvent,
     null,
     "unusable_event",
     storableText(parsed.text),
-    storableText(parsed.reason, UNUSABLE_FIELD_CHARS_MAX),
+    storableText(reason, UNUSABLE_FIELD_CHARS_MAX),
     false,
   ]);
 }
