@@ -102,7 +102,7 @@ test("C23: an auto-submitted text/plain form on another port cannot use the sign
   }
 });
 
-test("changing the password with 'keep my API tokens' unticked revokes them; signing out everywhere ends the session", async ({
+test("changing the password without touching 'keep my API tokens' revokes them; signing out everywhere ends the session", async ({
   page,
 }) => {
   await signUp(page);
@@ -117,12 +117,17 @@ test("changing the password with 'keep my API tokens' unticked revokes them; sig
   await page.goto("/settings/security");
   await page.getByLabel("Current password").fill("correct-horse-battery");
   await page.getByLabel("New password").fill("a brand new password 1");
-  await page.getByRole("checkbox").first().uncheck();
+  // Both boxes start unticked (contract section 9): a password change signs the tokens out unless the user keeps them.
+  // Soft, so that on a page whose box starts ticked the token's 401 below fails too.
+  const keepBoxes = page.getByRole("checkbox", { name: "Keep my API tokens working" });
+  await expect(keepBoxes).toHaveCount(2);
+  for (const box of await keepBoxes.all()) await expect.soft(box).not.toBeChecked();
   await page.getByRole("button", { name: "Change password" }).click();
-  await expect(page.getByRole("status")).toContainText("API tokens were revoked");
+  await expect(page.getByRole("status")).toContainText("Password changed.");
   expect((await page.request.get("/api/v1/wallet", { headers: { authorization: `Bearer ${token}` } })).status()).toBe(
     401,
   );
+  await expect(page.getByRole("status")).toContainText("API tokens were revoked");
   // This browser keeps a fresh session after the change.
   expect((await page.request.get("/api/v1/wallet")).status()).toBe(200);
 

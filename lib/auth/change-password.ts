@@ -21,7 +21,8 @@ export type ChangePasswordResult =
  *
  * @param input.userId, input.email the signed-in user, from the session (never from the form).
  * @param input.currentPassword as typed; input.newPassword 10..128 characters.
- * @param input.keepApiTokens true to keep the user's API tokens working (the form's checkbox, on by default).
+ * @param input.keepApiTokens true to keep the user's API tokens working (the form's checkbox, off by default:
+ *   contract section 9).
  * @param requestHeaders the request's headers (`await headers()` in a server action): session cookie, address.
  * @returns `changed` with the number of tokens revoked; `wrong_password`; `invalid_password` for a new password
  *   outside 10..128; `throttled` with the seconds to wait.
@@ -65,7 +66,7 @@ export async function changePassword(
  * included (its cookie is cleared through `nextCookies()`), and every API token unless `keepApiTokens`.
  *
  * @param input.userId the signed-in user, from the session.
- * @param input.keepApiTokens true to keep the API tokens working (the form's checkbox, on by default).
+ * @param input.keepApiTokens true to keep the API tokens working (the form's checkbox, off by default).
  * @param requestHeaders the request's headers (`await headers()` in a server action).
  * @returns the number of tokens revoked.
  * @throws better-auth's error without a session; database errors.

@@ -12,7 +12,9 @@ export function ChangePasswordForm({ passwordMin, passwordMax }: { passwordMin: 
   const [state, formAction, pending] = useActionState(changePasswordAction, null);
   const [currentPassword, setCurrentPassword] = useState("");
   const [newPassword, setNewPassword] = useState("");
-  const [keepApiTokens, setKeepApiTokens] = useState(true);
+  // Unticked at first: a password change signs out the API tokens too unless the user chooses to keep them
+  // (contract section 9).
+  const [keepApiTokens, setKeepApiTokens] = useState(false);
   const formRef = useRef<HTMLFormElement>(null);
   useKeptFormValues(formRef, { currentPassword, newPassword, keepApiTokens });
   const messages: Record<NonNullable<ChangePasswordState>["result"], string> = {

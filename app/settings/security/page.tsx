@@ -38,7 +38,7 @@ export default async function SecurityPage({
         <p>Ends every session of your account on every device, this one included.</p>
         <form action={signOutEverywhereAction} className="auth-form">
           <label className="checkbox">
-            <input type="checkbox" name="keepApiTokens" defaultChecked /> Keep my API tokens working
+            <input type="checkbox" name="keepApiTokens" /> Keep my API tokens working
           </label>
           <button type="submit">Sign out everywhere</button>
         </form>
