@@ -4,7 +4,7 @@
  * Unknown members are refused: a misspelt field in a payments API must not be silently ignored.
  */
 import { z } from "zod";
-import { AD_ID_PATTERN, REF_ID_PATTERN } from "../ledger";
+import { AD_ID_PATTERN, isDotSegment, REF_ID_PATTERN } from "../ledger";
 import { env } from "../env";
 import { readJsonBody } from "./read-json-body";
 import { parseAmountToken, type RawMembers } from "./raw-json";
@@ -19,17 +19,27 @@ export const refIdSchema = z
   .regex(REF_ID_PATTERN, "must be 1..128 characters of A-Z a-z 0-9 . _ : -")
   .meta({ description: "The operation's own reference: the key, taken exactly as sent (contract section 1)." });
 /**
- * A new operation's reference from an API client: any ref id outside the wallet forms' namespace, so that no
+ * A new operation's ref id (a top-up's refId, a payment's orderId, a refund's refundId): any ref id but the dot
+ * segments `.` and `..`, which URL normalisation removes from a path, so the operation's page and its refund route
+ * could never be addressed (contract section 1, case C32, docs/decisions/049-dot-segment-references.md). Reading
+ * takes every ref id ({@link refIdSchema}): a row stored before this rule stays readable.
+ */
+export const newRefIdSchema = refIdSchema.refine((value) => !isDotSegment(value), {
+  message: 'must not be "." or ".." (URL paths drop these segments; docs/decisions/049)',
+});
+/**
+ * A new operation's reference from an API client: a new ref id outside the wallet forms' namespace, so that no
  * client can name a reference a form will show (case C20, docs/decisions/033-form-references.md).
  */
-const refId = refIdSchema
+const refId = newRefIdSchema
   .refine((value) => !inFormRefNamespace(value), {
     message: `must not start with "${FORM_REF_PREFIX}" (reserved for the wallet page's forms)`,
   })
   .meta({
     description:
       "The operation's own reference: the key, taken exactly as sent (contract section 1). References starting " +
-      `with \`${FORM_REF_PREFIX}\` belong to the wallet page's forms and are refused (docs/decisions/033).`,
+      `with \`${FORM_REF_PREFIX}\` belong to the wallet page's forms and are refused (docs/decisions/033), and so ` +
+      "are `.` and `..`, which URL paths drop (docs/decisions/049).",
   });
 /** A wallet form's reference: exactly the shape the server mints (`web:<uuid>`, lib/web/form-refs.ts). */
 const formRefId = refIdSchema.refine(isFormRefId, {

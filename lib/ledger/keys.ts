@@ -55,6 +55,25 @@ export function isValidRefId(value: unknown): value is string {
 }
 
 /**
+ * True for `.` and `..`, the only ref ids that are dot segments: RFC 3986 section 5.2.4 and the WHATWG URL standard
+ * remove them from a URL path (their `%2e` spellings fall outside the ref id alphabet), so every client, proxy and
+ * server turns `/api/v1/topups/..` into `/api/v1/`. `...` and longer runs of dots are ordinary segments.
+ */
+export function isDotSegment(refId: string): boolean {
+  return refId === "." || refId === "..";
+}
+
+/**
+ * True when `value` may name a new operation: a ref id ({@link isValidRefId}) that is not a dot segment
+ * ({@link isDotSegment}), whose top-up page and refund route could never be addressed (case C32,
+ * docs/decisions/049-dot-segment-references.md). Rows claimed before this rule keep their keys: reading and
+ * {@link operationKey} still take every ref id.
+ */
+export function isValidNewRefId(value: unknown): value is string {
+  return isValidRefId(value) && !isDotSegment(value);
+}
+
+/**
  * Builds an operation key. `userId` must come from authentication (never a request body).
  * Throws `TypeError` when the ref id is not valid: callers validate input first and answer 400,
  * so reaching this throw is a bug.

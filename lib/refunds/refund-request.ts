@@ -1,19 +1,22 @@
 /**
  * `POST /api/v1/admin/topups/{userId}/{refId}/refunds` body `{ refundId, amount }` (contract section 11), validated
  * like every operation's body (contract sections 1 and 3): unknown members refused, the amount a plain JSON integer
- * token from 1 to MAX_AMOUNT_MINOR, the refund id a ref id taken exactly as sent. Runs before any database work.
+ * token from 1 to MAX_AMOUNT_MINOR, the refund id a new operation's ref id taken exactly as sent (not `.` or `..`,
+ * case C32). Runs before any database work.
  */
 import { z } from "zod";
 import { env } from "../env";
 import { readJsonBody } from "../http/read-json-body";
-import { refIdSchema } from "../http/operation-requests";
+import { newRefIdSchema, refIdSchema } from "../http/operation-requests";
 import { parseAmountToken } from "../http/raw-json";
 import type { InputOutcome } from "../http/route";
 
 export const refundRequestSchema = z
   .strictObject({
-    refundId: refIdSchema.meta({
-      description: "The refund's own reference, chosen by the admin's client: one refund per refundId and user.",
+    refundId: newRefIdSchema.meta({
+      description:
+        "The refund's own reference, chosen by the admin's client: one refund per refundId and user; `.` and `..` " +
+        "are refused (docs/decisions/049).",
     }),
     amount: z
       .int()

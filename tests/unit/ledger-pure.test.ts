@@ -2,7 +2,15 @@
  * The pure parts of lib/ledger: keys (contract section 1, case C08), fingerprints, views and outcome mapping.
  */
 import { describe, expect, it } from "vitest";
-import { AD_ID_PATTERN, isValidRefId, LEDGER_DIRECTION, LEDGER_TYPES, operationKey } from "../../lib/ledger/keys";
+import {
+  AD_ID_PATTERN,
+  isDotSegment,
+  isValidNewRefId,
+  isValidRefId,
+  LEDGER_DIRECTION,
+  LEDGER_TYPES,
+  operationKey,
+} from "../../lib/ledger/keys";
 import { canonicalParams, differingFields, fingerprint } from "../../lib/ledger/fingerprint";
 import { entryColumns, isTerminal, toLedgerEntry, ENTRY_COLUMNS } from "../../lib/ledger/entry";
 import { jsonStoredResponse, paymentView, rewardView, statementEntryView, topupView } from "../../lib/ledger/views";
@@ -31,6 +39,33 @@ describe("keys", () => {
     expect(isValidRefId(5)).toBe(false);
     expect(isValidRefId(null)).toBe(false);
     expect(isValidRefId(undefined)).toBe(false);
+  });
+
+  it.each([
+    [".", true, false],
+    ["..", true, false],
+    ["...", false, true],
+    ["....", false, true],
+    [".a", false, true],
+    ["a.", false, true],
+    ["..a", false, true],
+    ["a..", false, true],
+    ["a", false, true],
+    ["", false, false],
+    [". ", false, false],
+  ])("C32: %j is a dot segment: %s; names a new operation: %s", (refId, dotSegment, usable) => {
+    expect(isDotSegment(refId)).toBe(dotSegment);
+    expect(isValidNewRefId(refId)).toBe(usable);
+  });
+
+  it("C32: a new operation's ref id is a ref id first; stored dot-segment keys stay readable", () => {
+    expect(isValidNewRefId(5)).toBe(false);
+    expect(isValidNewRefId(null)).toBe(false);
+    expect(isValidNewRefId("x".repeat(129))).toBe(false);
+    expect(isValidNewRefId("x".repeat(128))).toBe(true);
+    // A row claimed before the rule keeps its key: the webhook and the reconciler still build it.
+    expect(isValidRefId("..")).toBe(true);
+    expect(operationKey("u1", "topup", "..")).toEqual({ userId: "u1", type: "topup", refId: ".." });
   });
 
   it("an ad id leaves room for the :YYYY-MM-DD suffix (117 + 11 = 128)", () => {

@@ -1,5 +1,5 @@
 /**
- * Request validation (contract section 1, cases C07 and C08): raw JSON tokens, amounts, and the operation
+ * Request validation (contract section 1, cases C07, C08 and C32): raw JSON tokens, amounts, and the operation
  * validators shared by route handlers and server actions.
  */
 import { describe, expect, it } from "vitest";
@@ -14,6 +14,7 @@ import { isJsonContentType } from "../../lib/http/read-json-body";
 import { adminTopupsQuerySchema, entriesQuerySchema, parseQuery } from "../../lib/http/list-query";
 import { isFormRefId, mintFormRefId, parseMajorAmount } from "../../lib/web/form-refs";
 import { formatMinor } from "../../lib/money";
+import { refundRequestSchema } from "../../lib/refunds/refund-request";
 
 const rules = { maxAmountMinor: 1_000_000, walletCurrency: "USD" };
 
@@ -152,6 +153,34 @@ describe("operation validators", () => {
       const forOrder = formToRaw({ orderId: ref, amount: "5" });
       expect(validatePaymentRequest(forOrder.value, forOrder.raw, rules, "form").ok).toBe(false);
     }
+  });
+});
+
+describe("C32: dot segments as references", () => {
+  const dotsDetail = (field: string) =>
+    `${field}: must not be "." or ".." (URL paths drop these segments; docs/decisions/049)`;
+
+  it('C32: a new top-up, payment or refund named "." or ".." is refused with a detail that says why', () => {
+    for (const ref of [".", ".."]) {
+      expect(topup(`{"refId":${JSON.stringify(ref)},"amount":5}`)).toEqual({ ok: false, detail: dotsDetail("refId") });
+      const order = `{"orderId":${JSON.stringify(ref)},"amount":5}`;
+      expect(validatePaymentRequest(JSON.parse(order), rawTopLevelMembers(order), rules)).toEqual({
+        ok: false,
+        detail: dotsDetail("orderId"),
+      });
+      const refund = refundRequestSchema.safeParse({ refundId: ref, amount: 5 });
+      expect(refund.success).toBe(false);
+      expect(refund.error?.issues[0]?.message).toBe(dotsDetail("refundId").slice("refundId: ".length));
+    }
+  });
+
+  it("C32: other runs of dots are ordinary segments, and a reward's ad id of dots keys no dot segment", () => {
+    for (const ref of ["...", "....", ".a", "a.", "..a", "a..", ".:."]) {
+      expect(topup(`{"refId":${JSON.stringify(ref)},"amount":5}`)).toMatchObject({ ok: true, value: { refId: ref } });
+      expect(refundRequestSchema.safeParse({ refundId: ref, amount: 5 }).success).toBe(true);
+    }
+    // The reward's ref id is `<adId>:<day>` (contract section 6): `..:2026-12-01` is an ordinary segment.
+    expect(validateRewardRequest({ adId: ".." })).toEqual({ ok: true, value: { adId: ".." } });
   });
 });
 

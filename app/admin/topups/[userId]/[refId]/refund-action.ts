@@ -6,7 +6,8 @@
  */
 import { revalidatePath } from "next/cache";
 import { env } from "@/lib/env";
-import { isValidRefId } from "@/lib/ledger";
+import { USER_ID_PATTERN } from "@/lib/bank/merchant-ref";
+import { isValidNewRefId, isValidRefId } from "@/lib/ledger";
 import { parseMoneyInput } from "@/lib/money";
 import { PROBLEM_CODES } from "@/lib/problems";
 import { createRefund } from "@/lib/refunds/create-refund";
@@ -26,7 +27,12 @@ function problemState(code: keyof typeof PROBLEM_CODES, amountMinor: number | nu
   };
 }
 
-/** Refunds `amount` (typed in the wallet's currency) of the top-up named by the form's hidden fields. */
+/**
+ * Refunds `amount` (typed in the wallet's currency) of the top-up named by the form's hidden fields. Every field is
+ * checked like the API route's path and body before anything reaches PostgreSQL (which refuses `\u0000` in text,
+ * case C31): the user id as a user id, the top-up's ref id as any ref id, the refund id as a new operation's
+ * (not `.` or `..`, case C32); anything else is the 400 `invalid_request` state, never a thrown error (a 500).
+ */
 export async function refundTopupAction(_previous: RefundActionState, form: FormData): Promise<RefundActionState> {
   const admin = await currentAdmin();
   if (!admin) return problemState("forbidden", null);
@@ -34,7 +40,13 @@ export async function refundTopupAction(_previous: RefundActionState, form: Form
   const topupRefId = String(form.get("topupRefId") ?? "");
   const refundId = String(form.get("refundId") ?? "");
   const amountMinor = parseMoneyInput(String(form.get("amount") ?? ""), env().WALLET_CURRENCY);
-  if (!isValidRefId(topupRefId) || !isValidRefId(refundId) || amountMinor === null || amountMinor < 1)
+  if (
+    !USER_ID_PATTERN.test(userId) ||
+    !isValidRefId(topupRefId) ||
+    !isValidNewRefId(refundId) ||
+    amountMinor === null ||
+    amountMinor < 1
+  )
     return problemState("invalid_request", amountMinor);
   if (amountMinor > env().MAX_AMOUNT_MINOR) return problemState("invalid_request", amountMinor);
   const result = await createRefund({ userId, topupRefId, refundId, amountMinor });
