@@ -140,7 +140,9 @@ test("tokens and admin pages: refusals in plain words, the typed name kept, no p
   await page.goto("/settings/tokens");
   await page.getByLabel("Name").fill("   ");
   await page.getByRole("button", { name: "Create token" }).click();
-  await expect(page.locator(".form-error")).toHaveText("Give the token a name of 1 to 100 characters.");
+  await expect(page.locator(".form-error")).toHaveText(
+    "Give the token a name of 1 to 100 characters, without line breaks or other control characters.",
+  );
   await expect(page.getByLabel("Name")).toHaveValue("   ");
   await expectNoJargon(page, "/settings/tokens after a refusal");
 

@@ -1,7 +1,7 @@
 import { pool } from "../db";
 import { env } from "../env";
 import { getCharge, type BankCharge } from "../bank/client";
-import { merchantRefFor } from "../bank/merchant-ref";
+import { merchantRefFor, USER_ID_PATTERN } from "../bank/merchant-ref";
 import { findEntryByKey, isValidRefId, topupView, type LedgerEntry, type TopupView } from "../ledger";
 import { findAdjustmentOf } from "../topups/credit-adjustment";
 
@@ -92,11 +92,13 @@ SELECT event_id, type, charge_id, amount_minor, currency, outcome, deliveries, f
  * Everything known about one top-up, for the admin timeline page: the row, its audit transitions, the webhook
  * deliveries recorded for its merchant reference, and the bank's current view of its charge.
  *
- * `userId` and `refId` come from the URL; an invalid ref id or an unknown key gives null (the page answers "not
- * found"). Throws database errors; the bank's failures are part of the result (`unreachable`), never thrown.
+ * `userId` and `refId` come from the URL; a user id outside USER_ID_PATTERN (lib/bank/merchant-ref.ts: printable
+ * ASCII, so never the `\u0000` PostgreSQL refuses in text, case C31), an invalid ref id or an unknown key gives null
+ * (the page answers "not found"), before any query. Throws database errors; the bank's failures are part of the
+ * result (`unreachable`), never thrown.
  */
 export async function getTopupTimeline(userId: string, refId: string): Promise<TopupTimeline | null> {
-  if (userId.length === 0 || !isValidRefId(refId)) return null;
+  if (!USER_ID_PATTERN.test(userId) || !isValidRefId(refId)) return null;
   const entry = await findEntryByKey({ userId, type: "topup", refId });
   if (!entry) return null;
   let merchantRef: string | null;

@@ -4,8 +4,10 @@
  * verifications per day (docs/development.md note 18).
  */
 import { createHash, randomBytes, randomUUID } from "node:crypto";
+import { z } from "zod";
 import { withTransaction } from "../db";
 import { env } from "../env";
+import { isPlainLine } from "../http/plain-text";
 
 /** Every token starts with this, so a leaked token is recognisable (secret scanners, logs). */
 export const API_TOKEN_PREFIX = "wlt_";
@@ -24,6 +26,13 @@ const DISPLAY_PREFIX_CHARS = 8;
 
 /** Longest token name, in characters (the column's CHECK: 1..100). */
 export const API_TOKEN_NAME_MAX_LENGTH = 100;
+
+/**
+ * A token's name as every door takes it: surrounding spaces removed, 1..100 characters, none of them a control
+ * character (lib/http/plain-text.ts: PostgreSQL refuses `\u0000`, case C31). The tokens page parses its field with
+ * this; {@link createApiToken} checks the same rule again.
+ */
+export const apiTokenNameField = z.string().trim().min(1).max(API_TOKEN_NAME_MAX_LENGTH).refine(isPlainLine);
 
 /** What a well-formed token looks like; anything else is refused before touching the database. */
 export const API_TOKEN_PATTERN = new RegExp(`^${API_TOKEN_PREFIX}[A-Za-z0-9_-]{${API_TOKEN_SECRET_CHARS}}$`);
@@ -51,12 +60,14 @@ export type CreateApiTokenResult =
  * blocked.
  *
  * @param input.userId the owner's `"user".id` (from the authenticated session, never from a request body).
- * @param input.name a label of 1..100 characters after trimming, chosen by the user.
+ * @param input.name a label of 1..100 characters after trimming, without control characters, chosen by the user
+ *   ({@link apiTokenNameField}).
  * @param input.expiresInDays one of {@link API_TOKEN_EXPIRY_DAYS}, or null / absent for a token that never expires.
  * @returns `created` with `token`, the only copy of the secret (`wlt_` + 43 base64url characters: show it once,
  *   never log or store it), `id` (for revocation), `prefix` (the display form, `wlt_` + 8 characters) and
  *   `expiresAt`; or `limit_reached`.
- * @throws RangeError when the name is empty or too long or the expiry is not offered (callers validate first);
+ * @throws RangeError when the name breaks {@link apiTokenNameField} or the expiry is not offered (callers validate
+ *   first; nothing reaches the database);
  *   Error when the user does not exist; the pg driver's error on database failure.
  */
 export async function createApiToken(input: {
@@ -64,10 +75,13 @@ export async function createApiToken(input: {
   name: string;
   expiresInDays?: ApiTokenExpiryDays;
 }): Promise<CreateApiTokenResult> {
-  const name = input.name.trim();
-  if (name.length < 1 || name.length > API_TOKEN_NAME_MAX_LENGTH) {
-    throw new RangeError(`API token name must be 1..${API_TOKEN_NAME_MAX_LENGTH} characters`);
+  const checked = apiTokenNameField.safeParse(input.name);
+  if (!checked.success) {
+    throw new RangeError(
+      `API token name must be 1..${API_TOKEN_NAME_MAX_LENGTH} characters without control characters`,
+    );
   }
+  const name = checked.data;
   const expiresInDays = input.expiresInDays ?? null;
   if (expiresInDays !== null && !API_TOKEN_EXPIRY_DAYS.includes(expiresInDays)) {
     throw new RangeError(`API token expiry must be one of ${API_TOKEN_EXPIRY_DAYS.join(", ")} days, or none`);

@@ -5,6 +5,7 @@
  * name at most 100, password 10..128).
  */
 import { z } from "zod";
+import { isPlainLine } from "../http/plain-text";
 
 /** Shortest password accepted at sign-up, in characters (project rule; NIST SP 800-63B asks for at least 8). */
 export const PASSWORD_MIN_LENGTH = 10;
@@ -35,12 +36,21 @@ export const signInPasswordField = z.string().min(1).max(PASSWORD_MAX_LENGTH);
 /** Longest display name, in characters (contract section 9). */
 export const NAME_MAX_LENGTH = 100;
 
-/** A display name: surrounding spaces removed, 1..100 characters. */
-const nameField = z.string().trim().min(1).max(NAME_MAX_LENGTH);
+/**
+ * A display name: surrounding spaces removed, 1..100 characters, none of them a control character (PostgreSQL
+ * refuses `\u0000` in text, so without this rule such a name failed in the INSERT with a 500: case C31).
+ */
+const nameField = z.string().trim().min(1).max(NAME_MAX_LENGTH).refine(isPlainLine);
+
+/**
+ * A profile picture's address, which better-auth's sign-up stores as it comes (the product never shows one): any
+ * text without control characters, for the same reason as the name. Its length is bounded by BODY_LIMIT_BYTES.
+ */
+const imageField = z.string().refine(isPlainLine);
 
 /** What the hook refuses an account change with: better-auth's error code and a sentence. */
 export interface AccountFieldsProblem {
-  readonly code: "INVALID_EMAIL" | "INVALID_NEW_PASSWORD" | "INVALID_NAME";
+  readonly code: "INVALID_EMAIL" | "INVALID_NEW_PASSWORD" | "INVALID_NAME" | "INVALID_IMAGE";
   readonly message: string;
 }
 
@@ -63,13 +73,22 @@ export function accountFieldsProblem(path: string, body: unknown): AccountFields
   };
   const name: AccountFieldsProblem = {
     code: "INVALID_NAME",
-    message: `Use a name of 1 to ${NAME_MAX_LENGTH} characters.`,
+    message: `Use a name of 1 to ${NAME_MAX_LENGTH} characters, without line breaks or other control characters.`,
+  };
+  const image: AccountFieldsProblem = {
+    code: "INVALID_IMAGE",
+    message: "Use a picture address without line breaks or other control characters.",
   };
   const password: AccountFieldsProblem = { code: "INVALID_NEW_PASSWORD", message: passwordRule };
   if (path === "/sign-up/email") {
-    checks.push(["email", emailField, email], ["name", nameField, name], ["password", newPasswordField, password]);
+    checks.push(
+      ["email", emailField, email],
+      ["name", nameField, name],
+      ["image", imageField, image],
+      ["password", newPasswordField, password],
+    );
   } else if (path === "/update-user") {
-    checks.push(["name", nameField, name]);
+    checks.push(["name", nameField, name], ["image", imageField, image]);
   } else if (path === "/change-password" || path === "/set-password" || path === "/reset-password") {
     checks.push(["newPassword", newPasswordField, password]);
   } else if (path === "/change-email") {

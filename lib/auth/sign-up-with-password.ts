@@ -23,7 +23,7 @@ export type SignUpWithPasswordResult =
  * @param requestHeaders the incoming request's headers, or `new Headers()` outside a request.
  * @returns `created` with the user's id and the new session's token; `duplicate_email` when an account with
  *   that email exists, including when a concurrent sign-up for the same email won the race (the unique index
- *   `user_email_key` decides); `invalid_email`; `invalid_password` (too short or too long); `invalid_name` (over 100 characters);
+ *   `user_email_key` decides); `invalid_email`; `invalid_password` (too short or too long); `invalid_name` (empty, over 100 characters, or with a control character: case C31);
  *   `throttled` when this address made SIGNUPS_PER_HOUR sign-ups this hour (lib/limits/auth-throttles.ts).
  * @throws any other better-auth `APIError` and database errors.
  */

@@ -28,10 +28,12 @@ export function appOrigins(): string[] {
 /**
  * Whether a request provably comes from one of the app's own pages.
  *
- * `Sec-Fetch-Site`, when present, decides: it must be `same-origin` (`same-site` is exactly the case C23
- * attacker). Browsers that predate it send `Origin` on every POST, PUT, PATCH and DELETE, which must then be one
- * of `origins`. A request with neither header proves nothing and is refused: a browser that sends cookies also
- * sends one of them, and a script that sends neither should use a bearer token.
+ * Every header the request carries must say so: `Sec-Fetch-Site`, when present, must be `same-origin` (`same-site`
+ * is exactly the case C23 attacker), and `Origin`, when present, must be one of `origins`. Browsers that predate
+ * `Sec-Fetch-Site` send `Origin` on every POST, PUT, PATCH and DELETE; browsers that send both send a same-origin
+ * pair, so `same-origin` beside a foreign `Origin` is a request no browser makes and is refused (case C33: Next.js
+ * refused such a server action itself, with a 500). A request with neither header proves nothing and is refused: a
+ * browser that sends cookies also sends one of them, and a script that sends neither should use a bearer token.
  *
  * @param headers the request's headers.
  * @param origins the app's origins (default {@link appOrigins}).
@@ -39,6 +41,28 @@ export function appOrigins(): string[] {
 export function isSameOrigin(headers: Headers, origins: readonly string[] = appOrigins()): boolean {
   const site = headers.get("sec-fetch-site");
   const origin = headers.get("origin");
-  if (site !== null) return site === "same-origin";
-  return origin !== null && origins.includes(origin);
+  if (site === null && origin === null) return false;
+  if (site !== null && site !== "same-origin") return false;
+  return origin === null || origins.includes(origin);
+}
+
+/**
+ * Whether a request's `Origin` (when it has one) names the host the request was sent to, as Next.js compares them
+ * before it runs a server action: the first `X-Forwarded-Host` value, else `Host`. A browser's same-origin request
+ * always passes; one that fails would be refused by Next.js with a 500 (case C33), so proxy.ts refuses it first with
+ * the 403 page. True without an `Origin`, or with one that is not a URL's origin (isSameOrigin refuses those).
+ *
+ * @param headers the request's headers, as the client sent them.
+ */
+export function originMatchesHost(headers: Headers): boolean {
+  const origin = headers.get("origin");
+  if (origin === null) return true;
+  let originHost: string;
+  try {
+    originHost = new URL(origin).host;
+  } catch {
+    return true;
+  }
+  const forwardedHost = headers.get("x-forwarded-host")?.split(",")[0]?.trim();
+  return originHost === (forwardedHost || headers.get("host"));
 }

@@ -40,7 +40,7 @@ export async function createUser(input: {
     case "invalid_password":
       throw new RangeError("password must be 10..128 characters");
     case "invalid_name":
-      throw new RangeError("name must be 1..100 characters");
+      throw new RangeError("name must be 1..100 characters without control characters");
     case "throttled":
       // Only network requests are throttled; this runs outside any (createUser is for CLIs and tests).
       throw new Error(`sign-up throttled outside a request (retry after ${signUp.retryAfterS} s)`);

@@ -86,8 +86,12 @@ function unescapeHtml(value: string): string {
  * hidden `$ACTION_...` fields React renders: `$ACTION_ID_<id>` for a plain action, `$ACTION_REF_n`, `$ACTION_n:k`
  * and `$ACTION_KEY` for a form of `useActionState`), from `localAddress`, with the page's own Origin.
  *
- * @param pageUrl the page that holds the form (its first action form is used).
+ * @param pageUrl the page that holds the form (its first action form is used, or the first that contains
+ *   `options.containing`).
  * @param fields the form's fields.
+ * @param headers sent with the POST; a `cookie` among them is sent with the page's GET too (a signed-in page).
+ * @param options.containing text the wanted form's HTML contains, e.g. `name="refundId"`: picks one form of several
+ *   (a signed-in page's first action form is the header's sign-out).
  * @returns the response; a redirect's target is in `headers.location`; a `useActionState` form that answers
  *   without redirecting gives 200 and the page rendered with the answer.
  */
@@ -96,11 +100,12 @@ export async function submitPageFormFrom(
   pageUrl: string,
   fields: Record<string, string>,
   headers: Record<string, string> = {},
+  options: { containing?: string } = {},
 ): Promise<RawResponse> {
-  const page = await requestFrom(localAddress, pageUrl);
-  const form = /<form[^>]*>([\s\S]*?)<\/form>/.exec(
-    page.text.slice(page.text.search(/<form[^>]*>(?:(?!<\/form>)[\s\S])*name="\$ACTION_/)),
-  )?.[1];
+  const page = await requestFrom(localAddress, pageUrl, headers.cookie ? { headers: { cookie: headers.cookie } } : {});
+  const form = [...page.text.matchAll(/<form[^>]*>([\s\S]*?)<\/form>/g)]
+    .map((match) => match[1]!)
+    .find((html) => html.includes('name="$ACTION_') && html.includes(options.containing ?? ""));
   const actionFields: Record<string, string> = {};
   for (const match of (form ?? "").matchAll(/<input type="hidden" name="(\$ACTION_[^"]+)"(?: value="([^"]*)")?\/?>/g)) {
     actionFields[unescapeHtml(match[1]!)] = unescapeHtml(match[2] ?? "");

@@ -1,13 +1,15 @@
 /**
  * Pure parts of the edge defences (contract section 9): client address resolution (C22), the undecodable
- * URL rewrite (C24), the same-origin rule (C23), the account-field rules of every door, the throttle key of an
- * address, and the page policy.
+ * URL rewrite (C24), the same-origin rule (C23, and the header pairs of C33), the account-field and token-name rules
+ * of every door (C31), the throttle key of an address, and the page policy.
  */
 import { describe, expect, it } from "vitest";
+import { apiTokenNameField } from "../../lib/api-tokens/create-api-token";
 import { accountFieldsProblem } from "../../lib/auth/credential-fields";
 import { normalizeAddress, resolveClientAddress, UNKNOWN_ADDRESS } from "../../lib/http/client-address";
 import { INVALID_URL_API_PATH, INVALID_URL_PAGE_PATH, invalidUrlRewrite } from "../../lib/http/client-address-hook";
-import { isSameOrigin, isStateChangingMethod } from "../../lib/http/same-origin";
+import { isPlainLine } from "../../lib/http/plain-text";
+import { isSameOrigin, isStateChangingMethod, originMatchesHost } from "../../lib/http/same-origin";
 import { pageContentSecurityPolicy } from "../../lib/http/security-headers";
 import { addressKey } from "../../lib/limits/auth-throttles";
 
@@ -96,6 +98,28 @@ describe("isSameOrigin (C23)", () => {
     expect(check({ "sec-fetch-site": "same-site", origin: "http://127.0.0.1:3000" })).toBe(false);
   });
 
+  it("C33: refuses Sec-Fetch-Site: same-origin beside a foreign Origin (a pair no browser sends)", () => {
+    expect(check({ "sec-fetch-site": "same-origin", origin: "https://evil.example" })).toBe(false);
+    expect(check({ "sec-fetch-site": "same-origin", origin: "http://127.0.0.1:3999" })).toBe(false);
+    expect(check({ "sec-fetch-site": "same-origin", origin: "null" })).toBe(false);
+  });
+
+  it("C33: an Origin must name the host the request was sent to, as Next.js checks before a server action", () => {
+    const matches = (headers: Record<string, string>) => originMatchesHost(new Headers(headers));
+    expect(matches({ host: "127.0.0.1:3000" })).toBe(true);
+    expect(matches({ origin: "http://127.0.0.1:3000", host: "127.0.0.1:3000" })).toBe(true);
+    // One of the app's origins, but not the host this request went to: Next.js would answer 500.
+    expect(matches({ origin: "http://localhost:3000", host: "127.0.0.1:3000" })).toBe(false);
+    expect(matches({ origin: "https://evil.example", host: "127.0.0.1:3000" })).toBe(false);
+    // A proxy's X-Forwarded-Host (its first value) is what Next.js compares when present.
+    expect(
+      matches({ origin: "https://wallet.example", host: "127.0.0.1:3000", "x-forwarded-host": " wallet.example, x" }),
+    ).toBe(true);
+    expect(matches({ origin: "http://127.0.0.1:3000", host: "127.0.0.1:3000", "x-forwarded-host": "evil" })).toBe(
+      false,
+    );
+  });
+
   it("treats every method but GET, HEAD and OPTIONS as a state change", () => {
     for (const method of ["POST", "PUT", "PATCH", "DELETE", "PROPFIND"])
       expect(isStateChangingMethod(method)).toBe(true);
@@ -130,6 +154,42 @@ describe("accountFieldsProblem (one validation for every door)", () => {
       "INVALID_EMAIL",
     );
     expect(accountFieldsProblem("/sign-in/email", { email: "x", password: "y" })).toBeNull();
+  });
+
+  it("C31: refuses a name or picture address holding \\u0000 (PostgreSQL refuses it in text) or another control character", () => {
+    for (const name of ["a\u0000b", "a\nb", "tab\there", "esc\u001b[31m", "del\u007f", "c1\u0085"]) {
+      expect(accountFieldsProblem("/sign-up/email", { ...valid, name })?.code, JSON.stringify(name)).toBe(
+        "INVALID_NAME",
+      );
+      expect(accountFieldsProblem("/update-user", { name })?.code).toBe("INVALID_NAME");
+    }
+    expect(accountFieldsProblem("/sign-up/email", { ...valid, image: "https://x.example/a\u0000.png" })?.code).toBe(
+      "INVALID_IMAGE",
+    );
+    expect(accountFieldsProblem("/update-user", { image: "\u0000" })?.code).toBe("INVALID_IMAGE");
+    // Letters of any script, spaces and punctuation stay names.
+    expect(accountFieldsProblem("/sign-up/email", { ...valid, name: "Zoë O'Brien-Łukasz 李" })).toBeNull();
+    expect(accountFieldsProblem("/sign-up/email", { ...valid, image: "https://x.example/a.png" })).toBeNull();
+  });
+});
+
+describe("C31: one-line names (isPlainLine, apiTokenNameField)", () => {
+  it("C31: refuses every control character, \\u0000 first, and nothing else", () => {
+    for (const code of [0x00, 0x09, 0x0a, 0x0d, 0x1b, 0x1f, 0x7f, 0x80, 0x9f]) {
+      expect(isPlainLine(`a${String.fromCharCode(code)}b`), code.toString(16)).toBe(false);
+    }
+    for (const text of ["", "a b", "CI bot (prod)", "Zoë 李 ✓", "\u00a0\u200b", "\u{1F4B8}"]) {
+      expect(isPlainLine(text), JSON.stringify(text)).toBe(true);
+    }
+  });
+
+  it("C31: a token name is 1..100 characters after trimming, without control characters", () => {
+    expect(apiTokenNameField.safeParse("a\u0000b").success).toBe(false);
+    expect(apiTokenNameField.safeParse("ci\nbot").success).toBe(false);
+    expect(apiTokenNameField.safeParse("   ").success).toBe(false);
+    expect(apiTokenNameField.safeParse("n".repeat(101)).success).toBe(false);
+    expect(apiTokenNameField.safeParse("  deploy bot  ")).toEqual({ success: true, data: "deploy bot" });
+    expect(apiTokenNameField.safeParse("n".repeat(100)).success).toBe(true);
   });
 });
 

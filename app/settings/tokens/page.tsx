@@ -8,6 +8,7 @@ import {
   API_TOKEN_EXPIRY_DAYS,
   API_TOKEN_NAME_MAX_LENGTH,
   type ApiTokenExpiryDays,
+  apiTokenNameField,
   createApiToken,
 } from "@/lib/api-tokens/create-api-token";
 import { type ApiTokenSummary, listApiTokens } from "@/lib/api-tokens/list-api-tokens";
@@ -18,7 +19,8 @@ import { CreateTokenForm, type CreateTokenState } from "./create-token-form";
 export const metadata: Metadata = { title: "API tokens" };
 
 const createForm = z.object({
-  name: z.string().trim().min(1).max(API_TOKEN_NAME_MAX_LENGTH),
+  // 1..100 characters without control characters: a `\u0000` would otherwise reach PostgreSQL, a 500 (case C31).
+  name: apiTokenNameField,
   // "never" or one of the offered day counts (the select's values).
   expiry: z.enum(["never", ...API_TOKEN_EXPIRY_DAYS.map(String)] as [string, ...string[]]).default("never"),
 });
@@ -35,7 +37,10 @@ async function createTokenAction(_state: CreateTokenState, formData: FormData): 
   const user = await requireSessionUser();
   const form = createForm.safeParse({ name: formData.get("name"), expiry: formData.get("expiry") ?? undefined });
   if (!form.success) {
-    return { kind: "invalid", message: `Give the token a name of 1 to ${API_TOKEN_NAME_MAX_LENGTH} characters.` };
+    return {
+      kind: "invalid",
+      message: `Give the token a name of 1 to ${API_TOKEN_NAME_MAX_LENGTH} characters, without line breaks or other control characters.`,
+    };
   }
   const expiresInDays = form.data.expiry === "never" ? null : (Number(form.data.expiry) as ApiTokenExpiryDays);
   const created = await createApiToken({ userId: user.userId, name: form.data.name, expiresInDays });
