@@ -192,7 +192,7 @@ describe("entry mapping and views", () => {
     ).toMatchObject({ leaseOwner: null, bankChargeId: null, failureReason: null, leaseExpiresAt: null });
   });
 
-  it("maps every column: the failure reason, settlement counters, flag time, adjustment and refund links too", () => {
+  it("maps every column: the failure reason, settlement counters, flag time, adjustment and refund links, dispute state too", () => {
     const flaggedAt = new Date("2026-01-01T00:05:00Z");
     const full = {
       ...row,
@@ -205,6 +205,7 @@ describe("entry mapping and views", () => {
       adjusts_entry_id: 5,
       refunds_entry_id: 4,
       refunded_minor: 300,
+      dispute_status: "lost",
     };
     expect(toLedgerEntry(full)).toEqual({
       id: 7,
@@ -228,6 +229,7 @@ describe("entry mapping and views", () => {
       adjustsEntryId: 5,
       refundsEntryId: 4,
       refundedMinor: 300,
+      disputeStatus: "lost",
       createdAt: new Date("2026-01-01T00:00:00Z"),
       updatedAt: new Date("2026-01-01T00:00:01Z"),
     });
@@ -239,6 +241,7 @@ describe("entry mapping and views", () => {
         adjusts_entry_id: undefined,
         refunds_entry_id: undefined,
         refunded_minor: undefined,
+        dispute_status: undefined,
       }),
     ).toMatchObject({
       settleLastError: null,
@@ -246,7 +249,9 @@ describe("entry mapping and views", () => {
       adjustsEntryId: null,
       refundsEntryId: null,
       refundedMinor: 0,
+      disputeStatus: null,
     });
+    expect(toLedgerEntry({ ...full, dispute_status: null }).disputeStatus).toBeNull();
   });
 
   it("qualifies every column with an alias", () => {
