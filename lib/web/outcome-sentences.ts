@@ -61,6 +61,11 @@ function ofAmount(context: SentenceContext): string {
   return typeof context.amountMinor === "number" ? ` of ${money(context.amountMinor, context)}` : "";
 }
 
+/** What did not happen to the money when a request was refused: a refund refunds, everything else charges. */
+function nothingMoved(context: SentenceContext): string {
+  return context.kind === "refund" ? "nothing was refunded" : "nothing was charged";
+}
+
 /** What the amount field accepts, with an example. */
 export function amountHint(context: Pick<SentenceContext, "currency" | "maxAmountMinor">): string {
   const smallest = formatMoney(1, context.currency);
@@ -73,9 +78,9 @@ export function amountHint(context: Pick<SentenceContext, "currency" | "maxAmoun
  * mentions a field path, a unit or a key.
  */
 export const PROBLEM_SENTENCES: Readonly<Record<ProblemCode, (context: SentenceContext) => string>> = {
-  invalid_request: () => "This form is out of date. Reload the page and try again; nothing was charged.",
+  invalid_request: (c) => `This form is out of date. Reload the page and try again; ${nothingMoved(c)}.`,
   invalid_signature: () => "The request was refused; nothing changed.",
-  unauthenticated: () => "You are signed out. Sign in again; nothing was charged.",
+  unauthenticated: (c) => `You are signed out. Sign in again; ${nothingMoved(c)}.`,
   insufficient_funds: (c) =>
     `Not enough money in your wallet for this ${NOUN[c.kind]}${ofAmount(c)}. Nothing was paid.`,
   // Contract section 12: a chargeback left a debt that payments wait for.
@@ -86,7 +91,7 @@ export const PROBLEM_SENTENCES: Readonly<Record<ProblemCode, (context: SentenceC
   // Case C15: the credit would not fit under the wallet's balance ceiling (MAX_BALANCE_MINOR).
   balance_limit_exceeded: (c) =>
     `This ${NOUN[c.kind]}${ofAmount(c)} would take your wallet over its balance limit, so nothing was charged or credited.`,
-  forbidden: () => "This request was refused. Reload the page and try again; nothing was charged.",
+  forbidden: (c) => `This request was refused. Reload the page and try again; ${nothingMoved(c)}.`,
   not_found: () => "We could not find that. Reload the page.",
   method_not_allowed: () => "This request was refused. Reload the page and try again.",
   request_in_progress: (c) =>
@@ -101,7 +106,7 @@ export const PROBLEM_SENTENCES: Readonly<Record<ProblemCode, (context: SentenceC
   // Contract section 11, case C26: a dispute open or lost on the top-up returns the cardholder's money itself.
   topup_disputed: () =>
     "The bank holds a dispute on this top-up, which returns the money to the card itself, so nothing was refunded.",
-  payload_too_large: () => "The request was too large; nothing was charged.",
+  payload_too_large: (c) => `The request was too large; ${nothingMoved(c)}.`,
   unsupported_media_type: () => "The request was refused. Reload the page and try again.",
   idempotency_key_reused: (c) =>
     `This form was already sent with a different amount, so this ${NOUN[c.kind]} was not made. Reload the page to start a new one.`,
@@ -109,7 +114,7 @@ export const PROBLEM_SENTENCES: Readonly<Record<ProblemCode, (context: SentenceC
     `You have reached today's reward limit${
       typeof c.rewardCapMinor === "number" ? ` of ${money(c.rewardCapMinor, c)}` : ""
     }. Nothing more can be credited today; come back tomorrow.`,
-  rate_limited: (c) => `Too many new ${NOUN[c.kind]}s in a minute. Wait a moment, then try again; nothing was charged.`,
+  rate_limited: (c) => `Too many new ${NOUN[c.kind]}s in a minute. Wait a moment, then try again; ${nothingMoved(c)}.`,
   internal_error: (c) =>
     `Something went wrong on our side. Try again: the same ${NOUN[c.kind]} is never charged twice.`,
   cap_store_unavailable: () => "Rewards are unavailable right now, so nothing was credited. Try again shortly.",

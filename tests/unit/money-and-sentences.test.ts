@@ -131,6 +131,20 @@ describe("outcome sentences", () => {
     });
   });
 
+  it("a refused refund says nothing was refunded, not charged; a refund of a disputed top-up says why", () => {
+    const refund = { ...USD, kind: "refund" as const, amountMinor: 500 };
+    for (const code of ["invalid_request", "forbidden", "unauthenticated"] as const) {
+      const body = JSON.stringify(problem(code, "x"));
+      const text = describeOutcome({ status: problem(code, "x").status, body, replayed: false }, refund).text;
+      expect(text, code).toContain("nothing was refunded");
+      expect(text, code).not.toContain("charged");
+    }
+    const disputed = JSON.stringify(problem("topup_disputed", "x", { refundableMinor: 0 }));
+    expect(describeOutcome({ status: 422, body: disputed, replayed: false }, refund).text).toContain(
+      "The bank holds a dispute on this top-up",
+    );
+  });
+
   it("a top-up's answer follows its live state: processing, then succeeded", () => {
     const topup = { refId: "r", amount: 2500, currency: "USD", status: "processing", failureReason: null };
     const outcome = { status: 201, body: JSON.stringify({ topup }), replayed: false };
