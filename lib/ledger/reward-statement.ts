@@ -1,6 +1,6 @@
 /**
  * A reward decided in one round trip under the wallet's lock (contract sections 1, 3, 5 and 6): one call of a
- * PL/pgSQL function that locks the wallet row, sums the user's unfinished top-ups, then claims the row terminal,
+ * PL/pgSQL function that locks the wallet row, sums the money that may still reach it, then claims the row terminal,
  * counts the day's cap row, credits the wallet and writes the audit rows and the stored first response in one
  * statement (docs/decisions/047).
  */
@@ -74,7 +74,8 @@ export type RewardDecision =
  * statement commits by itself: once sent, the caller must treat it as possibly committed; or a client inside a READ
  * COMMITTED transaction that the caller commits).
  *
- * Room first: `balance + amountMinor + the user's unfinished top-ups <= maxBalanceMinor` under the wallet's lock
+ * Room first: `balance + amountMinor + the pending credits <= maxBalanceMinor` (unfinished top-ups and refunds,
+ * chargebacks not reversed: the SQL function ledger_pending_credits_minor) under the wallet's lock
  * (contract section 5, case C15); without room the row is born `failed` with `request.refusal` stored and nothing
  * counted or credited. With room the day's cap row is raised (unless `capMinor` is null), the wallet credited (a
  * debt repaid first, contract section 12) and the row born `succeeded` with `request.succeeded` stored, its time

@@ -43,7 +43,7 @@ export interface TopupAdmissionRequest extends TopupCeiling {
  * Decides `request.ref`'s admission in one statement on `db` (the pool in autocommit: the statement commits by
  * itself, and is safe to run again after a lost connection, since each move is guarded by the row's status and
  * attempt and the store by `response IS NULL`). Under the wallet row's lock (created with balance 0 when missing),
- * when `balance + amountMinor + the user's other unfinished top-ups <= maxBalanceMinor` the row moves `initiated` ->
+ * when `balance + amountMinor + the user's other pending credits <= maxBalanceMinor` the row moves `initiated` ->
  * `processing`; otherwise it moves `initiated`/`processing` -> `failed` (`balance_limit_exceeded`, the figures in
  * the audit row's detail) and `request.refusal` is stored unless a response is already stored. Both moves only
  * under `request.attempt`.

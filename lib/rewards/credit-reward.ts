@@ -78,7 +78,7 @@ export interface CreditRewardDependencies {
  *    (lost claim race, mismatch, database error, timeout). A failed release or settle is logged and leaves the
  *    reservation counted: the safe direction, which can refuse a reward but never exceed the cap.
  *
- * 3a. A reward whose credit would take the balance past MAX_BALANCE_MINOR (counting the user's unfinished top-ups)
+ * 3a. A reward whose credit would take the balance past MAX_BALANCE_MINOR (counting the money that may still reach it: ledger_pending_credits_minor)
  *    fails instead, in the same statement, with a stored `422 balance_limit_exceeded` that replays like any first
  *    response; the reservation is released (contract section 5, case C15).
  *

@@ -25,7 +25,7 @@ export type AdmissionOutcome =
 
 /**
  * Moves a claimed top-up `entry` (status `initiated`, lease held with fencing token `attempt`) to `processing` only
- * when `balance + amount + the user's other unfinished top-ups <= MAX_BALANCE_MINOR`, decided under the wallet
+ * when `balance + amount + the user's other pending credits <= MAX_BALANCE_MINOR`, decided under the wallet
  * row's lock in the same statement as the move (lib/ledger/topup-admission.ts, one round trip), so two concurrent
  * top-ups cannot both take the same room. Without room the row fails as `balance_limit_exceeded` and its 422 problem
  * is stored in that statement. `actor` is "request" for the live request, "reconciler" for a re-drive of a row
