@@ -6,10 +6,23 @@
  * left alive shows apart from garbage not yet collected.
  *
  * Run through bench/profile.ts: `node --experimental-websocket --import tsx bench/profile.ts --memory
- * [--seconds N] [--app-node-options="--max-old-space-size=160 --max-semi-space-size=16"]` (Node 20 needs the flag
- * for its WebSocket client).
+ * [--seconds N] [--app-node-options="--max-old-space-size=160 --max-semi-space-size=16"] [--snapshots DIR]` (Node 20
+ * needs the flag for its WebSocket client).
+ *
+ * The app runs with the heap bound `npm start` gives it (APP_HEAP_MB, scripts/lib/stack.ts `appHeapNodeArgs`;
+ * `--app-node-options` come after it and override it); `APP_HEAP_MB=0` in the environment probes V8's defaults.
+ *
+ * Each reading splits the resident set: V8's heap (`total_physical_size`, the pages of its spaces that are resident,
+ * code space included), memory V8 accounts as external (`external`, which includes ArrayBuffers and Buffers), and
+ * the anonymous memory outside V8's heap (RssAnon minus V8's physical size: malloc arenas, Buffers, thread stacks).
+ *
+ * `--snapshots DIR` also writes heap snapshots of the app (`v8.writeHeapSnapshot` through the inspector) to DIR: at
+ * idle, after the stored payments, while the top-up storm's requests are in flight, and after everything; read them
+ * with bench/heap-snapshots.ts. Writing a snapshot takes memory outside the heap and stops the app for seconds, so a
+ * run with snapshots says nothing about the peak or the storms' latency: measure those in a run without.
  */
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { processCpuMs } from "./cpu-accounting";
 import { duplicateStorm } from "./duplicate-storm";
 import { loadRoute, type RequestGenerator } from "./http-load";
@@ -69,6 +82,12 @@ interface MemoryReading {
   heapTotalMB: number;
   heapUsedMB: number;
   oldSpaceMB: string;
+  /** V8's resident heap pages (getHeapStatistics().total_physical_size). */
+  v8PhysicalMB: number;
+  /** process.memoryUsage().external (ArrayBuffers and Buffers included). */
+  externalMB: number;
+  /** RssAnon minus V8's resident heap: malloc arenas, Buffers, thread stacks. */
+  anonOutsideV8MiB: number;
   note: string;
 }
 
@@ -77,28 +96,54 @@ function statusMiB(pid: number, field: string): number {
   return Math.round(Number(match?.[1] ?? 0) / 1024);
 }
 
-const HEAP_EXPRESSION = `JSON.stringify({ usage: process.memoryUsage(), old: process.mainModule.require("v8")
-  .getHeapSpaceStatistics().find((space) => space.space_name === "old_space") })`;
+const HEAP_EXPRESSION = `JSON.stringify({ usage: process.memoryUsage(),
+  physical: process.mainModule.require("v8").getHeapStatistics().total_physical_size,
+  old: process.mainModule.require("v8").getHeapSpaceStatistics().find((space) => space.space_name === "old_space") })`;
 
 async function read(inspector: Inspector, pid: number, phase: string, note = ""): Promise<MemoryReading> {
   const evaluated = (await inspector.send("Runtime.evaluate", { expression: HEAP_EXPRESSION, returnByValue: true }))
     .result as { value: string };
   const heap = JSON.parse(evaluated.value) as {
     usage: NodeJS.MemoryUsage;
+    physical: number;
     old: { space_size: number; space_used_size: number };
   };
   const mb = (bytes: number) => Math.round(bytes / 1_048_576);
+  const anonMiB = statusMiB(pid, "RssAnon");
   return {
     phase,
     rssMiB: statusMiB(pid, "VmRSS"),
     peakMiB: statusMiB(pid, "VmHWM"),
-    anonMiB: statusMiB(pid, "RssAnon"),
+    anonMiB,
     fileMiB: statusMiB(pid, "RssFile"),
     heapTotalMB: mb(heap.usage.heapTotal),
     heapUsedMB: mb(heap.usage.heapUsed),
     oldSpaceMB: `${mb(heap.old.space_size)} / ${mb(heap.old.space_used_size)}`,
+    v8PhysicalMB: mb(heap.physical),
+    externalMB: mb(heap.usage.external),
+    anonOutsideV8MiB: anonMiB - mb(heap.physical),
     note,
   };
+}
+
+/** Open file descriptors of `pid` (its sockets included): how many of a storm's connections it has accepted. */
+function openFiles(pid: number): number {
+  return readdirSync(`/proc/${pid}/fd`).length;
+}
+
+/** How long a storm may run before its in-flight snapshot is taken anyway: 3 s, past a storm's accept phase. */
+const IN_FLIGHT_WAIT_MS = 3000;
+
+/**
+ * Writes a heap snapshot of the app to `dir/<name>.heapsnapshot` (V8 collects garbage first, so it holds only live
+ * objects) and returns the reading taken just before it with the snapshot's file in its note.
+ */
+async function snapshot(inspector: Inspector, pid: number, dir: string, name: string): Promise<MemoryReading> {
+  const before = await read(inspector, pid, `snapshot: ${name}`);
+  const file = join(dir, `${name}.heapsnapshot`);
+  const expression = `process.mainModule.require("v8").writeHeapSnapshot(${JSON.stringify(file)})`;
+  await inspector.send("Runtime.evaluate", { expression, returnByValue: true });
+  return { ...before, note: `heap used before the snapshot; ${file}` };
 }
 
 /** Live bytes of a sampling heap profile, by the package of the allocating function (top 8). */
@@ -132,6 +177,8 @@ export async function probeMemory(options: {
   users: readonly HttpUser[];
   seconds: number;
   tag: string;
+  /** Write heap snapshots here (see the module's comment); none when absent. */
+  snapshotDir?: string;
 }): Promise<string> {
   const { appUrl, users, tag } = options;
   const server = appGroupMemory(Number(new URL(appUrl).port)).find((member) => member.name.startsWith("next-server"));
@@ -140,6 +187,8 @@ export async function probeMemory(options: {
   const readings: MemoryReading[] = [];
   try {
     readings.push(await read(inspector, server.pid, "idle after start"));
+    const dir = options.snapshotDir;
+    if (dir) readings.push(await snapshot(inspector, server.pid, dir, "1-idle"));
     await inspector.send("HeapProfiler.enable");
     await inspector.send("HeapProfiler.startSampling", { samplingInterval: 16_384 });
     const load = users.slice(0, -1);
@@ -160,6 +209,7 @@ export async function probeMemory(options: {
       await response.arrayBuffer();
     }
     readings.push(await read(inspector, server.pid, `after ${load.length} stored payments`));
+    if (dir) readings.push(await snapshot(inspector, server.pid, dir, "2-stored-payments"));
     const phases: Array<[string, string, RequestGenerator]> = [
       ["empty route", "/api/v1/bench/noop", () => ({ body: "{}", token: null })],
       ["fresh payments", "/api/v1/payments", rotating((n) => `{"orderId":"mf-${tag}-${n}","amount":1}`)],
@@ -185,11 +235,29 @@ export async function probeMemory(options: {
       ["/api/v1/topups", `{"refId":"md-${tag}","amount":100}`],
     ] as const) {
       const cpuBefore = processCpuMs(server.pid);
-      const figures = await duplicateStorm({ appUrl, path, token: storm.token, body, count: 1000 });
+      const filesBefore = openFiles(server.pid);
+      // With snapshots, the app stops for seconds while one is written: the storm's requests wait that long.
+      const running = duplicateStorm({
+        appUrl,
+        path,
+        token: storm.token,
+        body,
+        count: 1000,
+        timeoutMs: dir ? 120_000 : undefined,
+      });
+      if (dir && path.endsWith("topups")) {
+        // Taken once most of the storm's connections are open in the app, so most of its requests are in flight.
+        const startedMs = performance.now();
+        while (openFiles(server.pid) - filesBefore < 800 && performance.now() - startedMs < IN_FLIGHT_WAIT_MS)
+          await new Promise((resolve) => setTimeout(resolve, 20));
+        readings.push(await snapshot(inspector, server.pid, dir, "3-top-up-storm-in-flight"));
+      }
+      const figures = await running;
       const cpu = (processCpuMs(server.pid) - cpuBefore) / 1000;
       const note = `p99 ${figures.p99Ms?.toFixed(0) ?? "n/a"} ms, app ${cpu.toFixed(2)} ms CPU/request`;
       readings.push(await read(inspector, server.pid, `after the storm on ${path}`, note));
     }
+    if (dir) readings.push(await snapshot(inspector, server.pid, dir, "4-after-everything"));
     await inspector.send("HeapProfiler.collectGarbage");
     readings.push(await read(inspector, server.pid, "after a forced full collection"));
     const sampled = (await inspector.send("HeapProfiler.getSamplingProfile")).profile;
@@ -197,7 +265,20 @@ export async function probeMemory(options: {
     const liveTotal = live.reduce((sum, [, bytes]) => sum + bytes, 0);
     return [
       renderTable(
-        ["phase", "RSS MiB", "peak MiB", "anon", "file", "heap total MB", "heap used MB", "old space MB", "note"],
+        [
+          "phase",
+          "RSS MiB",
+          "peak MiB",
+          "anon",
+          "file",
+          "heap total MB",
+          "heap used MB",
+          "old space MB",
+          "V8 resident MB",
+          "external MB",
+          "anon outside V8",
+          "note",
+        ],
         readings.map((r) => [
           r.phase,
           String(r.rssMiB),
@@ -207,6 +288,9 @@ export async function probeMemory(options: {
           String(r.heapTotalMB),
           String(r.heapUsedMB),
           r.oldSpaceMB,
+          String(r.v8PhysicalMB),
+          String(r.externalMB),
+          String(r.anonOutsideV8MiB),
           r.note,
         ]),
       ),

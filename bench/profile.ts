@@ -4,9 +4,11 @@
  *
  *   node --import tsx bench/profile.ts [--route noop|payments|replays|topups|storm] [--seconds N] [--out file]
  *   node --experimental-websocket --import tsx bench/profile.ts --memory [--seconds N] [--app-node-options="..."]
+ *        [--snapshots DIR]
  *
  * `--memory` runs bench/memory-probe.ts instead: the app under `--inspect` (plus `--app-node-options`), the bench's
- * HTTP phases and storms, and its memory after each.
+ * HTTP phases and storms, and its memory after each; `--snapshots DIR` also writes heap snapshots of the app there
+ * (read them with bench/heap-snapshots.ts).
  *
  * Starts PostgreSQL and Redis (scripts/lib/stack.ts), the sandbox bank, and `next start` under
  * `node --cpu-prof` (V8's sampling profiler; `--cpu-prof` is refused in NODE_OPTIONS, so the app is spawned here
@@ -15,9 +17,9 @@
  * app with SIGTERM (Next exits cleanly and V8 writes the profile), and prints the self time of the busiest
  * functions and of each package, as shares of the app's busy (non-idle) time. Loopback only; stops everything.
  */
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import pg from "pg";
 import { freePort, waitForHttp } from "../scripts/lib/ports";
@@ -117,8 +119,10 @@ function summarise(profile: CpuProfile): {
 
 const HELP = `usage: node --import tsx bench/profile.ts [--route noop|payments|replays|topups|storm] [--seconds N] [--out file]
        node --experimental-websocket --import tsx bench/profile.ts --memory [--seconds N] [--app-node-options="..."]
+            [--snapshots DIR]
 
-A V8 CPU profile of the app under one route's load, or (--memory) the app's memory after each bench phase.
+A V8 CPU profile of the app under one route's load, or (--memory) the app's memory after each bench phase
+(--snapshots DIR: and heap snapshots of it, for bench/heap-snapshots.ts).
 Exit codes: 0 done; 1 failed; 2 bad arguments.`;
 
 async function main(): Promise<number> {
@@ -132,6 +136,7 @@ async function main(): Promise<number> {
       out: { type: "string" },
       memory: { type: "boolean" },
       "app-node-options": { type: "string" },
+      snapshots: { type: "string" },
     },
   });
   const route = (values.route ?? "payments") as Route;
@@ -207,7 +212,9 @@ async function main(): Promise<number> {
     // --memory: the bench's 1000 loading users plus the one its storms use.
     const users = await createHttpUsers(db, values.memory ? USERS + 1 : USERS, tag);
     if (values.memory) {
-      process.stdout.write(`${await probeMemory({ appUrl, inspectPort, users, seconds, tag })}\n`);
+      const snapshotDir = values.snapshots ? resolve(values.snapshots) : undefined;
+      if (snapshotDir) mkdirSync(snapshotDir, { recursive: true });
+      process.stdout.write(`${await probeMemory({ appUrl, inspectPort, users, seconds, tag, snapshotDir })}\n`);
       return 0;
     }
     let sequence = 0;
