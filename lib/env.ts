@@ -188,6 +188,20 @@ const schema = z
      * only. At least 32 characters: it is a secret, compared in constant time.
      */
     METRICS_TOKEN: z.preprocess((v) => (v === "" ? undefined : v), z.string().min(32).optional()),
+    /**
+     * V8's old-generation bound of the production server, in MB: `npm start`, the demo and the bench start
+     * next-server with `--max-old-space-size=<this>` (scripts/lib/stack.ts `appHeapNodeArgs`; decision 051). 768: a
+     * burst of 10,000 requests in flight at once holds ~66 KB each alive (Next's request pipeline, measured), ~650 MB
+     * over the ~75 MB the app holds at idle, and fits; 384 and 288 crashed under it. The bound also makes V8 collect
+     * sooner, which holds the bench's peak resident set at 300-350 MiB (V8's own default, a quarter of the machine's
+     * memory, let it reach 614-785 MiB). 0: V8's default. An operator's own `--max-old-space-size` in NODE_OPTIONS
+     * wins over this. At least 128: the app holds ~70 MB alive when idle.
+     */
+    APP_HEAP_MB: z.coerce
+      .number()
+      .int()
+      .refine((mb) => mb === 0 || (mb >= 128 && mb <= 65_536), "0 (V8's default) or 128..65536")
+      .default(768),
   })
   .superRefine((raw, ctx) => {
     // Case C28: the balance's CHECK (balance_minor < 2^53) must leave room above the ceiling for the largest credit

@@ -8,8 +8,10 @@
  * with the checksum it was applied with). `--migrate` applies pending migrations first, as `npm run db:migrate`
  * does. Redis missing or down is a warning: rewards answer 503 until it answers (contract section 6).
  *
- * Then it runs `next start -H $HOST -p $PORT` and the reconciler on a timer in this process
- * (`RECONCILE_INTERVAL_MS`; `--no-reconciler` or 0 turns it off, e.g. when it runs elsewhere).
+ * Then it runs `next start -H $HOST -p $PORT`, with V8's heap bounded by `APP_HEAP_MB` (default 768 MB; 0 for V8's
+ * default; an own `--max-old-space-size` in NODE_OPTIONS wins: scripts/lib/stack.ts `appHeapNodeArgs`, decision 051),
+ * and the reconciler on a timer in this process (`RECONCILE_INTERVAL_MS`; `--no-reconciler` or 0 turns it off, e.g.
+ * when it runs elsewhere).
  * SIGTERM or SIGINT (systemd, a container runtime, Ctrl-C): the reconciler finishes the pass in progress, Next.js
  * stops accepting connections and finishes the requests in flight, and the process exits 0. Exit codes: 0 after a
  * clean stop; 1 when it refuses to start, when the server exits on its own, or when stopping failed; 2 on a
@@ -20,7 +22,7 @@ import { env } from "../lib/env";
 import { loadEnvFiles } from "./lib/env-files";
 import { exitZeroAfterCleanShutdown, registerCleanup, runCleanups, shutdownSignal } from "./lib/processes";
 import { checkBeforeStart } from "./lib/start-checks";
-import { projectRoot, spawnApp, waitForService } from "./lib/stack";
+import { appHeapNodeArgs, projectRoot, spawnApp, waitForService } from "./lib/stack";
 
 const USAGE = `usage: npm start [-- [--migrate] [--no-reconciler]]
   --migrate        apply pending database migrations before starting (as npm run db:migrate)
@@ -91,6 +93,10 @@ async function main(): Promise<number> {
   } else {
     say(`reconciler: off (${options.reconciler ? "RECONCILE_INTERVAL_MS=0" : "--no-reconciler"})`);
   }
+  const heapArgs = appHeapNodeArgs(process.env).join(" ");
+  say(
+    `next-server heap: ${heapArgs || "no bound of ours"}${process.env.NODE_OPTIONS ? `; NODE_OPTIONS ${process.env.NODE_OPTIONS}` : ""}`,
+  );
   say(`wallet serving on ${settings.HOST}:${settings.PORT} (APP_URL ${settings.APP_URL})`);
 
   const exit = await app.exited;

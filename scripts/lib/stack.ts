@@ -21,6 +21,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { dirname, join, resolve } from "node:path";
+import { parseEnv } from "../../lib/env";
 import { migrate } from "../../lib/migrate";
 import {
   embeddedPostgresRoot,
@@ -164,13 +165,43 @@ export async function startBank(options: {
 }
 
 /**
+ * The young generation's semi-space bound given with the old generation's, in MB: 16, what V8 picks by itself on
+ * this 23.5 GiB machine (its heap limit is then the old-space bound + 48 MB). V8 sizes the young generation from the
+ * memory it finds (a container's limit included), so a smaller container would get smaller semi-spaces, and a
+ * request's short-lived objects would be promoted to the old generation, which only full collections reclaim.
+ */
+const APP_SEMI_SPACE_MB = 16;
+
+/**
+ * The node options that bound the production server's V8 heap (docs/decisions/051-bounded-heap.md):
+ * `--max-old-space-size=<APP_HEAP_MB>` and `--max-semi-space-size=16`, from `env`, the app's whole environment
+ * (APP_HEAP_MB of lib/env.ts, default 768; 0 gives none). A bound the operator sets in the environment's NODE_OPTIONS
+ * wins: the same option is then left out (an option on the command line would override NODE_OPTIONS).
+ *
+ * @throws EnvError when APP_HEAP_MB is not a valid setting.
+ */
+export function appHeapNodeArgs(env: ServiceEnv): string[] {
+  const heapMb = parseEnv({ APP_HEAP_MB: env.APP_HEAP_MB }).APP_HEAP_MB;
+  if (heapMb === 0) return [];
+  const operatorOptions = env.NODE_OPTIONS ?? "";
+  const args: string[] = [];
+  if (!/--max[-_]old[-_]space[-_]size\b/.test(operatorOptions)) args.push(`--max-old-space-size=${heapMb}`);
+  if (!/--max[-_]semi[-_]space[-_]size\b/.test(operatorOptions))
+    args.push(`--max-semi-space-size=${APP_SEMI_SPACE_MB}`);
+  return args;
+}
+
+/**
  * Spawns the built app, `next start -H <host> -p <port>` (or, with `dev`, the development server `next dev`,
  * which compiles on request and hot-reloads edited files), run by node directly so that stopping its process
  * group stops next-server too (docs/development.md note 8). `env` is its whole environment (DATABASE_URL, BANK_URL,
  * APP_URL...); NODE_ENV (production, or development with `dev`) and NEXT_TELEMETRY_DISABLED=1 are added. `host`
- * defaults to 127.0.0.1. `nodeArgs` go before the script (e.g. `--cpu-prof`). `root` is the checkout whose build
- * runs (default this one; bench/compare-http.ts compares two). Readiness is the caller's business
- * (`GET /api/v1/health`).
+ * defaults to 127.0.0.1. `next start` runs with the heap bound of {@link appHeapNodeArgs} (`next dev`, whose
+ * compiler needs more, without). `nodeArgs` go before the script, after the bound, so that they override it (e.g.
+ * `--cpu-prof`, or another `--max-old-space-size`). `root` is the checkout whose build runs (default this one;
+ * bench/compare-http.ts compares two). Readiness is the caller's business (`GET /api/v1/health`).
+ *
+ * @throws EnvError when `env` has an invalid APP_HEAP_MB.
  */
 export function spawnApp(options: {
   name?: string;
@@ -186,6 +217,7 @@ export function spawnApp(options: {
     name: options.name ?? "app",
     command: process.execPath,
     args: [
+      ...(options.dev ? [] : appHeapNodeArgs(options.env)),
       ...(options.nodeArgs ?? []),
       "node_modules/next/dist/bin/next",
       options.dev ? "dev" : "start",

@@ -157,6 +157,8 @@ describe("npm start", () => {
       const health = await fetch(`http://127.0.0.1:${port}/api/v1/health`);
       expect(await health.json()).toEqual({ db: "ok", redis: "ok" });
       expect(server.recentOutput()).toContain("reconciler: a pass every 1000 ms");
+      // The production server runs with its heap bound (decision 051), APP_HEAP_MB's default here.
+      expect(server.recentOutput()).toContain("next-server heap: --max-old-space-size=768 --max-semi-space-size=16");
 
       // The reconciler runs: the bank never sends this top-up's webhook, so only a reconciler pass can finish it.
       const email = `start-${randomBytes(4).toString("hex")}@example.test`;
