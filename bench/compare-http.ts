@@ -5,6 +5,10 @@
  * runs minutes apart: a change's effect is measured here, as a ratio of figures taken side by side.
  *
  *   node --import tsx bench/compare-http.ts --compare DIR [--route topups|payments|noop] [--rounds N] [--seconds N]
+ *        [--other-env KEY=VALUE,...]
+ *
+ * `--other-env` adds settings to the other side's app only; with `--compare .` it compares this checkout with itself
+ * under another setting, e.g. `--compare . --other-env APP_HEAP_MB=0` (the app without its heap bound).
  *
  * DIR is another checkout with its own node_modules (e.g. `git worktree add --detach DIR <commit>`, then
  * `cp -al node_modules DIR/`, then `npm run postinstall` in DIR for its generated clients); both are built first when their sources changed. One PostgreSQL and one Redis serve
@@ -87,6 +91,7 @@ interface Turn {
 }
 
 const HELP = `usage: node --import tsx bench/compare-http.ts --compare DIR [--route topups|payments|noop] [--rounds N] [--seconds N]
+       [--other-env KEY=VALUE,...]
 
 One HTTP route of this checkout against the same route of the checkout in DIR, in turns (ABBA) on one stack,
 32 connections: requests/s, credited top-ups/s and CPU per request (per credit for top-ups) of the app, PostgreSQL
@@ -95,6 +100,7 @@ and the bank, medians of the turns and their ratios. DIR needs its own node_modu
   --route NAME    topups (default), payments or noop
   --rounds N      turns per side (default 5)
   --seconds N     length of a turn (default 8)
+  --other-env L   settings for the other side's app only, KEY=VALUE,... (e.g. --compare . --other-env APP_HEAP_MB=0)
 Exit codes: 0 measured; 1 failed; 2 bad arguments.`;
 
 async function main(): Promise<number> {
@@ -105,8 +111,18 @@ async function main(): Promise<number> {
       route: { type: "string", default: "topups" },
       rounds: { type: "string", default: "5" },
       seconds: { type: "string", default: "8" },
+      "other-env": { type: "string", default: "" },
     },
   });
+  const otherEnv: Record<string, string> = {};
+  for (const pair of values["other-env"].split(",").filter(Boolean)) {
+    const match = /^([A-Z][A-Z0-9_]*)=(.*)$/.exec(pair.trim());
+    if (!match) {
+      say(`--other-env takes KEY=VALUE,...; not ${pair}`);
+      return 2;
+    }
+    otherEnv[match[1]!] = match[2]!;
+  }
   const route = values.route as Route;
   if (!values.compare || !(route in ROUTES)) {
     say(
@@ -173,6 +189,7 @@ async function main(): Promise<number> {
           LOG_LEVEL: "warn",
           OPS_PER_MINUTE: LOAD_OPS_PER_MINUTE,
           MAX_BALANCE_MINOR: String(2 ** 52),
+          ...(name === "other" ? otherEnv : {}),
         },
         log: join(stack.logDir, `app-${name}.log`),
       });
@@ -263,7 +280,8 @@ async function main(): Promise<number> {
       return [label, mine.toFixed(digits), theirs.toFixed(digits), theirs > 0 ? (mine / theirs).toFixed(2) : "n/a"];
     });
     process.stdout.write(
-      `POST ${path}, ${rounds} round(s) of ${seconds} s per side, ${CONNECTIONS} connections; other = ${other}\n` +
+      `POST ${path}, ${rounds} round(s) of ${seconds} s per side, ${CONNECTIONS} connections; other = ${other}` +
+        `${values["other-env"] ? ` with ${values["other-env"]}` : ""}\n` +
         `${renderTable(["median over the turns", "this", "other", "this / other"], rows)}\n`,
     );
     const refused = [...turns.this!, ...turns.other!].reduce((sum, turn) => sum + turn.non2xx, 0);
