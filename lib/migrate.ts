@@ -10,6 +10,14 @@
  * - refusing to run when the record and the files disagree: a recorded file whose SHA-256 changed (someone
  *   edited an applied migration: write a new one instead) or a recorded migration whose file is gone. The one
  *   exception is a comment-only edit listed in {@link EARLIER_CHECKSUMS}.
+ *
+ * Then, under the same lock, the function files (Flyway's "repeatable migrations"): `prisma/functions/<name>.sql`,
+ * one per database function, each its one current definition as `CREATE OR REPLACE FUNCTION` (docs/development.md
+ * note 1, docs/decisions/052). A file is applied when its SHA-256 differs from the one recorded in `_schema_functions`,
+ * when it has no record, or when its function is missing from the schema; every such file in name order, all in one
+ * transaction with their records, so either all of them are applied and recorded or none. They run after the
+ * numbered migrations because they need the tables those create; a LANGUAGE sql function's body is checked when it
+ * is created, so one that calls another function of these files must sort after it.
  */
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
@@ -50,10 +58,22 @@ const MIGRATION_NAME_PATTERN = /^\d{14}_[a-z0-9_]+$/;
  */
 export const DEFAULT_MIGRATIONS_DIR = resolve(dirname(__filename), "..", "prisma", "migrations");
 
+/** Default function files folder: `prisma/functions` of this project, found like {@link DEFAULT_MIGRATIONS_DIR}. */
+export const DEFAULT_FUNCTIONS_DIR = resolve(dirname(__filename), "..", "prisma", "functions");
+
+/** The function file name rule: the function's own name, lower case, then `.sql`. */
+const FUNCTION_FILE_PATTERN = /^([a-z_][a-z0-9_]*)\.sql$/;
+
 export interface MigrateOptions {
   /** Folder holding `<timestamp>_<name>/migration.sql` folders. Default {@link DEFAULT_MIGRATIONS_DIR}. */
   migrationsDir?: string;
-  /** Receives one line per applied migration (e.g. for a CLI to print). Default: silent. */
+  /**
+   * Folder holding the function files `<name>.sql`. Default: {@link DEFAULT_FUNCTIONS_DIR} when `migrationsDir` is
+   * not given; otherwise the `functions` folder beside `migrationsDir`, or none when it does not exist (a checkout
+   * from before function files, whose migrations define every function: bench/compare-http.ts migrates one).
+   */
+  functionsDir?: string;
+  /** Receives one line per applied migration and function file (e.g. for a CLI to print). Default: silent. */
   log?: (line: string) => void;
   /**
    * How long to wait for another run's lock, in ms. Default 120 000: applying this project's migrations takes
@@ -67,12 +87,27 @@ export interface MigrateResult {
   applied: string[];
   /** Names that were already applied (checksums verified), in order. */
   skipped: string[];
+  /** Function files applied by this run (changed, new, or their function missing), by name, in order. */
+  functionsApplied: string[];
+  /** Function files left alone: recorded with their current checksum and their function present, in order. */
+  functionsSkipped: string[];
 }
 
 /** A migration folder read from disk. */
 export interface MigrationFile {
   name: string;
   /** Absolute path of its migration.sql. */
+  path: string;
+  sql: string;
+  /** SHA-256 of the file's bytes, lower-case hex. */
+  checksum: string;
+}
+
+/** A function file read from disk: `prisma/functions/<name>.sql`. */
+export interface FunctionFile {
+  /** The function's name, which is the file's name without `.sql`. */
+  name: string;
+  /** Absolute path of the file. */
   path: string;
   sql: string;
   /** SHA-256 of the file's bytes, lower-case hex. */
@@ -121,6 +156,49 @@ export function readMigrationFiles(migrationsDir: string = DEFAULT_MIGRATIONS_DI
   return files.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
+/**
+ * Reads every function file under `functionsDir`, sorted by name: the order `migrate` applies them in.
+ *
+ * Returns `{ name, path, sql, checksum }` per file. Throws when the folder is missing, when an entry is not a file
+ * named `<lower_case_name>.sql`, or when a file does not hold exactly one function definition, starting a line as
+ * `CREATE OR REPLACE FUNCTION <its name>(`: a plain CREATE FUNCTION fails the second time its file is applied, a file
+ * named after another function would leave the one of its own name as it was, and a second function in a file would
+ * have no file of its own.
+ */
+export function readFunctionFiles(functionsDir: string = DEFAULT_FUNCTIONS_DIR): FunctionFile[] {
+  if (!existsSync(functionsDir)) throw new Error(`function files folder not found: ${functionsDir}`);
+  const files: FunctionFile[] = [];
+  for (const entry of readdirSync(functionsDir, { withFileTypes: true })) {
+    const path = join(functionsDir, entry.name);
+    const name = entry.isFile() ? FUNCTION_FILE_PATTERN.exec(entry.name)?.[1] : undefined;
+    if (!name) throw new Error(`${path} is not a function file: every entry is a file <lower_case_function_name>.sql`);
+    const bytes = readFileSync(path);
+    const sql = bytes.toString("utf8");
+    // Lines that start with `--` are comments, so a definition is only ever found at the start of a line.
+    const definitions = sql.match(/^CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+[^\s(]+\s*\(/gim) ?? [];
+    if (definitions.length !== 1 || !new RegExp(`^CREATE OR REPLACE FUNCTION ${name}\\($`).test(definitions[0]!)) {
+      throw new Error(
+        `${path} must define exactly one function, as \`CREATE OR REPLACE FUNCTION ${name}(\` at the start of a line ` +
+          `(found: ${definitions.length === 0 ? "none" : definitions.join("; ")})`,
+      );
+    }
+    files.push({ name, path, sql, checksum: createHash("sha256").update(bytes).digest("hex") });
+  }
+  return files.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/**
+ * The function files of a run: from `options.functionsDir` when given; else {@link DEFAULT_FUNCTIONS_DIR} when
+ * `options.migrationsDir` is not given either; else the `functions` folder beside `migrationsDir`, or none when it
+ * does not exist (a checkout from before function files defines every function in its migrations).
+ */
+function functionFilesFor(options: Pick<MigrateOptions, "migrationsDir" | "functionsDir">): FunctionFile[] {
+  if (options.functionsDir !== undefined) return readFunctionFiles(options.functionsDir);
+  if (options.migrationsDir === undefined) return readFunctionFiles(DEFAULT_FUNCTIONS_DIR);
+  const beside = join(options.migrationsDir, "..", "functions");
+  return existsSync(beside) ? readFunctionFiles(beside) : [];
+}
+
 /** What the database has applied compared with the files on disk: see {@link checkMigrations}. */
 export interface MigrationStatus {
   /** Names on disk and recorded with the same checksum, in order. */
@@ -129,6 +207,49 @@ export interface MigrationStatus {
   pending: string[];
   /** A sentence per recorded migration whose file changed or is gone; non-empty means `migrate` refuses. */
   mismatches: string[];
+  /**
+   * Function files `migrate` would apply, by name, in order: never applied (no record in `_schema_functions`),
+   * changed since they were applied, or whose function is missing from the schema.
+   */
+  functionsPending: string[];
+}
+
+/** What the database holds about the function files: their records, and the names of the functions present. */
+interface FunctionState {
+  recorded: { name: string; checksum: string }[];
+  /** Names of the functions in the schema the files create them in (`current_schema()`). */
+  present: Set<string>;
+}
+
+/** The function files split by what `migrate` does with them. Pure. */
+function compareFunctionsWithRecord(
+  files: FunctionFile[],
+  state: FunctionState,
+): { pending: FunctionFile[]; unchanged: string[]; forgotten: string[] } {
+  const recorded = new Map(state.recorded.map((row) => [row.name, row.checksum]));
+  const onDisk = new Set(files.map((file) => file.name));
+  const pending = files.filter((file) => recorded.get(file.name) !== file.checksum || !state.present.has(file.name));
+  const unchanged = files.filter((file) => !pending.includes(file)).map((file) => file.name);
+  // The record of a file that is gone (its function dropped by a numbered migration) is removed, so that a file of
+  // that name added later is applied even if its text is the same as the old one's.
+  const forgotten = state.recorded.map((row) => row.name).filter((name) => !onDisk.has(name));
+  return { pending, unchanged, forgotten };
+}
+
+/**
+ * Reads `_schema_functions` (none when the table does not exist: `checkMigrations` creates nothing) and the names of
+ * the functions in `current_schema()`, where the files' unqualified CREATE OR REPLACE FUNCTION puts them.
+ */
+async function readFunctionState(client: pg.Client): Promise<FunctionState> {
+  // to_regclass resolves the name through search_path exactly as migrate()'s unqualified CREATE TABLE does.
+  const table = await client.query<{ found: boolean }>("SELECT to_regclass('_schema_functions') IS NOT NULL AS found");
+  const recorded = table.rows[0]?.found
+    ? (await client.query<{ name: string; checksum: string }>("SELECT name, checksum FROM _schema_functions")).rows
+    : [];
+  const present = await client.query<{ name: string }>(
+    "SELECT DISTINCT proname AS name FROM pg_proc WHERE pronamespace = to_regnamespace(current_schema())",
+  );
+  return { recorded, present: new Set(present.rows.map((row) => row.name)) };
 }
 
 /**
@@ -137,7 +258,10 @@ export interface MigrationStatus {
  * is a mismatch (an applied migration is never edited: a change goes in a new one). A recorded checksum listed in
  * {@link EARLIER_CHECKSUMS} for that name (a comment-only edit) matches.
  */
-function compareWithRecord(files: MigrationFile[], recorded: { name: string; checksum: string }[]): MigrationStatus {
+function compareWithRecord(
+  files: MigrationFile[],
+  recorded: { name: string; checksum: string }[],
+): Omit<MigrationStatus, "functionsPending"> {
   const onDisk = new Map(files.map((file) => [file.name, file]));
   const mismatches: string[] = [];
   for (const row of recorded) {
@@ -152,25 +276,27 @@ function compareWithRecord(files: MigrationFile[], recorded: { name: string; che
     }
   }
   const recordedNames = new Set(recorded.map((row) => row.name));
-  const status: MigrationStatus = { applied: [], pending: [], mismatches };
+  const status: Omit<MigrationStatus, "functionsPending"> = { applied: [], pending: [], mismatches };
   for (const file of files) (recordedNames.has(file.name) ? status.applied : status.pending).push(file.name);
   return status;
 }
 
 /**
- * Reads, without changing anything, which migrations the database at `databaseUrl` has applied: for a server to
- * refuse to start on a schema it was not built for (`npm start`). Takes no lock and creates nothing; a
- * database without `_schema_migrations` has every migration pending.
+ * Reads, without changing anything, which migrations and function files the database at `databaseUrl` has applied:
+ * for a server to refuse to start on a schema it was not built for (`npm start`). Takes no lock and creates nothing;
+ * a database without `_schema_migrations` has every migration pending, and one without `_schema_functions` every
+ * function file. `options.migrationsDir` and `options.functionsDir` are read as {@link migrate} reads them.
  *
- * Returns the {@link MigrationStatus} (names in order). Throws when the migrations folder cannot be read (see
- * {@link readMigrationFiles}) and rethrows connection and query errors as pg gives them (with `.code`, e.g.
- * ECONNREFUSED, 28P01, 3D000). Connects with a 10 s timeout.
+ * Returns the {@link MigrationStatus} (names in order). Throws when the migrations or function files cannot be read
+ * (see {@link readMigrationFiles}, {@link readFunctionFiles}) and rethrows connection and query errors as pg gives
+ * them (with `.code`, e.g. ECONNREFUSED, 28P01, 3D000). Connects with a 10 s timeout.
  */
 export async function checkMigrations(
   databaseUrl: string,
-  options: Pick<MigrateOptions, "migrationsDir"> = {},
+  options: Pick<MigrateOptions, "migrationsDir" | "functionsDir"> = {},
 ): Promise<MigrationStatus> {
   const files = readMigrationFiles(options.migrationsDir);
+  const functionFiles = functionFilesFor(options);
   const client = await connect(databaseUrl, "wallet-migrate-check");
   try {
     // to_regclass resolves the name through search_path exactly as migrate()'s unqualified CREATE TABLE does.
@@ -184,23 +310,28 @@ export async function checkMigrations(
           )
         ).rows
       : [];
-    return compareWithRecord(files, recorded);
+    const functions = compareFunctionsWithRecord(functionFiles, await readFunctionState(client));
+    return { ...compareWithRecord(files, recorded), functionsPending: functions.pending.map((file) => file.name) };
   } finally {
     await client.end().catch(() => {});
   }
 }
 
 /**
- * Applies every pending migration to the database at `databaseUrl`.
+ * Applies every pending migration to the database at `databaseUrl`, then every function file that changed since it
+ * was applied (or was never applied, or whose function is missing), all of those in one transaction.
  *
- * Returns `{ applied, skipped }` (names, in order); a second run returns `applied: []`. Throws
- * {@link MigrationMismatchError} (and applies nothing) when an applied migration's checksum changed or its file is
- * missing; throws an Error naming the migration when one fails (that migration is rolled back, earlier ones stay
- * applied); throws when the lock is not obtained within `lockTimeoutMs`; connection errors are rethrown as is
- * (pg's errors carry `.code`, e.g. ECONNREFUSED or 3D000).
+ * Returns `{ applied, skipped, functionsApplied, functionsSkipped }` (names, in order); a second run applies
+ * nothing. Throws {@link MigrationMismatchError} (and applies nothing) when an applied migration's checksum changed
+ * or its file is missing; throws an Error naming the migration when one fails (that migration is rolled back,
+ * earlier ones stay applied, no function file is applied); throws an Error naming the function file when one fails
+ * (every function file of the run is rolled back and none is recorded; the migrations stay applied); throws when a
+ * folder cannot be read ({@link readMigrationFiles}, {@link readFunctionFiles}) or the lock is not obtained within
+ * `lockTimeoutMs`; connection errors are rethrown as is (pg's errors carry `.code`, e.g. ECONNREFUSED or 3D000).
  */
 export async function migrate(databaseUrl: string, options: MigrateOptions = {}): Promise<MigrateResult> {
   const files = readMigrationFiles(options.migrationsDir);
+  const functionFiles = functionFilesFor(options);
   const log = options.log ?? (() => {});
   const lockTimeoutMs = options.lockTimeoutMs ?? 120_000;
 
@@ -221,7 +352,9 @@ export async function migrate(databaseUrl: string, options: MigrateOptions = {})
     }
     await client.query("RESET lock_timeout");
     try {
-      return await applyPending(client, files, log);
+      const migrations = await applyPending(client, files, log);
+      const functions = await applyFunctionFiles(client, functionFiles, log);
+      return { ...migrations, functionsApplied: functions.applied, functionsSkipped: functions.skipped };
     } finally {
       await client.query("SELECT pg_advisory_unlock($1::bigint)", [MIGRATION_LOCK_KEY]).catch(() => {});
     }
@@ -248,7 +381,7 @@ async function applyPending(
   client: pg.Client,
   files: MigrationFile[],
   log: (line: string) => void,
-): Promise<MigrateResult> {
+): Promise<Pick<MigrateResult, "applied" | "skipped">> {
   // Created under the lock, so two first runs cannot race on the catalog.
   await client.query(`
     CREATE TABLE IF NOT EXISTS _schema_migrations (
@@ -264,7 +397,7 @@ async function applyPending(
   if (status.mismatches.length > 0) throw new MigrationMismatchError(status.mismatches);
 
   const pending = new Set(status.pending);
-  const result: MigrateResult = { applied: [], skipped: status.applied };
+  const result: Pick<MigrateResult, "applied" | "skipped"> = { applied: [], skipped: status.applied };
   for (const file of files) {
     if (!pending.has(file.name)) continue;
     try {
@@ -281,4 +414,55 @@ async function applyPending(
     log(`applied ${file.name}`);
   }
   return result;
+}
+
+/**
+ * Applies the function files that changed, have no record or whose function is missing, in name order, in one
+ * transaction with their records in `_schema_functions` (and the removal of the records of files that are gone).
+ * Runs under the migration lock, after the numbered migrations. Returns the names applied and the names left alone;
+ * throws an Error naming the file that failed, after rolling back every file of the run.
+ */
+async function applyFunctionFiles(
+  client: pg.Client,
+  files: FunctionFile[],
+  log: (line: string) => void,
+): Promise<{ applied: string[]; skipped: string[] }> {
+  // Created under the lock, so two first runs cannot race on the catalog.
+  await client.query(`
+    CREATE TABLE IF NOT EXISTS _schema_functions (
+      name        text PRIMARY KEY,
+      checksum    text NOT NULL CHECK (checksum ~ '^[0-9a-f]{64}$'),
+      applied_at  timestamptz NOT NULL DEFAULT now()
+    )`);
+  const { pending, unchanged, forgotten } = compareFunctionsWithRecord(files, await readFunctionState(client));
+  if (pending.length === 0 && forgotten.length === 0) return { applied: [], skipped: unchanged };
+
+  // All in one transaction: a file that fails leaves every function and every record as it was, so the database
+  // never holds some of a change's functions without the others (the deciding functions call each other).
+  let current: FunctionFile | null = null;
+  try {
+    await client.query("BEGIN");
+    for (const file of pending) {
+      current = file;
+      await client.query(file.sql);
+      await client.query(
+        `INSERT INTO _schema_functions (name, checksum, applied_at) VALUES ($1, $2, now())
+         ON CONFLICT (name) DO UPDATE SET checksum = EXCLUDED.checksum, applied_at = EXCLUDED.applied_at`,
+        [file.name, file.checksum],
+      );
+    }
+    current = null;
+    await client.query("DELETE FROM _schema_functions WHERE name = ANY($1::text[])", [forgotten]);
+    await client.query("COMMIT");
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => {});
+    const message = error instanceof Error ? error.message : String(error);
+    const what = current ? `function file ${current.path} failed` : "recording the function files failed";
+    throw new Error(`${what}; all ${pending.length} changed function file(s) were rolled back: ${message}`, {
+      cause: error,
+    });
+  }
+  for (const name of forgotten) log(`forgot function ${name}: its file is gone`);
+  for (const file of pending) log(`applied function ${file.name}`);
+  return { applied: pending.map((file) => file.name), skipped: unchanged };
 }

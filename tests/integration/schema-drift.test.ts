@@ -15,10 +15,12 @@ interface Column {
   is_nullable: "YES" | "NO";
 }
 
+/** The migrator's own records (lib/migrate.ts: migrations and function files applied) have no Prisma model. */
 async function liveColumns(): Promise<Column[]> {
   const result = await testPool().query<Column>(
     `SELECT table_name, column_name, data_type, is_nullable FROM information_schema.columns
-      WHERE table_schema = 'public' AND table_name <> '_schema_migrations' ORDER BY table_name, ordinal_position`,
+      WHERE table_schema = 'public' AND table_name NOT IN ('_schema_migrations', '_schema_functions')
+      ORDER BY table_name, ordinal_position`,
   );
   return result.rows;
 }
@@ -33,7 +35,7 @@ async function liveUniqueIndexes(): Promise<{ table: string; name: string; colum
        JOIN pg_namespace n ON n.oid = t.relnamespace AND n.nspname = 'public'
        CROSS JOIN LATERAL unnest(x.indkey) WITH ORDINALITY AS k(attnum, ord)
        JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum
-      WHERE x.indisunique AND t.relname <> '_schema_migrations'
+      WHERE x.indisunique AND t.relname NOT IN ('_schema_migrations', '_schema_functions')
       GROUP BY t.relname, i.relname`,
   );
   return result.rows;
