@@ -44,9 +44,9 @@ export interface PaymentDecisionRequest {
   readonly responses: PaymentResponses;
 }
 
-// The payment is one statement, a call of the PL/pgSQL function ledger_decide_payment (migration
-// 20261203100000_payment_one_round_trip, where its SQL and the reason for each part are written). The function locks
-// the wallet row in a statement of its own first, then claims and decides in a second. A statement's snapshot is
+// The payment is one statement, a call of the PL/pgSQL function ledger_decide_payment
+// (prisma/functions/ledger_decide_payment.sql, where its SQL and the reason for each part are written). The function
+// locks the wallet row in a statement of its own first, then claims and decides in a second. A statement's snapshot is
 // taken before it waits for a lock, so a statement that locked the wallet row itself would, after waiting on a
 // credit, decide on the credit's version (FOR UPDATE returns the newest) while its debit re-checked an older one; the
 // storm found such a payment recorded succeeded without its debit (tests/integration/payments.test.ts, "a credit

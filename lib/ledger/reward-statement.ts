@@ -12,14 +12,14 @@ import { prepared, type Queryable } from "./queryable";
 
 /**
  * The constraint name the function's cap refusal carries, with SQLSTATE 23514 (check_violation): the day's credited
- * total would pass the cap. Migration 20261207100000_reward_one_round_trip names it literally.
+ * total would pass the cap. prisma/functions/ledger_decide_reward.sql names it literally.
  */
 export const REWARD_CAP_CONSTRAINT = "reward_cap_days_within_cap";
 
 // $1 user_id, $2 ref_id, $3 amount (minor units), $4 currency, $5 fingerprint, $6 params (json), $7 day, $8 cap
 // (minor units; null: the day's row is not counted), $9 MAX_BALANCE_MINOR, $10/$11 the success status and body,
 // $12/$13 the refusal (balance_limit_exceeded) status and body. The function's SQL, and the reason for each part, are
-// in the migration.
+// in prisma/functions/ledger_decide_reward.sql.
 const DECIDE_REWARD_SQL = `SELECT ${ENTRY_COLUMNS}, credited_today_minor
   FROM (SELECT (r.entry).*, r.credited_today_minor
           FROM ledger_decide_reward($1, $2, $3::bigint, $4, $5, $6::jsonb, $7, $8::bigint, $9::bigint, $10::smallint,

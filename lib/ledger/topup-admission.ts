@@ -1,10 +1,10 @@
 /**
  * A top-up's admission in one statement (contract section 5, case C15; docs/decisions/044): the wallet lock, the
  * headroom decision and the guarded move that records it, in one call of the PL/pgSQL function ledger_admit_topup,
- * or, for a request, together with its claim in one call of ledger_claim_topup
- * (prisma/migrations/20261204100000_topup_admission_one_round_trip). The functions repeat, for these moves, the
- * claim of ./claim.ts and the guards of ./transitions.ts: a lease holder's fencing token, a terminal row never
- * moving, the stored response's first writer winning.
+ * or, for a request, together with its claim in one call of ledger_claim_topup (their definitions, and the reason
+ * for each part, are in prisma/functions/ledger_admit_topup.sql and ledger_claim_topup.sql). The functions repeat,
+ * for these moves, the claim of ./claim.ts and the guards of ./transitions.ts: a lease holder's fencing token, a
+ * terminal row never moving, the stored response's first writer winning.
  */
 import type { ClaimRequest } from "./claim";
 import { classifyDbError } from "./db-errors";
