@@ -457,7 +457,7 @@ async function applyFunctionFiles(
   } catch (error) {
     await client.query("ROLLBACK").catch(() => {});
     const message = error instanceof Error ? error.message : String(error);
-    const what = current ? `function file ${current.path} failed` : "recording the function files failed";
+    const what = current ? `function file ${current.path} failed` : "function files failed at their commit";
     throw new Error(`${what}; all ${pending.length} changed function file(s) were rolled back: ${message}`, {
       cause: error,
     });

@@ -1,9 +1,11 @@
 /**
- * `npm run db:migrate`: applies pending SQL migrations (lib/migrate.ts) to the database found the CLI way
- * (contract section 4): `DATABASE_URL`, else the running demo's `.data/runtime.json`, else exit 2.
+ * `npm run db:migrate`: applies pending SQL migrations, then the changed function files (lib/migrate.ts,
+ * docs/decisions/052), to the database found the CLI way (contract section 4): `DATABASE_URL`, else the running
+ * demo's `.data/runtime.json`, else exit 2.
  *
- * Prints one line per applied migration and a summary. Exit codes: 0 applied or nothing to do; 1 a migration
- * failed or the files disagree with the database; 2 no database (none configured, or it cannot be reached).
+ * Prints one line per applied migration and function file and a summary. Exit codes: 0 applied or nothing to do;
+ * 1 a migration or function file failed, or the files disagree with the database; 2 no database (none configured, or
+ * it cannot be reached).
  */
 import { env } from "../lib/env";
 import { migrate } from "../lib/migrate";
@@ -25,10 +27,11 @@ const NO_DATABASE_CODES = new Set([
 
 const HELP = `usage: npm run db:migrate
 
-Applies the pending SQL migrations (prisma/migrations) to the database in DATABASE_URL, else to the running
-demo's (.data/runtime.json). Prints one line per applied migration and a summary.
-Exit codes: 0 applied or nothing to do; 1 a migration failed or the files disagree with the database;
-2 no database (none configured, or it cannot be reached).`;
+Applies the pending SQL migrations (prisma/migrations), then the function files that changed (prisma/functions),
+to the database in DATABASE_URL, else to the running demo's (.data/runtime.json). Prints one line per applied
+migration and function file and a summary.
+Exit codes: 0 applied or nothing to do; 1 a migration or function file failed, or the files disagree with the
+database; 2 no database (none configured, or it cannot be reached).`;
 
 async function main(): Promise<number> {
   exitWithHelpIfAsked(HELP);
@@ -39,7 +42,11 @@ async function main(): Promise<number> {
     return 2;
   }
   try {
-    const { applied, skipped } = await migrate(databaseUrl, { log: (line) => process.stdout.write(`${line}\n`) });
+    const { applied, skipped, functionsApplied, functionsSkipped } = await migrate(databaseUrl, {
+      log: (line) => process.stdout.write(`${line}\n`),
+    });
+    process.stdout.write(`function files: ${functionsApplied.length} applied, ${functionsSkipped.length} unchanged\n`);
+    // The last line stays the migrations' summary, which tests/integration/cli-exit.test.ts reads.
     process.stdout.write(`${applied.length} applied, ${skipped.length} already applied\n`);
     return 0;
   } catch (error) {
@@ -50,7 +57,8 @@ async function main(): Promise<number> {
       return 2;
     }
     // Connection timeouts from pg come without a code.
-    if (/timeout expired|Connection terminated/i.test(message) && !message.startsWith("migration ")) {
+    const ranAndFailed = message.startsWith("migration ") || message.startsWith("function file");
+    if (/timeout expired|Connection terminated/i.test(message) && !ranAndFailed) {
       process.stderr.write(`no database: cannot reach it (${message})\n`);
       return 2;
     }

@@ -5,8 +5,9 @@
  * Before anything listens, it checks everything below and, when something is wrong, lists all of it at once and
  * exits 1 (scripts/lib/start-checks.ts): the settings (lib/env.ts, with `DATABASE_URL` required), the secrets
  * (contract section 9), the build, and the database (reachable, every migration of prisma/migrations applied
- * with the checksum it was applied with). `--migrate` applies pending migrations first, as `npm run db:migrate`
- * does. Redis missing or down is a warning: rewards answer 503 until it answers (contract section 6).
+ * with the checksum it was applied with, every function file of prisma/functions applied as it now is).
+ * `--migrate` applies pending migrations and function files first, as `npm run db:migrate` does. Redis missing or
+ * down is a warning: rewards answer 503 until it answers (contract section 6).
  *
  * Then it runs `next start -H $HOST -p $PORT`, with V8's heap bounded by `APP_HEAP_MB` (default 768 MB; 0 for V8's
  * default; an own `--max-old-space-size` in NODE_OPTIONS wins: scripts/lib/stack.ts `appHeapNodeArgs`, decision 051),

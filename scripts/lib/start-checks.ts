@@ -17,7 +17,10 @@ export interface StartCheckResult {
 }
 
 export interface StartCheckOptions {
-  /** Apply pending migrations first (`npm start -- --migrate`), with lib/migrate.ts's lock and checksums. */
+  /**
+   * Apply pending migrations and changed function files first (`npm start -- --migrate`), with lib/migrate.ts's lock
+   * and checksums.
+   */
   migrate: boolean;
   /** The project folder holding `.next` (the build). */
   root: string;
@@ -32,8 +35,9 @@ export interface StartCheckOptions {
  * 2. the secrets (contract section 9, case C16): lib/env.ts `secretProblems`, the rule the server itself applies
  *    at start (instrumentation.ts), so this refuses exactly what the server would, only earlier and in one list;
  * 3. the build: `.next/BUILD_ID` exists (a build older than its sources is a warning);
- * 4. the database: reachable, and every migration on disk applied with its recorded checksum (lib/migrate.ts
- *    `checkMigrations`); with `options.migrate`, pending ones are applied first, but only when checks 1-3 passed;
+ * 4. the database: reachable, every migration on disk applied with its recorded checksum, and every function file
+ *    of prisma/functions applied as it now is (lib/migrate.ts `checkMigrations`, docs/decisions/052); with
+ *    `options.migrate`, pending ones are applied first, but only when checks 1-3 passed;
  * 5. Redis: configured and answering, else a warning (rewards answer 503 meanwhile, contract section 6).
  *
  * Returns `{ problems, warnings }`; never throws for a failed check (a connection error is a problem naming the
@@ -85,19 +89,28 @@ function databaseUrlAlone(): string | undefined {
   }
 }
 
-/** Problems of the database at `databaseUrl`: unreachable, migrations pending or changed. */
+/** Problems of the database at `databaseUrl`: unreachable, migrations pending or changed, function files pending. */
 async function checkDatabase(databaseUrl: string, options: StartCheckOptions): Promise<string[]> {
   const where = describeServer(databaseUrl);
   try {
     if (options.migrate) {
-      const { applied } = await migrate(databaseUrl, { log: options.log });
-      options.log(`database ${where}: ${applied.length} migration(s) applied`);
+      const { applied, functionsApplied } = await migrate(databaseUrl, { log: options.log });
+      options.log(
+        `database ${where}: ${applied.length} migration(s) and ${functionsApplied.length} function file(s) applied`,
+      );
     }
     const status = await checkMigrations(databaseUrl);
     const problems = status.mismatches.map((mismatch) => `database ${where}: ${mismatch}`);
     if (status.pending.length > 0) {
       problems.push(
         `database ${where}: ${status.pending.length} migration(s) not applied: ${status.pending.join(", ")} ` +
+          "(apply them with `npm run db:migrate`, or start with `npm start -- --migrate`)",
+      );
+    }
+    if (status.functionsPending.length > 0) {
+      problems.push(
+        `database ${where}: ${status.functionsPending.length} function file(s) of prisma/functions not applied as ` +
+          `they now are: ${status.functionsPending.join(", ")} ` +
           "(apply them with `npm run db:migrate`, or start with `npm start -- --migrate`)",
       );
     }

@@ -28,6 +28,7 @@ import {
   readFunctionFiles,
   readMigrationFiles,
 } from "../../lib/migrate";
+import { checkBeforeStart } from "../../scripts/lib/start-checks";
 import { createScratchDatabase, dropScratchDatabases, testDatabaseUrl } from "../helpers/db";
 import { waitFor } from "../helpers/wait";
 
@@ -542,6 +543,28 @@ describe("checkMigrations: the function files", () => {
     expect(await bodyOf(url, APPEND_ONLY)).toContain(APPEND_ONLY_MESSAGE);
     await migrate(url, { migrationsDir: dir });
     expect((await checkMigrations(url, { migrationsDir: dir })).functionsPending).toEqual([]);
+  });
+
+  it("npm start's checks refuse a database with a function file not applied, naming it", async () => {
+    const url = await createScratchDatabase("migrate_test");
+    await migrate(url);
+    // The project's own files (npm start reads no other folder): a function dropped is a file not applied as it is.
+    await query(url, "DROP FUNCTION live_watchers_register(text[], integer)");
+    const root = mkdtempSync(join(tmpdir(), "start-root-"));
+    scratchDirs.push(root);
+    const saved = process.env.DATABASE_URL;
+    process.env.DATABASE_URL = url;
+    try {
+      const { problems } = await checkBeforeStart({ migrate: false, root, log: () => {} });
+      const database = problems.filter((problem) => problem.startsWith("database "));
+      expect(database).toEqual([
+        expect.stringMatching(
+          /1 function file\(s\) of prisma\/functions not applied as they now are: live_watchers_register /,
+        ),
+      ]);
+    } finally {
+      process.env.DATABASE_URL = saved;
+    }
   });
 });
 
