@@ -18,6 +18,7 @@ import { capCounterKey } from "@/lib/rewards/cap-store";
 import { creditReward } from "@/lib/rewards/credit-reward";
 import { admitTopup, topupCeiling } from "@/lib/topups/admit-topup";
 import { createTestUser, testPool } from "../helpers/db";
+import { functionDefinition } from "../helpers/function-files";
 import { balanceOf, claimRequest, dedicatedClient, freshRefId, seedBalance, transitionsOf } from "../helpers/ledger";
 import { creditedRewardsMinor } from "../helpers/rewards";
 import {
@@ -154,16 +155,13 @@ describe("C15: the headroom gate in front of the bank", () => {
 
 /**
  * The admission is one call of the PL/pgSQL function ledger_admit_topup (lib/ledger/topup-admission.ts). Each guard
- * of its text is broken in a copy and shown to let through what the real function refuses: in a rolled-back
- * transaction (CREATE OR REPLACE is transactional), or, for the race, as a function of its own that other sessions
- * can call, dropped afterwards.
+ * of its text (prisma/functions/ledger_admit_topup.sql) is broken in a copy and shown to let through what the real
+ * function refuses: in a rolled-back transaction (CREATE OR REPLACE is transactional), or, for the race, as a
+ * function of its own that other sessions can call, dropped afterwards.
  */
 describe("C15: the admission function's guards, each with its negative control", () => {
-  async function functionText(): Promise<string> {
-    const { rows } = await testPool().query<{ definition: string }>(
-      "SELECT pg_get_functiondef('ledger_admit_topup'::regproc) AS definition",
-    );
-    return rows[0]!.definition;
+  function functionText(): string {
+    return functionDefinition("ledger_admit_topup");
   }
 
   function rewritten(definition: string, from: string, to: string): string {
@@ -176,7 +174,7 @@ describe("C15: the admission function's guards, each with its negative control",
     const client = await testPool().connect();
     try {
       await client.query("BEGIN");
-      await client.query(rewritten(await functionText(), from, to));
+      await client.query(rewritten(functionText(), from, to));
       return await admitTopupUnderWalletLock(client, admissionRequest(entry, attempt));
     } finally {
       await client.query("ROLLBACK");
@@ -205,10 +203,8 @@ describe("C15: the admission function's guards, each with its negative control",
     const client = await testPool().connect();
     try {
       await client.query("BEGIN");
-      const { rows } = await client.query<{ definition: string }>(
-        "SELECT pg_get_functiondef('ledger_claim_topup'::regproc) AS definition",
-      );
-      await client.query(rewritten(rows[0]!.definition, "ON CONFLICT (user_id, type, ref_id) DO NOTHING", ""));
+      const definition = functionDefinition("ledger_claim_topup");
+      await client.query(rewritten(definition, "ON CONFLICT (user_id, type, ref_id) DO NOTHING", ""));
       expect(await claimAndAdmitTopup(client, request, ceiling)).toBeNull();
     } finally {
       await client.query("ROLLBACK");
@@ -266,7 +262,7 @@ describe("C15: the admission function's guards, each with its negative control",
     // other's 600 as unfinished; the second to get the lock still counts the first's, which that one has just
     // failed, so both are refused where the real function admits one ("exactly one is admitted" above).
     const control = "c15_control_admit_topup";
-    const definition = await functionText();
+    const definition = functionText();
     const lockStart = definition.indexOf("SELECT w.balance_minor INTO v_balance_minor");
     const sumStart = definition.indexOf("v_pending_minor := ledger_pending_credits_minor(");
     const sumEnd = definition.indexOf(";", sumStart) + 1;
@@ -396,18 +392,15 @@ describe("C15: the reconciler's re-drive passes the same gate", () => {
 /**
  * The request's claim and admission are one call of the PL/pgSQL function ledger_claim_topup, which decides the
  * admission under the wallet's lock and then inserts the row already `processing` or already `failed`
- * (docs/decisions/045). Its guards, each with a copy that breaks it (negative controls): the sum of the other
- * unfinished top-ups, and the lock taken before that sum.
+ * (docs/decisions/045). Its guards, each with a copy of prisma/functions/ledger_claim_topup.sql that breaks it
+ * (negative controls): the sum of the other unfinished top-ups, and the lock taken before that sum.
  */
 describe("C15: the claim function's admission, each guard with its negative control", () => {
   const SUM_START = "v_pending_minor := ledger_pending_credits_minor(";
   const LOCK_START = "SELECT w.balance_minor INTO v_balance_minor";
 
-  async function claimFunctionText(): Promise<string> {
-    const { rows } = await testPool().query<{ definition: string }>(
-      "SELECT pg_get_functiondef('ledger_claim_topup'::regproc) AS definition",
-    );
-    return rows[0]!.definition;
+  function claimFunctionText(): string {
+    return functionDefinition("ledger_claim_topup");
   }
 
   /** Calls `fn` (ledger_claim_topup or a copy) for a fresh key of `userId`; returns the row's status, or null. */
@@ -457,7 +450,7 @@ describe("C15: the claim function's admission, each guard with its negative cont
 
   it("negative control: the sum taken before the wallet lock admits both racing claims, past the ceiling", async () => {
     const control = "c15_control_claim_topup";
-    const definition = await claimFunctionText();
+    const definition = claimFunctionText();
     const lockStart = definition.indexOf(LOCK_START);
     const sumStart = definition.indexOf(SUM_START);
     const sumEnd = definition.indexOf(";", sumStart) + 1;
@@ -488,7 +481,7 @@ describe("C15: the claim function's admission, each guard with its negative cont
     const client = await testPool().connect();
     try {
       await client.query("BEGIN");
-      const definition = await claimFunctionText();
+      const definition = claimFunctionText();
       const sumStart = definition.indexOf(SUM_START);
       if (sumStart < 0) throw new Error("the function's sum is no longer found");
       await client.query(

@@ -27,6 +27,7 @@ import { createRefund } from "@/lib/refunds/create-refund";
 import { refundMerchantRefFor } from "@/lib/refunds/refund-ref";
 import { createTopup } from "@/lib/topups/create-topup";
 import { createTestUser, testPool } from "../helpers/db";
+import { functionDefinition } from "../helpers/function-files";
 import { balanceOf, dedicatedClient, freshRefId, seedBalance } from "../helpers/ledger";
 import { waitForBlockedSessions } from "../helpers/wait";
 import { bankDisputeOf, ledgerOf, pay } from "./chargeback-fixtures";
@@ -380,10 +381,7 @@ describe("C27 negative controls: ledger_pending_credits_minor with one part remo
     const client = await testPool().connect();
     try {
       await client.query("BEGIN");
-      const { rows } = await client.query<{ def: string }>(
-        "SELECT pg_get_functiondef('ledger_pending_credits_minor'::regproc) AS def",
-      );
-      const definition = rows[0]!.def;
+      const definition = functionDefinition("ledger_pending_credits_minor");
       if (!definition.includes(part)) throw new Error(`the helper no longer holds: ${part}`);
       await client.query(definition.replace(part, replacement));
       return await claimStatus(client as unknown as Queryable, userId, amountMinor);

@@ -14,6 +14,7 @@ import type { Queryable } from "../../lib/ledger/queryable";
 import { paymentView } from "../../lib/ledger/views";
 import { createPayment, paymentResponses } from "../../lib/payments/create-payment";
 import { createTestUser, testPool } from "../helpers/db";
+import { functionDefinition } from "../helpers/function-files";
 import { balanceOf, countRows, dedicatedClient, freshRefId, seedBalance, transitionsOf } from "../helpers/ledger";
 import { waitForBlockedSessions } from "../helpers/wait";
 
@@ -195,12 +196,13 @@ describe("createPayment", () => {
     expect(wallets.rows).toEqual([]);
   });
 
-  describe("the function's guards and errors (contract section 8; migration 20261203100000)", () => {
+  describe("the function's guards and errors (contract section 8; prisma/functions/ledger_decide_payment.sql)", () => {
     /**
      * decidePaymentUnderWalletLock on a client of its own, inside a transaction that is always rolled back, after
-     * the function ledger_decide_payment was replaced in that transaction by its own definition passed through
-     * `rewrite` (DDL is transactional: no other session sees the change, and the rollback undoes it). `inspect`
-     * reads, on the same client before the rollback, what the call wrote.
+     * the function ledger_decide_payment was replaced in that transaction by its file's definition
+     * (prisma/functions/ledger_decide_payment.sql) passed through `rewrite` (DDL is transactional: no other session
+     * sees the change, and the rollback undoes it). `inspect` reads, on the same client before the rollback, what the
+     * call wrote.
      */
     async function decideWithRewrittenFunction<T>(
       request: PaymentDecisionRequest,
@@ -210,10 +212,7 @@ describe("createPayment", () => {
       const client = await testPool().connect();
       try {
         await client.query("BEGIN");
-        const { rows } = await client.query<{ definition: string }>(
-          "SELECT pg_get_functiondef('ledger_decide_payment'::regproc) AS definition",
-        );
-        const definition = rows[0]!.definition;
+        const definition = functionDefinition("ledger_decide_payment");
         const rewritten = rewrite(definition);
         if (rewritten === definition) throw new Error("the rewrite no longer matches the function's text");
         await client.query(rewritten);

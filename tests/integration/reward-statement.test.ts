@@ -13,6 +13,7 @@ import { jsonStoredResponse, rewardView, succeededRewardResponse } from "../../l
 import { migrate } from "../../lib/migrate";
 import { pool } from "../../lib/db";
 import { createScratchDatabase, createTestUser, dropScratchDatabases, testPool } from "../helpers/db";
+import { functionDefinition } from "../helpers/function-files";
 import { balanceOf, dedicatedClient, freshRefId, seedBalance } from "../helpers/ledger";
 import { waitForBlockedSessions } from "../helpers/wait";
 
@@ -231,12 +232,10 @@ describe("decideRewardUnderWalletLock", () => {
     const client = await testPool().connect();
     try {
       await client.query("BEGIN");
-      const { rows } = await client.query<{ def: string }>(
-        "SELECT pg_get_functiondef('ledger_decide_reward'::regproc) AS def",
-      );
+      const definition = functionDefinition("ledger_decide_reward");
       const guard = "ON CONFLICT (user_id, type, ref_id) DO NOTHING";
-      expect(rows[0]!.def).toContain(guard);
-      await client.query(rows[0]!.def.replace(guard, ""));
+      expect(definition).toContain(guard);
+      await client.query(definition.replace(guard, ""));
       expect(await reward(user.id, { key }, client as unknown as pg.Client)).toEqual({ kind: "lost" });
     } finally {
       await client.query("ROLLBACK");
@@ -317,7 +316,7 @@ describe("negative controls: the function with one guard removed, in a scratch d
     await dropScratchDatabases();
   });
 
-  /** The scratch database with ledger_decide_reward replaced by its own text with `broken` substituted for `guard`. */
+  /** The scratch database with ledger_decide_reward replaced by its file's text with `broken` substituted for `guard`. */
   async function brokenCopy(guard: string, broken: string): Promise<pg.Client> {
     await client?.end().catch(() => {});
     const url = await createScratchDatabase("reward_statement");
@@ -325,10 +324,8 @@ describe("negative controls: the function with one guard removed, in a scratch d
     await migrate(url);
     client = new pg.Client({ connectionString: url });
     await client.connect();
-    const definition = (
-      await client.query<{ def: string }>("SELECT pg_get_functiondef('ledger_decide_reward'::regproc) AS def")
-    ).rows[0]!.def;
-    expect(definition, "the guard's text is in the function").toContain(guard);
+    const definition = functionDefinition("ledger_decide_reward");
+    expect(definition, "the guard's text is in the function's file").toContain(guard);
     await client.query(definition.replace(guard, broken));
     return client;
   }
