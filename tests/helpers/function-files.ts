@@ -31,7 +31,7 @@ function definitionIn(text: string, where: string): string {
  * The body of a function definition: the text between its dollar quotes (`$$ ... $$` or `$tag$ ... $tag$`), which
  * is what PostgreSQL stores, byte for byte, as `pg_proc.prosrc`. Throws when there is none.
  */
-export function dollarQuotedBody(definition: string): string {
+function dollarQuotedBody(definition: string): string {
   const match = /\bAS\s+(\$(?:[A-Za-z_][A-Za-z_0-9]*)?\$)([\s\S]*?)\1/.exec(definition);
   if (!match) throw new Error("the definition has no dollar-quoted body after AS");
   return match[2]!;
