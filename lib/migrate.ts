@@ -174,7 +174,7 @@ export function readFunctionFiles(functionsDir: string = DEFAULT_FUNCTIONS_DIR):
     if (!name) throw new Error(`${path} is not a function file: every entry is a file <lower_case_function_name>.sql`);
     const bytes = readFileSync(path);
     const sql = bytes.toString("utf8");
-    // Lines that start with `--` are comments, so a definition is only ever found at the start of a line.
+    // Only at the start of a line: the header's `--` comments may name a statement without being one.
     const definitions = sql.match(/^CREATE\s+(?:OR\s+REPLACE\s+)?FUNCTION\s+[^\s(]+\s*\(/gim) ?? [];
     if (definitions.length !== 1 || !new RegExp(`^CREATE OR REPLACE FUNCTION ${name}\\($`).test(definitions[0]!)) {
       throw new Error(
