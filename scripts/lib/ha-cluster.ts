@@ -326,6 +326,9 @@ export async function startHaCluster(options: HaClusterOptions): Promise<HaClust
         log: join(logDir, "haproxy.log"),
       }),
     );
+    // HAProxy starts with every server up until its checks say otherwise: until the replicas are marked down, a
+    // connection to the write port may reach one, where the database just created may not exist yet.
+    await waitForOneWriteServer(`http://127.0.0.1:${statsPort}/`, READY_TIMEOUT_MS);
     const adminDatabaseUrl = `postgres://postgres:${superuserPassword}@127.0.0.1:${pgWritePort}/${DATABASE}`;
     await createDatabaseAndRole({
       url: `postgres://postgres:${superuserPassword}@127.0.0.1:${pgWritePort}/postgres`,
@@ -755,6 +758,34 @@ async function waitForPrimary(
 }
 
 /** Waits until `count` replicas stream from the primary and one of them is the synchronous standby. */
+/**
+ * Waits until HAProxy's `postgres_write` proxy has exactly one server up (the primary: its check is Patroni's
+ * `GET /primary`), read from the stats page's CSV at `statsUrl`. HAProxy 2.6 (Debian 12) has no way to start a
+ * server down, so until the replicas' first failed checks (fall 2, every second) the write port balances over all
+ * three. Throws after `timeoutMs` naming what the page last said.
+ */
+async function waitForOneWriteServer(statsUrl: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = "no answer";
+  for (;;) {
+    try {
+      const text = await (await fetch(`${statsUrl};csv`, { signal: AbortSignal.timeout(2000) })).text();
+      const [header, ...rows] = text.split("\n").filter((line) => line.length > 0);
+      const columns = (header ?? "").replace(/^# /, "").split(",");
+      const [proxy, server, status] = ["pxname", "svname", "status"].map((name) => columns.indexOf(name));
+      const servers = rows
+        .map((row) => row.split(","))
+        .filter((cells) => cells[proxy!] === "postgres_write" && !["FRONTEND", "BACKEND"].includes(cells[server!]!));
+      last = servers.map((cells) => `${cells[server!]}:${cells[status!]}`).join(", ");
+      if (servers.filter((cells) => cells[status!]?.startsWith("UP")).length === 1) return;
+    } catch (error) {
+      last = error instanceof Error ? error.message : String(error);
+    }
+    if (Date.now() > deadline) throw new Error(`HAProxy's write port has not settled on one server: ${last}`);
+    await sleep(250);
+  }
+}
+
 async function waitForStreamingReplicas(nodes: readonly PgNode[], count: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last = "";
