@@ -155,9 +155,13 @@ export function pgbenchScript(
   return { text: `${lines.join("\n")}\n`, defines };
 }
 
-/** The text form node-pg sends for a parameter value. */
+/**
+ * The text form node-pg sends for a parameter value. An array is a PostgreSQL array literal with every element quoted
+ * (a response template's segments hold quotes and commas).
+ */
 function pgText(value: unknown): string {
-  if (Array.isArray(value)) return `{${value.map(String).join(",")}}`;
+  if (Array.isArray(value))
+    return `{${value.map((item) => `"${String(item).replaceAll("\\", "\\\\").replaceAll('"', '\\"')}"`).join(",")}}`;
   if (typeof value === "boolean") return value ? "true" : "false";
   if (value instanceof Date) return value.toISOString();
   return String(value);

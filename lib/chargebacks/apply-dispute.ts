@@ -7,26 +7,23 @@
  *
  * What the balance cannot cover becomes debt (`wallets.debt_minor`), never a negative balance: the chargeback's
  * debit and its entry's final state commit together, and every later credit repays the debt first
- * (lib/ledger transitions, the `credited` step).
+ * (lib/ledger `landDisputeEntry`, and the ledger's one credit, prisma/functions/ledger_credit_wallet.sql).
  *
  * Every dispute, whatever its state, is also noted on the entry that credited its charge (`dispute_status`: open,
- * lost, won), under that row's lock and before any money moves, so a refund's claim, which takes the same lock first
- * (lib/ledger/refunds.ts), never reserves money that a dispute returns to the card (contract section 11, case C26).
+ * lost, won; lib/ledger `noteDisputeStatus`), under that row's lock and before any money moves, so a refund's claim,
+ * which takes the same lock first (lib/ledger/refunds.ts), never reserves money that a dispute returns to the card
+ * (contract section 11, case C26).
  */
 import { parseMerchantRef } from "../bank/merchant-ref";
 import type { BankDispute } from "../bank/disputes";
 import { pool, withTransaction } from "../db";
-import { env } from "../env";
 import {
-  completeEntry,
-  type DisputeStatus,
   findEntryByKey,
   fingerprint,
-  insertClaim,
   isValidRefId,
-  newLeaseOwner,
+  landDisputeEntry,
+  noteDisputeStatus,
   operationKey,
-  prepared,
   withTransactionRetry,
   type LedgerEntry,
   type OperationKey,
@@ -58,37 +55,6 @@ export interface DisputeDoor {
   readonly db?: Queryable;
 }
 
-// A chargeback's debit: what the balance covers comes off it, the rest becomes debt; never below zero, one
-// statement. A wallet that does not exist yet (a charge credited by an adjustment always has one; this is a guard)
-// starts owing the whole amount. Both SET expressions read the row as it was before the update.
-// $1 user id, $2 amount (minor units), $3 currency.
-const CHARGEBACK_DEBIT_SQL = `
-INSERT INTO wallets (user_id, balance_minor, debt_minor, currency) VALUES ($1, 0, $2, $3)
-ON CONFLICT (user_id) DO UPDATE
-   SET balance_minor = GREATEST(wallets.balance_minor - EXCLUDED.debt_minor, 0),
-       debt_minor = wallets.debt_minor + GREATEST(EXCLUDED.debt_minor - wallets.balance_minor, 0),
-       updated_at = now()
-RETURNING balance_minor, debt_minor`;
-
-/**
- * Debits `amountMinor` (minor units) from `userId`'s wallet on `db` (the chargeback's transaction): the balance
- * down to zero at most, the rest added to the debt (contract section 12: never a negative balance).
- * Returns the wallet's new balance and debt, in minor units. Throws database errors.
- */
-export async function debitIntoDebt(
-  db: Queryable,
-  userId: string,
-  amountMinor: number,
-  currency: string,
-): Promise<{ balanceMinor: number; debtMinor: number }> {
-  const result = await db.query<{ balance_minor: number; debt_minor: number }>(
-    prepared("chargeback_debit", CHARGEBACK_DEBIT_SQL, [userId, amountMinor, currency]),
-  );
-  const row = result.rows[0];
-  if (!row) throw new Error(`chargeback debit of ${userId}: no wallet row back`);
-  return { balanceMinor: row.balance_minor, debtMinor: row.debt_minor };
-}
-
 /** True when the bank reports the dispute lost now or earlier (a reversal keeps `lostAt`). */
 export function disputeWasLost(dispute: Pick<BankDispute, "status" | "lostAt">): boolean {
   return dispute.status === "lost" || (dispute.status === "won" && dispute.lostAt !== null);
@@ -97,28 +63,6 @@ export function disputeWasLost(dispute: Pick<BankDispute, "status" | "lostAt">):
 /** True when the bank reports a dispute it had lost as won since: the chargeback is reversed. */
 export function disputeWasReversed(dispute: Pick<BankDispute, "status" | "lostAt">): boolean {
   return dispute.status === "won" && dispute.lostAt !== null;
-}
-
-// Notes a dispute's state on the entry that credited its charge, only forward (open < lost < won: the bank's
-// disputes never move back), so a stale reading applied after a newer one changes nothing. The update takes the
-// row's lock before the chargeback's debit takes the wallet's: the order of every refund statement (top-up, then
-// wallet; lib/ledger/refunds.ts), so the two never deadlock. A row already at this state or past it is left alone.
-// $1 user id, $2 entry id, $3 the dispute's state.
-const NOTE_DISPUTE_STATUS_SQL = `
-UPDATE ledger_entries SET dispute_status = $3
- WHERE user_id = $1 AND id = $2 AND type IN ('topup', 'adjustment')
-   AND COALESCE(array_position(ARRAY['open', 'lost', 'won'], dispute_status), 0)
-       < array_position(ARRAY['open', 'lost', 'won'], $3::text)`;
-
-/**
- * Notes `status` (the bank's word) as the dispute state of `credited`, the entry that credited the disputed charge,
- * on `db`; only ever moves it forward (open, lost, won). Returns true when the row changed. Throws database errors.
- */
-async function noteDisputeStatus(db: Queryable, credited: LedgerEntry, status: DisputeStatus): Promise<boolean> {
-  const result = await db.query(
-    prepared("ledger_note_dispute_status", NOTE_DISPUTE_STATUS_SQL, [credited.userId, credited.id, status]),
-  );
-  return (result.rowCount ?? 0) > 0;
 }
 
 /**
@@ -194,9 +138,9 @@ export async function applyBankDispute(dispute: BankDispute, door: DisputeDoor):
 }
 
 /**
- * Claims one entry of the dispute and moves its money in the same transaction: a chargeback debits (into debt
- * where the balance is short), a reversal credits (repaying debt first). Returns the entry and whether this call
- * landed it, or a description when an entry under the key has other parameters (nothing moved).
+ * Claims one entry of the dispute and moves its money in the same call (lib/ledger `landDisputeEntry`): a chargeback
+ * debits (into debt where the balance is short), a reversal credits (repaying debt first). Returns the entry and
+ * whether this call landed it, or a description when an entry under the key has other parameters (nothing moved).
  */
 async function landEntry(
   db: Queryable,
@@ -205,31 +149,19 @@ async function landEntry(
   door: DisputeDoor,
 ): Promise<{ result: "landed" | "already"; entry: LedgerEntry } | string> {
   const params = { amount: dispute.amount, currency: dispute.currency, chargeId: dispute.chargeId };
-  const claimed = await insertClaim(db, {
+  const landed = await landDisputeEntry(db, {
     key,
     amountMinor: dispute.amount,
     currency: dispute.currency,
     params,
-    leaseOwner: newLeaseOwner(),
-    leaseMs: env().LEASE_MS,
     actor: door.actor,
+    detail: door.detail,
   });
-  if (!claimed) {
-    // Another caller's claim committed first (this one waited on it): read it in its own statement.
-    const existing = await findEntryByKey(key, db);
-    if (!existing) throw new Error(`${key.type} ${key.refId} of user ${key.userId}: neither inserted nor found`);
-    return existing.fingerprint === fingerprint(key.type, params)
-      ? { result: "already", entry: existing }
-      : `${key.type} ${key.refId}: an entry under this dispute id has other parameters`;
-  }
-  const isReversal = key.type === "chargeback_reversal";
-  if (!isReversal) await debitIntoDebt(db, key.userId, dispute.amount, dispute.currency);
-  const moved = await completeEntry(
-    { userId: claimed.userId, entryId: claimed.id },
-    { actor: door.actor, guard: { kind: "lease", attempt: claimed.attempt }, credit: isReversal, detail: door.detail },
-    db,
-  );
-  // The row was inserted by this transaction and nobody else can see it yet: the guard cannot refuse.
-  if (moved.kind !== "moved") throw new Error(`${key.type} ${key.refId}: fresh claim refused its transition`);
-  return { result: "landed", entry: moved.entry };
+  if (landed) return { result: "landed", entry: landed };
+  // Another caller's claim committed first (this one waited on it): read it in its own statement.
+  const existing = await findEntryByKey(key, db);
+  if (!existing) throw new Error(`${key.type} ${key.refId} of user ${key.userId}: neither inserted nor found`);
+  return existing.fingerprint === fingerprint(key.type, params)
+    ? { result: "already", entry: existing }
+    : `${key.type} ${key.refId}: an entry under this dispute id has other parameters`;
 }

@@ -38,19 +38,13 @@ export type ExistingOutcome =
 
 export type ClaimOutcome = { readonly kind: "claimed"; readonly entry: LedgerEntry } | ExistingOutcome;
 
-const INSERT_CLAIM_SQL = `
-WITH claimed AS (
-  INSERT INTO ledger_entries
-    (user_id, type, ref_id, amount_minor, currency, fingerprint, params, status, lease_owner, lease_expires_at,
-     adjusts_entry_id)
-  VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, 'initiated', $8, now() + $9::int * interval '1 millisecond', $11::bigint)
-  ON CONFLICT (user_id, type, ref_id) DO NOTHING
-  RETURNING ${ENTRY_COLUMNS}
-), logged AS (
-  INSERT INTO ledger_transitions (user_id, entry_id, from_status, to_status, actor, attempt)
-  SELECT user_id, id, NULL, 'initiated', $10, attempt FROM claimed
-)
-SELECT ${ENTRY_COLUMNS} FROM claimed`;
+// The claim is the database function ledger_claim (prisma/functions/ledger_claim.sql): the one INSERT ... ON CONFLICT
+// (user_id, type, ref_id) DO NOTHING of the ledger, with its audit row. Arguments by name.
+const INSERT_CLAIM_SQL = `SELECT ${ENTRY_COLUMNS}
+  FROM ledger_claim(
+         p_user_id => $1, p_type => $2, p_ref_id => $3, p_amount_minor => $4::bigint, p_currency => $5,
+         p_fingerprint => $6, p_params => $7::jsonb, p_actor => $10, p_lease_owner => $8, p_lease_ms => $9::int,
+         p_adjusts_entry_id => $11::bigint)`;
 
 const SELECT_BY_KEY_SQL = `SELECT ${ENTRY_COLUMNS} FROM ledger_entries WHERE user_id = $1 AND type = $2 AND ref_id = $3`;
 

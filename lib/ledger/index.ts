@@ -22,3 +22,5 @@ export * from "./db-errors";
 export * from "./constants";
 export * from "./view-schemas";
 export * from "./refunds";
+export * from "./dispute-entries";
+export * from "./response-template";

@@ -1,35 +1,23 @@
 /**
- * A payment decided in one round trip under the wallet's lock (contract sections 1, 3 and 8): one call of a PL/pgSQL
- * function that locks the wallet row, then writes the claim, the conditional debit, the row's terminal state, its
- * audit rows and its stored first response together in one statement of data-modifying CTEs (docs/decisions/040).
+ * A payment decided in one round trip under the wallet's lock (contract sections 1, 3 and 8): one call of the database
+ * function ledger_decide_payment, which locks the wallet row, then claims the row terminal with its audit rows and
+ * stored first response and makes the conditional debit, all in the caller's one statement (docs/decisions/040).
  */
 import { classifyDbError } from "./db-errors";
 import { ENTRY_COLUMNS, toLedgerEntry, type LedgerEntry, type StoredResponse } from "./entry";
 import { fingerprint, type OperationParams } from "./fingerprint";
 import type { OperationKey } from "./keys";
 import { prepared, type Queryable } from "./queryable";
-
-/**
- * Where a payment's success body holds its timestamps (`createdAt`, `updatedAt`): the statement writes the row's
- * creation time there (both are the statement's `now()`, in milliseconds, as `Date.prototype.toISOString` writes
- * it), so the stored body is the one `paymentView` renders from the row. The function's SQL names it literally.
- */
-export const RESPONSE_TIME_SLOT = "{{now}}";
-
-/**
- * Where a `debt_outstanding` body holds the wallet's debt: the statement writes it as `formatMinor` does. The
- * function's SQL names it literally.
- */
-export const RESPONSE_DEBT_SLOT = "{{debt}}";
+import type { ResponseTemplate } from "./response-template";
 
 /** The first responses a payment may store; the statement picks one by what the locked wallet row says. */
 export interface PaymentResponses {
-  /** 201 with the payment's view; every timestamp written as {@link RESPONSE_TIME_SLOT}. */
-  readonly succeeded: StoredResponse;
+  /** 201 with the payment's view; its timestamps are the template's slots (views.ts `succeededPaymentResponse`). */
+  readonly succeeded: ResponseTemplate;
   /** 402 insufficient_funds, stored as given. */
   readonly insufficientFunds: StoredResponse;
-  /** 402 debt_outstanding; the debt written as {@link RESPONSE_DEBT_SLOT}. */
-  readonly debtOutstanding: StoredResponse;
+  /** 402 debt_outstanding; the wallet's debt, as the lock leaves it, is the template's slot. */
+  readonly debtOutstanding: ResponseTemplate;
 }
 
 export interface PaymentDecisionRequest {
@@ -44,22 +32,17 @@ export interface PaymentDecisionRequest {
   readonly responses: PaymentResponses;
 }
 
-// The payment is one statement, a call of the PL/pgSQL function ledger_decide_payment
-// (prisma/functions/ledger_decide_payment.sql, where its SQL and the reason for each part are written). The function
-// locks the wallet row in a statement of its own first, then claims and decides in a second. A statement's snapshot is
-// taken before it waits for a lock, so a statement that locked the wallet row itself would, after waiting on a
-// credit, decide on the credit's version (FOR UPDATE returns the newest) while its debit re-checked an older one; the
-// storm found such a payment recorded succeeded without its debit (tests/integration/payments.test.ts, "a credit
-// committed while the payment waits"). A VOLATILE function takes a new snapshot for each statement it runs, so the
-// deciding statement reads the wallet as the lock left it: the decision and the debit read the same version. A user
-// with no wallet row has nothing to lock, and the decision then treats the wallet as absent even if a credit has
-// created it since (that row is not locked, and a payment racing on it could spend it before this debit ran).
-// One round trip instead of four (BEGIN, lock, decide, COMMIT: docs/decisions/040, second amendment).
-// $1 user_id, $2 ref_id, $3 amount (minor units), $4 currency, $5 fingerprint, $6 params (json), $7/$8 the success
-// status and body, $9/$10 the insufficient-funds status and body, $11/$12 the debt status and body.
+// The payment is one statement, a call of the database function ledger_decide_payment (its file,
+// prisma/functions/ledger_decide_payment.sql, says what it does and why): the wallet's lock first, then the decision
+// on the wallet as the lock left it, the claim born terminal with its stored first response, and the debit, in the
+// caller's one autocommit statement: one round trip instead of four (BEGIN, lock, decide, COMMIT:
+// docs/decisions/040). Arguments by name.
 const DECIDE_PAYMENT_SQL = `SELECT ${ENTRY_COLUMNS}
-  FROM ledger_decide_payment($1, $2, $3::bigint, $4, $5, $6::jsonb, $7::smallint, $8, $9::smallint, $10,
-                             $11::smallint, $12)`;
+  FROM ledger_decide_payment(
+    p_user_id => $1, p_ref_id => $2, p_amount_minor => $3::bigint, p_currency => $4, p_fingerprint => $5,
+    p_params => $6::jsonb, p_succeeded_status => $7::smallint, p_succeeded_body => $8::text[],
+    p_insufficient_status => $9::smallint, p_insufficient_body => $10, p_debt_status => $11::smallint,
+    p_debt_body => $12::text[])`;
 
 /** A payment this statement claimed and decided: the terminal row and its stored first response. */
 export interface DecidedPayment {
@@ -93,11 +76,11 @@ export async function decidePaymentUnderWalletLock(
         fingerprint(key.type, request.params),
         JSON.stringify(request.params),
         responses.succeeded.status,
-        responses.succeeded.body,
+        responses.succeeded.segments,
         responses.insufficientFunds.status,
         responses.insufficientFunds.body,
         responses.debtOutstanding.status,
-        responses.debtOutstanding.body,
+        responses.debtOutstanding.segments,
       ]),
     )
     .then(

@@ -56,72 +56,17 @@ export type RefundClaimOutcome =
   /** The top-up is not a succeeded top-up of this user: nothing claimed, nothing reserved (not stored). */
   | { readonly kind: "topup_not_refundable" };
 
-// One statement (contract section 11). topup and wallet lock the two rows the money comes out of, in that order
-// (every refund statement, and a dispute's landing in lib/chargebacks/apply-dispute.ts, takes them in this order);
-// at READ COMMITTED a locked row is read in its newest version, so verdict decides on the current dispute state,
-// remainder, debt and balance. A top-up whose charge has a dispute open or lost is refused first (case C26: the
-// dispute returns the cardholder's money, so a refund would return it twice; the bank refuses the same refund).
-// A wallet with a debt open is refused before its balance is looked at (contract section 11: a refund waits, like
-// a payment, until credits have repaid the debt; with a debt open the balance is 0 anyway, section 12). claimed inserts the row: `initiated` with a lease when
-// the money is there, `failed` with its stored refusal otherwise; ON CONFLICT makes a loser insert nothing.
-// reserved and debited lower the remainder and the balance only for a row this statement inserted as `initiated`.
-// $1 user id, $2 ref id, $3 amount, $4 currency, $5 fingerprint, $6 params, $7 lease owner, $8 lease ms, $9 actor,
-// $10 top-up entry id, $11 402 insufficient_funds body, $12 422 body, $13 402 debt_outstanding body,
-// $14 422 topup_disputed body.
+// One call of the database function ledger_claim_refund (prisma/functions/ledger_claim_refund.sql: the top-up's row
+// and the wallet locked in that order, the verdict, the claim, and for a claim that reserved, the remainder and the
+// debit), arguments by name. It returns the verdict, and the claimed row's columns (NULL when this call claimed
+// nothing: the key was taken, or the top-up is not a succeeded one of this user).
 const CLAIM_REFUND_SQL = `
-WITH topup AS (
-  SELECT amount_minor - refunded_minor AS remaining_minor, dispute_status
-    FROM ledger_entries
-   WHERE user_id = $1 AND id = $10 AND type = 'topup' AND status = 'succeeded'
-   FOR UPDATE
-), wallet AS (
-  SELECT balance_minor, debt_minor FROM wallets WHERE user_id = $1 FOR UPDATE
-), verdict AS (
-  SELECT CASE
-           WHEN NOT EXISTS (SELECT 1 FROM topup) THEN 'topup_not_refundable'
-           WHEN (SELECT dispute_status FROM topup) IN ('open', 'lost') THEN 'topup_disputed'
-           WHEN (SELECT remaining_minor FROM topup) < $3 THEN 'refund_exceeds_topup'
-           WHEN COALESCE((SELECT debt_minor FROM wallet), 0) > 0 THEN 'debt_outstanding'
-           WHEN COALESCE((SELECT balance_minor FROM wallet), 0) < $3 THEN 'insufficient_funds'
-           ELSE 'reserved'
-         END AS v
-), claimed AS (
-  INSERT INTO ledger_entries
-    (user_id, type, ref_id, amount_minor, currency, fingerprint, params, status, failure_reason, response_status,
-     response_body, lease_owner, lease_expires_at, refunds_entry_id)
-  SELECT $1, 'refund', $2, $3, $4, $5, $6::jsonb,
-         CASE WHEN v = 'reserved' THEN 'initiated' ELSE 'failed' END,
-         CASE WHEN v = 'reserved' THEN NULL ELSE v END,
-         CASE v WHEN 'refund_exceeds_topup' THEN 422 WHEN 'topup_disputed' THEN 422 WHEN 'reserved' THEN NULL ELSE 402 END,
-         CASE v WHEN 'insufficient_funds' THEN $11 WHEN 'refund_exceeds_topup' THEN $12 WHEN 'debt_outstanding' THEN $13
-                WHEN 'topup_disputed' THEN $14 END,
-         CASE WHEN v = 'reserved' THEN $7 END,
-         CASE WHEN v = 'reserved' THEN now() + $8::int * interval '1 millisecond' END,
-         $10::bigint
-    FROM verdict
-   WHERE v <> 'topup_not_refundable'
-  ON CONFLICT (user_id, type, ref_id) DO NOTHING
-  RETURNING ${ENTRY_COLUMNS}
-), reserved AS (
-  UPDATE ledger_entries t SET refunded_minor = t.refunded_minor + c.amount_minor
-    FROM claimed c
-   WHERE c.status = 'initiated' AND t.user_id = $1 AND t.id = $10
-  RETURNING t.refunded_minor
-), debited AS (
-  UPDATE wallets w SET balance_minor = w.balance_minor - c.amount_minor, updated_at = now()
-    FROM claimed c
-   WHERE c.status = 'initiated' AND w.user_id = $1
-  RETURNING w.balance_minor
-), logged AS (
-  INSERT INTO ledger_transitions (user_id, entry_id, from_status, to_status, actor, attempt, detail)
-  SELECT user_id, id, NULL, status, $9, attempt,
-         CASE WHEN status = 'initiated' THEN 'claimed: refund reserved from the wallet and the top-up'
-              ELSE 'claimed and refused: nothing reserved' END
-    FROM claimed
-)
-SELECT (SELECT v FROM verdict) AS verdict, (SELECT balance_minor FROM debited) AS balance_minor,
-       (SELECT refunded_minor FROM reserved) AS topup_refunded_minor, claimed.*
-  FROM (SELECT 1) AS one LEFT JOIN claimed ON true`;
+SELECT c.verdict, c.balance_minor, ${entryColumns("(c.entry)")}
+  FROM ledger_claim_refund(
+         p_user_id => $1, p_ref_id => $2, p_amount_minor => $3::bigint, p_currency => $4, p_fingerprint => $5,
+         p_params => $6::jsonb, p_lease_owner => $7, p_lease_ms => $8::int, p_actor => $9,
+         p_topup_entry_id => $10::bigint, p_insufficient_body => $11, p_exceeds_body => $12, p_debt_body => $13,
+         p_disputed_body => $14) AS c`;
 
 /**
  * Claims a refund's key and reserves its money in one autocommit statement (contract section 11): the row is
@@ -159,47 +104,20 @@ export async function claimRefund(
   );
   const row = result.rows[0] as Record<string, unknown>;
   if (row.verdict === "topup_not_refundable") return { kind: "topup_not_refundable" };
-  // claimed.* comes through the LEFT JOIN as NULL columns when this call inserted nothing.
+  // The row's columns are NULL when this call inserted nothing.
   if (row.id === null) return { kind: "taken" };
   const entry = toLedgerEntry(row);
   if (entry.status === "failed") return { kind: "stored_refusal", entry };
   return { kind: "reserved", entry, balanceMinor: row.balance_minor as number };
 }
 
-// One statement: lock the refund row (prev, for the status it leaves), fail it if it is still unfinished (moved),
-// and only then give its amount back to the top-up's remainder (restored) and the wallet (credited), and append the
-// audit row. The guard is moved's WHERE: a refund's reservation is given back at most once, whoever calls. The give
-// back is a credit like any other: it repays the wallet's debt first (contract section 12; a chargeback may have
-// landed while the refund was in flight), both SET expressions reading the row as it was before the update.
-// $1 user id, $2 refund entry id, $3 bank refund id (kept when null), $4 actor, $5 audit detail.
+// One call of the database function ledger_release_refund (prisma/functions/ledger_release_refund.sql: the refund
+// row failed by the ledger's guarded move, then the top-up's remainder and the wallet given back, in that lock order),
+// arguments by name. No row, or NULL columns: the row is not an unfinished refund, nothing moved.
 const RELEASE_REFUND_SQL = `
-WITH prev AS (
-  SELECT user_id, id, status FROM ledger_entries WHERE user_id = $1 AND id = $2 FOR UPDATE
-), moved AS (
-  UPDATE ledger_entries e
-     SET status = 'failed', failure_reason = 'declined_by_bank', bank_charge_id = COALESCE($3, e.bank_charge_id),
-         lease_owner = NULL, lease_expires_at = NULL, updated_at = now()
-    FROM prev
-   WHERE e.user_id = $1 AND e.id = $2 AND e.type = 'refund' AND e.status IN ('initiated', 'processing')
-  RETURNING ${entryColumns("e")}, prev.status AS from_status
-), restored AS (
-  UPDATE ledger_entries t SET refunded_minor = t.refunded_minor - m.amount_minor
-    FROM moved m
-   WHERE t.user_id = $1 AND t.id = m.refunds_entry_id
-  RETURNING t.refunded_minor
-), credited AS (
-  UPDATE wallets w
-     SET balance_minor = w.balance_minor + GREATEST(m.amount_minor - w.debt_minor, 0),
-         debt_minor = GREATEST(w.debt_minor - m.amount_minor, 0),
-         updated_at = now()
-    FROM moved m
-   WHERE w.user_id = $1
-  RETURNING w.balance_minor
-), logged AS (
-  INSERT INTO ledger_transitions (user_id, entry_id, from_status, to_status, actor, attempt, detail)
-  SELECT user_id, id, from_status, status, $4, attempt, $5 FROM moved
-)
-SELECT moved.*, (SELECT balance_minor FROM credited) AS balance_minor FROM moved`;
+SELECT ${entryColumns("(r.entry)")}, r.balance_minor
+  FROM ledger_release_refund(
+         p_user_id => $1, p_entry_id => $2::bigint, p_bank_refund_id => $3, p_actor => $4, p_detail => $5) AS r`;
 
 export type RefundReleaseOutcome =
   /** This call failed the row and gave its reservation back (wallet and top-up remainder). */
@@ -229,7 +147,8 @@ export async function releaseRefund(
     ]),
   );
   const row = result.rows[0];
-  if (!row) return { kind: "unchanged" };
+  // The function's one row holds NULL columns when nothing was released.
+  if (!row || row.id === null) return { kind: "unchanged" };
   return { kind: "released", entry: toLedgerEntry(row), balanceMinor: (row.balance_minor as number | null) ?? null };
 }
 

@@ -9,6 +9,7 @@ import { ENTRY_COLUMNS, toLedgerEntry, type LedgerEntry, type StoredResponse } f
 import { fingerprint, type OperationParams } from "./fingerprint";
 import type { OperationKey } from "./keys";
 import { prepared, type Queryable } from "./queryable";
+import type { ResponseTemplate } from "./response-template";
 
 /**
  * The constraint name the function's cap refusal carries, with SQLSTATE 23514 (check_violation): the day's credited
@@ -16,14 +17,16 @@ import { prepared, type Queryable } from "./queryable";
  */
 export const REWARD_CAP_CONSTRAINT = "reward_cap_days_within_cap";
 
-// $1 user_id, $2 ref_id, $3 amount (minor units), $4 currency, $5 fingerprint, $6 params (json), $7 day, $8 cap
-// (minor units; null: the day's row is not counted), $9 MAX_BALANCE_MINOR, $10/$11 the success status and body,
-// $12/$13 the refusal (balance_limit_exceeded) status and body. The function's SQL, and the reason for each part, are
-// in prisma/functions/ledger_decide_reward.sql.
+// One call of the database function ledger_decide_reward (its file, prisma/functions/ledger_decide_reward.sql, says
+// what each part does and why), arguments by name: the day's cap is in minor units (null: the day's row is not
+// counted); the success body is the template's segments, the refusal's body stored as given.
 const DECIDE_REWARD_SQL = `SELECT ${ENTRY_COLUMNS}, credited_today_minor
   FROM (SELECT (r.entry).*, r.credited_today_minor
-          FROM ledger_decide_reward($1, $2, $3::bigint, $4, $5, $6::jsonb, $7, $8::bigint, $9::bigint, $10::smallint,
-                                    $11, $12::smallint, $13) AS r) AS decided`;
+          FROM ledger_decide_reward(
+                 p_user_id => $1, p_ref_id => $2, p_amount_minor => $3::bigint, p_currency => $4, p_fingerprint => $5,
+                 p_params => $6::jsonb, p_day => $7, p_cap_minor => $8::bigint, p_max_balance_minor => $9::bigint,
+                 p_succeeded_status => $10::smallint, p_succeeded_body => $11::text[],
+                 p_refusal_status => $12::smallint, p_refusal_body => $13) AS r) AS decided`;
 
 export interface RewardDecisionRequest {
   /** A `reward` key. */
@@ -43,8 +46,8 @@ export interface RewardDecisionRequest {
   readonly capMinor: number | null;
   /** MAX_BALANCE_MINOR (contract section 9). */
   readonly maxBalanceMinor: number;
-  /** 201 with the reward's view, its timestamps written as RESPONSE_TIME_SLOT (views.ts `succeededRewardResponse`). */
-  readonly succeeded: StoredResponse;
+  /** 201 with the reward's view, its timestamps the template's slots (views.ts `succeededRewardResponse`). */
+  readonly succeeded: ResponseTemplate;
   /** The 422 balance_limit_exceeded problem, stored as given. */
   readonly refusal: StoredResponse;
 }
@@ -104,7 +107,7 @@ export async function decideRewardUnderWalletLock(
         request.capMinor,
         request.maxBalanceMinor,
         request.succeeded.status,
-        request.succeeded.body,
+        request.succeeded.segments,
         request.refusal.status,
         request.refusal.body,
       ]),

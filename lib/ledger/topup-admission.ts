@@ -2,9 +2,9 @@
  * A top-up's admission in one statement (contract section 5, case C15; docs/decisions/044): the wallet lock, the
  * headroom decision and the guarded move that records it, in one call of the PL/pgSQL function ledger_admit_topup,
  * or, for a request, together with its claim in one call of ledger_claim_topup (their definitions, and the reason
- * for each part, are in prisma/functions/ledger_admit_topup.sql and ledger_claim_topup.sql). The functions repeat,
- * for these moves, the claim of ./claim.ts and the guards of ./transitions.ts: a lease holder's fencing token, a
- * terminal row never moving, the stored response's first writer winning.
+ * for each part, are in prisma/functions/ledger_admit_topup.sql and ledger_claim_topup.sql). They call the ledger's
+ * one claim (ledger_claim), its one guarded move (ledger_move_entry) and its one room under the ceiling
+ * (ledger_room_for_credit), like every other operation.
  */
 import type { ClaimRequest } from "./claim";
 import { classifyDbError } from "./db-errors";
@@ -13,11 +13,19 @@ import { fingerprint } from "./fingerprint";
 import { prepared, type Queryable } from "./queryable";
 import type { EntryRef } from "./transitions";
 
+// One call each of the database functions ledger_admit_topup and ledger_claim_topup (their files in
+// prisma/functions/ say what they do and why), arguments by name.
 const ADMIT_TOPUP_SQL = `SELECT ${ENTRY_COLUMNS}
-  FROM ledger_admit_topup($1, $2::bigint, $3::bigint, $4, $5::int, $6, $7::bigint, $8::smallint, $9)`;
+  FROM ledger_admit_topup(
+         p_user_id => $1, p_entry_id => $2::bigint, p_amount_minor => $3::bigint, p_currency => $4,
+         p_attempt => $5::int, p_actor => $6, p_max_balance_minor => $7::bigint, p_refusal_status => $8::smallint,
+         p_refusal_body => $9)`;
 
 const CLAIM_TOPUP_SQL = `SELECT ${ENTRY_COLUMNS}
-  FROM ledger_claim_topup($1, $2, $3::bigint, $4, $5, $6::jsonb, $7, $8::int, $9, $10::bigint, $11::smallint, $12)`;
+  FROM ledger_claim_topup(
+         p_user_id => $1, p_ref_id => $2, p_amount_minor => $3::bigint, p_currency => $4, p_fingerprint => $5,
+         p_params => $6::jsonb, p_lease_owner => $7, p_lease_ms => $8::int, p_actor => $9,
+         p_max_balance_minor => $10::bigint, p_refusal_status => $11::smallint, p_refusal_body => $12)`;
 
 /** The ceiling a top-up's admission is judged against, and what it stores when there is no room. */
 export interface TopupCeiling {

@@ -1,9 +1,9 @@
 /**
- * Guarded transitions of a claimed row (contract section 2). Each is one SQL statement whose WHERE clause is
- * the guard: a row moves to a terminal state at most once, a terminal row never moves again, and a lease
- * holder's writes carry its fencing token (`attempt`) so a worker whose lease was taken over changes nothing.
- * Every transition appends its audit row in the same statement, and a credit changes the wallet in the same
- * statement (hence the same transaction) as the row's final state.
+ * Guarded transitions of a claimed row (contract section 2), each one call of the database function
+ * ledger_move_entry (prisma/functions/ledger_move_entry.sql), where the rules live once: a row moves to a terminal
+ * state at most once, a terminal row never moves again, a lease holder's writes carry its fencing token (`attempt`)
+ * so a worker whose lease was taken over changes nothing, every move appends its audit row, and a credit changes the
+ * wallet (debt repaid first) in the same transaction as the row's final state.
  */
 import { autocommit, pool } from "../db";
 import {
@@ -17,6 +17,7 @@ import {
   type TransitionActor,
 } from "./entry";
 import { prepared, type Queryable } from "./queryable";
+import type { ResponseTemplate } from "./response-template";
 
 /** Who may move the row: a lease holder (fenced by its attempt) or the bank's word (status-guarded only). */
 export type TransitionGuard =
@@ -39,60 +40,20 @@ export type TransitionOutcome =
   /** The guard did not hold and nothing changed: the row is terminal already, or the caller's lease was taken over. */
   | { readonly kind: "not_moved"; readonly entry: LedgerEntry };
 
-/**
- * The two CTEs that follow a `moved` CTE (the row's new version plus `from_status`) in every statement that moves a
- * row: `credited` raises the wallet by the row's amount when `credit` (SQL) is true and the row moved, repaying the
- * wallet's debt first (contract section 12: what the debt takes never reaches the balance; both SET expressions read
- * the wallet as it was before the update), and `logged` appends the audit row. `credit`, `actor` and `detail` are SQL
- * expressions, parameters in practice.
- */
-function creditedAndLogged(sql: { readonly credit: string; readonly actor: string; readonly detail: string }): string {
-  return `credited AS (
-  INSERT INTO wallets (user_id, balance_minor, currency)
-  SELECT user_id, amount_minor, currency FROM moved WHERE ${sql.credit}
-  ON CONFLICT (user_id) DO UPDATE
-     SET balance_minor = wallets.balance_minor + GREATEST(EXCLUDED.balance_minor - wallets.debt_minor, 0),
-         debt_minor = GREATEST(wallets.debt_minor - EXCLUDED.balance_minor, 0),
-         updated_at = now()
-  RETURNING balance_minor
-), logged AS (
-  INSERT INTO ledger_transitions (user_id, entry_id, from_status, to_status, actor, attempt, detail)
-  SELECT user_id, id, from_status, status, ${sql.actor}, attempt, ${sql.detail} FROM moved
-)`;
-}
-
-// One statement: lock the row (prev, to record the status it leaves), move it if the guard holds (moved),
-// credit the wallet when asked and only if the row moved (credited), and append the audit row (logged).
-// `moved` names its row by the key parameters, not by a join to `prev`: a join condition is only an index
-// condition when the planner expects the joined table to be large, so a generic plan made on an empty ledger
-// kept a nested loop that scanned every row per credit (case C25). `prev` is joined for its status only (one row).
-// $1 user_id, $2 entry id, $3 target status, $4 failure reason, $5 bank charge id (kept when null),
-// $6 fencing attempt (null = status-only guard), $7 credit the wallet?, $8 actor, $9 audit detail,
-// $10 allowed source statuses.
+// One call: ledger_move_entry locks the row by its key, moves it if the guard holds, appends the audit row and, when
+// asked, credits the wallet, and returns the moved row with the status it left and the new balance (no row: the guard
+// did not hold). Arguments by name; the row's columns spelled out for toLedgerEntry.
 const TRANSITION_SQL = `
-WITH prev AS (
-  SELECT user_id, id, status FROM ledger_entries WHERE user_id = $1 AND id = $2 FOR UPDATE
-), moved AS (
-  UPDATE ledger_entries e
-     SET status = $3::text,
-         failure_reason = $4,
-         bank_charge_id = COALESCE($5, e.bank_charge_id),
-         lease_owner = CASE WHEN $3::text IN ('succeeded', 'failed') THEN NULL ELSE e.lease_owner END,
-         lease_expires_at = CASE WHEN $3::text IN ('succeeded', 'failed') THEN NULL ELSE e.lease_expires_at END,
-         updated_at = now()
-    FROM prev
-   WHERE e.user_id = $1 AND e.id = $2
-     AND e.status = ANY ($10::text[])
-     AND ($6::int IS NULL OR e.attempt = $6::int)
-  RETURNING ${entryColumns("e")}, prev.status AS from_status
-), ${creditedAndLogged({ credit: "$7::boolean", actor: "$8", detail: "$9" })}
-SELECT moved.*, (SELECT balance_minor FROM credited) AS balance_minor FROM moved`;
+SELECT ${entryColumns("(m.entry)")}, m.from_status, m.balance_minor
+  FROM ledger_move_entry(
+         p_user_id => $1, p_entry_id => $2::bigint, p_to_status => $3, p_actor => $8, p_attempt => $6::int,
+         p_failure_reason => $4, p_bank_charge_id => $5, p_credit => $7::boolean, p_detail => $9) AS m`;
 
 const SELECT_BY_ID_SQL = `SELECT ${ENTRY_COLUMNS} FROM ledger_entries WHERE user_id = $1 AND id = $2`;
 
 interface TransitionSpec {
+  /** Where the row goes; the state machine of ledger_move_entry says from where it may. */
   readonly to: EntryStatus;
-  readonly from: readonly EntryStatus[];
   readonly failureReason: FailureReason | null;
   readonly bankChargeId: string | null;
   readonly credit: boolean;
@@ -113,11 +74,10 @@ async function transition(ref: EntryRef, spec: TransitionSpec, db: Queryable): P
       spec.credit,
       spec.actor,
       spec.detail,
-      spec.from,
     ]),
   );
   const row = result.rows[0];
-  // A row back means this call, and no other, made the move (the guard in moved's WHERE).
+  // A row back means this call, and no other, made the move (the guard of ledger_move_entry's UPDATE).
   if (row) {
     return {
       kind: "moved",
@@ -153,7 +113,6 @@ export function markProcessing(
     ref,
     {
       to: "processing",
-      from: ["initiated"],
       failureReason: null,
       bankChargeId: null,
       credit: false,
@@ -189,7 +148,6 @@ export function completeEntry(
     ref,
     {
       to: "succeeded",
-      from: ["initiated", "processing"],
       failureReason: null,
       bankChargeId: options.bankChargeId ?? null,
       credit: options.credit,
@@ -220,7 +178,6 @@ export function failEntry(
     ref,
     {
       to: "failed",
-      from: ["initiated", "processing"],
       failureReason: options.reason,
       bankChargeId: options.bankChargeId ?? null,
       credit: false,
@@ -254,28 +211,28 @@ export async function attachCharge(
 }
 
 // The charge id and the row's first response in one statement (one commit instead of two): only while the row is
-// still in the status the response was built from, has no charge id and no stored response. The body's time slot
-// ($6) is written as the row's new updated_at, as Date.prototype.toISOString writes it (timestamptz(3)).
-// $1 user_id, $2 entry id, $3 bank charge id, $4 response status, $5 response body, $6 time slot, $7 expected status.
+// still in the status the response was built from, has no charge id and no stored response. The template's slot is
+// filled with the row's new updated_at, as the API writes times (ledger_iso_ms, ledger_fill_body).
+// $1 user_id, $2 entry id, $3 bank charge id, $4 response status, $5 response body's segments, $6 expected status.
 const ATTACH_CHARGE_AND_RESPOND_SQL = `
 UPDATE ledger_entries
    SET bank_charge_id = $3, updated_at = now(), response_status = $4,
-       response_body = replace($5, $6, to_char(now()::timestamptz(3) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
- WHERE user_id = $1 AND id = $2 AND status = $7 AND bank_charge_id IS NULL AND response_status IS NULL
+       response_body = ledger_fill_body(p_segments => $5::text[], p_value => ledger_iso_ms(now()))
+ WHERE user_id = $1 AND id = $2 AND status = $6 AND bank_charge_id IS NULL AND response_status IS NULL
 RETURNING ${ENTRY_COLUMNS}`;
 
 /**
  * {@link attachCharge} and {@link storeResponse} in one statement, for the request that learns a pending charge's
  * id and answers at once (contract sections 2 and 3). `response` is the row's first response as it will be after
- * the write: built from a row in status `status`, its `updatedAt` left as `timeSlot` (RESPONSE_TIME_SLOT) for the
- * statement to write the row's new time. Moves nothing unless the row is still in `status`, with no charge id and
- * no stored response. Returns the updated row (its response stored), or null when that guard did not hold: then
- * nothing was written, and the caller takes the two separate steps. Throws database errors.
+ * the write: built from a row in status `status`, its `updatedAt` the template's slot for the statement to write the
+ * row's new time. Moves nothing unless the row is still in `status`, with no charge id and no stored response.
+ * Returns the updated row (its response stored), or null when that guard did not hold: then nothing was written, and
+ * the caller takes the two separate steps. Throws database errors.
  */
 export async function attachChargeAndRespond(
   ref: EntryRef,
   bankChargeId: string,
-  first: { readonly status: EntryStatus; readonly response: StoredResponse; readonly timeSlot: string },
+  first: { readonly status: EntryStatus; readonly response: ResponseTemplate },
   db: Queryable = autocommit(),
 ): Promise<LedgerEntry | null> {
   const result = await db.query(
@@ -284,8 +241,7 @@ export async function attachChargeAndRespond(
       ref.entryId,
       bankChargeId,
       first.response.status,
-      first.response.body,
-      first.timeSlot,
+      first.response.segments,
       first.status,
     ]),
   );
@@ -293,10 +249,9 @@ export async function attachChargeAndRespond(
   return row ? toLedgerEntry(row) : null;
 }
 
-const STORE_RESPONSE_SQL = `
-UPDATE ledger_entries SET response_status = $3, response_body = $4
- WHERE user_id = $1 AND id = $2 AND response_status IS NULL
-RETURNING response_status, response_body`;
+// The first writer wins: ledger_store_response stores only while the row has no response (true when it did).
+const STORE_RESPONSE_SQL = `SELECT ledger_store_response(
+  p_user_id => $1, p_entry_id => $2, p_response_status => $3::smallint, p_response_body => $4) AS stored`;
 
 /**
  * Stores the first response of an operation: the first writer wins (`WHERE response_status IS NULL`,
@@ -311,7 +266,7 @@ export async function storeResponse(
   const result = await db.query(
     prepared("ledger_store_response", STORE_RESPONSE_SQL, [ref.userId, ref.entryId, response.status, response.body]),
   );
-  if (result.rows[0]) return { stored: true, response };
+  if (result.rows[0]?.stored === true) return { stored: true, response };
   const current = await getEntryById(ref, db);
   if (!current?.response)
     throw new Error(`ledger entry ${ref.userId}/${ref.entryId}: response neither stored nor present`);
@@ -347,95 +302,4 @@ export async function recordSettleFailure(
   const row = result.rows[0];
   if (!row) return null;
   return { failures: row.settle_failures as number, flaggedAt: (row.settle_flagged_at as Date | null) ?? null };
-}
-
-/** What a signed success reports about a top-up's charge (contract section 5): its id, amount and currency. */
-export interface ReportedCharge {
-  readonly chargeId: string;
-  readonly amountMinor: number;
-  /** ISO 4217. */
-  readonly currency: string;
-}
-
-/** Parameters $1-$8 belong to {@link creditMatchingTopup}'s own statement; an {@link AlsoWrite}'s start here. */
-export const ALSO_FIRST_PARAM = 9;
-
-/**
- * One more write that commits with the credit or not at all: a CTE body (`INSERT … SELECT … FROM moved`, reading
- * the `moved` CTE, which holds a row only when the credit happened) whose parameters are numbered from
- * {@link ALSO_FIRST_PARAM}. `name` names the prepared statement (one per distinct `sql`).
- */
-export interface AlsoWrite {
-  readonly name: string;
-  readonly sql: string;
-  readonly values: readonly unknown[];
-}
-
-// Same shape as TRANSITION_SQL, with the row named by its key and the guard widened to the charge: the row must be
-// an unfinished top-up (status guard only: the bank's word, contract section 2) of the same amount and currency
-// whose recorded charge id, if any, is this one. $1 user_id, $2 type (always 'topup'), $3 ref_id, $4 charge id,
-// $5 amount, $6 currency, $7 actor, $8 audit detail. `prev` finds and locks the row by its key; `moved` names it by
-// (user_id, the id `prev` found) through a scalar subquery, which the plan reads once as a parameter of its index
-// condition (a join to `prev` would not be one, case C25: see TRANSITION_SQL). The type is a parameter, as in the
-// claim's lookup by key, so no index that leads with a constant type can serve it (docs/decisions/045). Exported for
-// the tests that break a guard in a copy of it (negative controls).
-export const creditMatchingTopupSql = (also: string): string => `
-WITH prev AS (
-  SELECT id, status FROM ledger_entries WHERE user_id = $1 AND type = $2 AND ref_id = $3 FOR UPDATE
-), moved AS (
-  UPDATE ledger_entries e
-     SET status = 'succeeded',
-         failure_reason = NULL,
-         bank_charge_id = $4,
-         lease_owner = NULL,
-         lease_expires_at = NULL,
-         updated_at = now()
-    FROM prev
-   WHERE e.user_id = $1 AND e.id = (SELECT id FROM prev)
-     AND e.status IN ('initiated', 'processing')
-     AND e.amount_minor = $5::bigint AND e.currency = $6::text
-     AND (e.bank_charge_id IS NULL OR e.bank_charge_id = $4)
-  RETURNING ${entryColumns("e")}, prev.status AS from_status
-), ${creditedAndLogged({ credit: "true", actor: "$7", detail: "$8" })}, also AS (${also})
-SELECT moved.*, (SELECT balance_minor FROM credited) AS balance_minor FROM moved`;
-
-/**
- * The common case of a charge's success in one statement: the unfinished top-up `(userId, "topup", refId)` whose
- * amount and currency are the charge's, and which records no other charge id, moves to `succeeded` with the charge id
- * and its credit, its audit row, and `also` (e.g. the webhook's record of the event, case C19), all in one commit.
- * The same move {@link completeEntry} makes with a status-only guard once a caller has read the row and matched the
- * charge against it (lib/topups/settle-topup.ts), without the read and the transaction around it.
- *
- * Returns `moved` (the row, the new balance) or `null` when nothing was written: no such row, a terminal row, or
- * a charge that disagrees with it. Then the caller judges the row the long way, which handles every one of those.
- * Throws database errors (nothing was written).
- */
-export async function creditMatchingTopup(
-  key: { readonly userId: string; readonly refId: string },
-  charge: ReportedCharge,
-  options: { readonly actor: TransitionActor; readonly detail: string; readonly also: AlsoWrite },
-  db: Queryable = autocommit(),
-): Promise<Extract<TransitionOutcome, { kind: "moved" }> | null> {
-  const { also } = options;
-  const result = await db.query(
-    prepared(`ledger_credit_matching_topup_${also.name}`, creditMatchingTopupSql(also.sql), [
-      key.userId,
-      "topup",
-      key.refId,
-      charge.chargeId,
-      charge.amountMinor,
-      charge.currency,
-      options.actor,
-      options.detail,
-      ...also.values,
-    ]),
-  );
-  const row = result.rows[0];
-  if (!row) return null;
-  return {
-    kind: "moved",
-    entry: toLedgerEntry(row),
-    fromStatus: row.from_status as EntryStatus,
-    balanceMinor: row.balance_minor as number,
-  };
 }

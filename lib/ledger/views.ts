@@ -6,7 +6,7 @@
 import type { z } from "zod";
 import type { LedgerEntry, StoredResponse } from "./entry";
 import type { OperationParams } from "./fingerprint";
-import { RESPONSE_TIME_SLOT } from "./payment-statement";
+import { jsonResponseTemplate, type ResponseTemplate } from "./response-template";
 import type { paymentViewSchema, rewardViewSchema, statementEntryViewSchema, topupViewSchema } from "./view-schemas";
 
 /** `T` of contract section 4 (its schema, the OpenAPI document's `Topup`, is in ./view-schemas.ts). */
@@ -46,11 +46,11 @@ export function paymentView(entry: PaymentViewFields): PaymentView {
 
 /**
  * The stored 201 of a payment decided in one statement, before the statement runs: `{ payment: PaymentView }` of
- * a `succeeded` row for `orderId`, `amountMinor` (minor units) and `currency`, its timestamps left as
- * {@link RESPONSE_TIME_SLOT} for the statement to fill with the row's time (payment-statement.ts). Filled, it is
- * byte for byte `jsonStoredResponse(201, { payment: paymentView(row) })`.
+ * a `succeeded` row for `orderId`, `amountMinor` (minor units) and `currency`, its timestamps (`payment.createdAt`,
+ * `payment.updatedAt`) left as slots for the statement to fill with the row's time (payment-statement.ts). Filled, it
+ * is byte for byte `jsonStoredResponse(201, { payment: paymentView(row) })`.
  */
-export function succeededPaymentResponse(orderId: string, amountMinor: number, currency: string): StoredResponse {
+export function succeededPaymentResponse(orderId: string, amountMinor: number, currency: string): ResponseTemplate {
   const time = new Date(0);
   const view = paymentView({
     refId: orderId,
@@ -61,9 +61,7 @@ export function succeededPaymentResponse(orderId: string, amountMinor: number, c
     createdAt: time,
     updatedAt: time,
   });
-  return jsonStoredResponse(201, {
-    payment: { ...view, createdAt: RESPONSE_TIME_SLOT, updatedAt: RESPONSE_TIME_SLOT },
-  });
+  return jsonResponseTemplate(201, (time) => ({ payment: { ...view, createdAt: time, updatedAt: time } }));
 }
 
 export type RewardView = z.infer<typeof rewardViewSchema>;
@@ -85,20 +83,18 @@ export function rewardView(entry: RewardViewFields): RewardView {
 
 /**
  * The stored 201 of a reward decided in one statement, before the statement runs: `{ reward: RewardView }` of a
- * `succeeded` row with `params` (its `adId` and `day`), `amountMinor` (minor units) and `currency`, its timestamps left
- * as {@link RESPONSE_TIME_SLOT} for the statement to fill with the row's time (reward-statement.ts). Filled, it is
- * byte for byte `jsonStoredResponse(201, { reward: rewardView(row) })`.
+ * `succeeded` row with `params` (its `adId` and `day`), `amountMinor` (minor units) and `currency`, its timestamps
+ * (`reward.createdAt`, `reward.updatedAt`) left as slots for the statement to fill with the row's time
+ * (reward-statement.ts). Filled, it is byte for byte `jsonStoredResponse(201, { reward: rewardView(row) })`.
  */
 export function succeededRewardResponse(
   params: OperationParams,
   amountMinor: number,
   currency: string,
-): StoredResponse {
+): ResponseTemplate {
   const time = new Date(0);
   const view = rewardView({ params, amountMinor, currency, status: "succeeded", createdAt: time, updatedAt: time });
-  return jsonStoredResponse(201, {
-    reward: { ...view, createdAt: RESPONSE_TIME_SLOT, updatedAt: RESPONSE_TIME_SLOT },
-  });
+  return jsonResponseTemplate(201, (time) => ({ reward: { ...view, createdAt: time, updatedAt: time } }));
 }
 
 /** One line of the statement (`GET /api/v1/entries`): every movement, credits positive and debits negative. */

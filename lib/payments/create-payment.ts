@@ -8,8 +8,8 @@ import { formatMinor } from "../money";
 import {
   decidePaymentUnderWalletLock,
   fromExisting,
+  jsonResponseTemplate,
   operationKey,
-  RESPONSE_DEBT_SLOT,
   runClaimedOperation,
   succeededPaymentResponse,
   type DecidedPayment,
@@ -17,7 +17,7 @@ import {
   type PaymentResponses,
 } from "../ledger";
 import { gateNewOperation, rateLimitedResult } from "../limits/new-operation-rate";
-import { problemStoredResponse } from "../problems";
+import { problem, problemStoredResponse } from "../problems";
 
 export interface CreatePaymentInput {
   /** From the authenticated session or API token. */
@@ -88,7 +88,7 @@ async function runPayment(input: CreatePaymentInput): Promise<OperationResult> {
 /**
  * The three first responses a payment of `amountMinor` (minor units of `currency`) for `orderId` may store
  * (contract sections 3, 8 and 12): the statement picks one from the locked wallet row and fills in the row's time
- * or the wallet's debt. Exported for the bench, which stores the same responses.
+ * or the wallet's debt (the templates' slots, lib/ledger/response-template.ts). Exported for the bench, which stores the same responses.
  */
 export function paymentResponses(orderId: string, amountMinor: number, currency: string): PaymentResponses {
   return {
@@ -97,9 +97,11 @@ export function paymentResponses(orderId: string, amountMinor: number, currency:
       "insufficient_funds",
       `The balance does not cover ${formatMinor(amountMinor)} ${currency}.`,
     ),
-    debtOutstanding: problemStoredResponse(
-      "debt_outstanding",
-      `The wallet owes ${RESPONSE_DEBT_SLOT} ${currency} from a disputed top-up; payments resume once a credit repays it.`,
+    debtOutstanding: jsonResponseTemplate(402, (debt) =>
+      problem(
+        "debt_outstanding",
+        `The wallet owes ${debt} ${currency} from a disputed top-up; payments resume once a credit repays it.`,
+      ),
     ),
   };
 }

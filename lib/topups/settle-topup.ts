@@ -31,9 +31,9 @@ import {
   type TransitionGuard,
   type TransitionOutcome,
   type Queryable,
+  type ResponseTemplate,
   type StoredResponse,
   classifyDbError,
-  RESPONSE_TIME_SLOT,
 } from "../ledger";
 import { creditAdjustment, type AdjustedCharge } from "./credit-adjustment";
 
@@ -69,11 +69,11 @@ export interface SettleDoor {
   readonly db?: Queryable;
   /**
    * The request's first response for a row the charge leaves pending, built from the row before the charge id is
-   * recorded, its `updatedAt` written as RESPONSE_TIME_SLOT (./topup-response.ts `topupResponseOnWrite`): stored in
+   * recorded, its `updatedAt` the template's slot (./topup-response.ts `topupResponseOnWrite`): stored in
    * the statement that records the charge id (lib/ledger `attachChargeAndRespond`, one commit instead of two). Only
    * the request sets it; the `pending` outcome then carries the response when this call stored it.
    */
-  readonly pendingResponse?: (entry: LedgerEntry) => StoredResponse;
+  readonly pendingResponse?: (entry: LedgerEntry) => ResponseTemplate;
 }
 
 /** Why a row and its charge cannot be settled by the app alone: nothing moves, an admin looks. */
@@ -289,8 +289,7 @@ async function settle(
     if (entry.bankChargeId !== null || !chargeId) return { kind: "pending", entry };
     if (door.pendingResponse) {
       const response = door.pendingResponse(entry);
-      const first = { status: entry.status, response, timeSlot: RESPONSE_TIME_SLOT };
-      const answered = await attachChargeAndRespond(refOf(entry), chargeId, first, db);
+      const answered = await attachChargeAndRespond(refOf(entry), chargeId, { status: entry.status, response }, db);
       if (answered?.response) return { kind: "pending", entry: answered, responded: answered.response };
     }
     const attached = await attachCharge(refOf(entry), chargeId, db);

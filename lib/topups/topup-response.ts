@@ -6,11 +6,12 @@
  */
 import {
   isTerminal,
+  jsonResponseTemplate,
   jsonStoredResponse,
-  RESPONSE_TIME_SLOT,
   storeResponse,
   topupView,
   type LedgerEntry,
+  type ResponseTemplate,
   type StoredResponse,
 } from "../ledger";
 
@@ -20,12 +21,12 @@ export function topupResponse(entry: LedgerEntry): StoredResponse {
 }
 
 /**
- * {@link topupResponse} of `entry` as a write of the row will leave it: `updatedAt` written as RESPONSE_TIME_SLOT,
- * for the statement that writes the row to fill with the row's new time (lib/ledger `attachChargeAndRespond`).
- * Filled, it is byte for byte `topupResponse` of the row the statement returns. Pure.
+ * {@link topupResponse} of `entry` as a write of the row will leave it: its `topup.updatedAt` the template's slot, for
+ * the statement that writes the row to fill with the row's new time (lib/ledger `attachChargeAndRespond`). Filled, it
+ * is byte for byte `topupResponse` of the row the statement returns.
  */
-export function topupResponseOnWrite(entry: LedgerEntry): StoredResponse {
-  return jsonStoredResponse(201, { topup: { ...topupView(entry), updatedAt: RESPONSE_TIME_SLOT } });
+export function topupResponseOnWrite(entry: LedgerEntry): ResponseTemplate {
+  return jsonResponseTemplate(201, (time) => ({ topup: { ...topupView(entry), updatedAt: time } }));
 }
 
 /**

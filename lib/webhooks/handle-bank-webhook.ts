@@ -33,16 +33,7 @@ import {
 } from "../chargebacks/handle-dispute-event";
 import { pool, withTransaction } from "../db";
 import { env } from "../env";
-import {
-  ALSO_FIRST_PARAM,
-  creditMatchingTopup,
-  findEntryByKey,
-  isTerminal,
-  operationKey,
-  prepared,
-  type LedgerEntry,
-  type Queryable,
-} from "../ledger";
+import { findEntryByKey, isTerminal, operationKey, prepared, type LedgerEntry, type Queryable } from "../ledger";
 import { log } from "../log";
 import {
   APPLIED_REFUND_OUTCOMES,
@@ -389,57 +380,43 @@ async function creditedInOneStatement(
   text: string,
   key: { readonly userId: string; readonly refId: string },
 ): Promise<boolean> {
-  const outcome: WebhookOutcome = "credited";
   try {
-    const moved = await creditMatchingTopup(
-      key,
-      { chargeId: event.data.chargeId, amountMinor: event.data.amount, currency: event.data.currency },
-      {
-        actor: "webhook",
-        detail: `webhook: ${event.type} ${event.id}`,
-        also: {
-          name: "webhook_record_event",
-          sql: RECORD_CREDIT_EVENT_SQL,
-          values: recordValues(event, text, outcome, null),
-        },
-      },
+    const result = await pool().query(
+      prepared("webhook_credit_topup", CREDIT_TOPUP_SQL, [
+        key.userId,
+        key.refId,
+        event.id,
+        event.type,
+        event.data.merchantRef,
+        event.data.chargeId,
+        event.data.amount,
+        event.data.currency,
+        text,
+      ]),
     );
-    return moved !== null;
+    return result.rows.length > 0;
   } catch (error) {
     log().warn({ err: error, eventId: event.id }, "bank webhook: one-statement credit failed; settling the long way");
     return false;
   }
 }
 
-/**
- * The statement that records a delivery, its parameters numbered from `$first`: the first delivery of an event
- * inserts its row, later ones count themselves. The outcome is replaced only by a delivery that applied the event
- * (the last parameter), so a duplicate recorded first never hides the credit (case C19). `source` is `VALUES` (a
- * statement of its own) or a `FROM` clause whose rows gate the insert (a CTE of a larger statement). The casts give
- * each parameter its column's type in both forms.
- */
-function recordEventSql(first: number, source: "VALUES" | "FROM moved"): string {
-  const p = (i: number) => `$${first + i}`;
-  const values = `${p(0)}::text, ${p(1)}::text, ${p(2)}::text, ${p(3)}::text, ${p(4)}::bigint, ${p(5)}::text, ${p(6)}::text, ${p(7)}::text, ${p(8)}::text`;
-  return `
-INSERT INTO bank_webhook_events
-  (event_id, type, merchant_ref, charge_id, amount_minor, currency, outcome, payload, detail)
-${source === "VALUES" ? `VALUES (${values})` : `SELECT ${values} ${source}`}
-ON CONFLICT (event_id) DO UPDATE
-   SET deliveries = bank_webhook_events.deliveries + 1,
-       last_seen_at = now(),
-       outcome = CASE WHEN ${p(9)}::boolean THEN EXCLUDED.outcome ELSE bank_webhook_events.outcome END,
-       detail = CASE WHEN ${p(9)}::boolean THEN EXCLUDED.detail ELSE bank_webhook_events.detail END`;
-}
+// One call: webhook_credit_topup credits the matching unfinished top-up and records the event as `credited` in the
+// same commit (prisma/functions/webhook_credit_topup.sql), arguments by name. No row: nothing was written.
+const CREDIT_TOPUP_SQL = `SELECT (c.entry).id
+  FROM webhook_credit_topup(
+         p_user_id => $1, p_ref_id => $2, p_event_id => $3, p_type => $4, p_merchant_ref => $5, p_charge_id => $6,
+         p_amount_minor => $7::bigint, p_currency => $8, p_payload => $9) AS c`;
 
-const RECORD_EVENT_SQL = recordEventSql(1, "VALUES");
-
-// The same record inside creditMatchingTopup's statement: written only when its `moved` CTE holds the credited row.
-const RECORD_CREDIT_EVENT_SQL = recordEventSql(ALSO_FIRST_PARAM, "FROM moved");
+// One call of webhook_record_event (prisma/functions/webhook_record_event.sql): the first delivery of an event inserts
+// its row, later ones count themselves, and only a delivery that applied the event replaces its outcome (case C19).
+const RECORD_EVENT_SQL = `SELECT webhook_record_event(
+  p_event_id => $1, p_type => $2, p_merchant_ref => $3, p_charge_id => $4, p_amount_minor => $5::bigint,
+  p_currency => $6, p_outcome => $7, p_payload => $8, p_detail => $9, p_applied => $10::boolean)`;
 
 type RecordedEvent = Pick<BankEvent, "id" | "data"> & { readonly type: string };
 
-/** RECORD_EVENT_SQL's values, in its parameters' order. */
+/** RECORD_EVENT_SQL's values, in its arguments' order. */
 function recordValues(event: RecordedEvent, payload: string, outcome: WebhookOutcome, detail: string | null) {
   return [
     event.id,

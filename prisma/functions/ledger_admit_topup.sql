@@ -14,14 +14,12 @@
 -- for the lock. The locks last until the calling statement commits.
 --
 -- Statements, in order:
--- 1. lock the wallet row (created with balance 0 first when the user has none, so that there is a row to lock);
--- 2. the money that may still reach the wallet, other than this top-up (ledger_pending_credits_minor: unfinished
---    top-ups and refunds, chargebacks not reversed), so that a give-back, never refused for the ceiling, still fits;
--- 3. with room: initiated -> processing, guarded by the caller's fencing token (attempt), with its audit row;
---    without room: initiated or processing -> failed (balance_limit_exceeded), same guard, audit row with the figures;
---    then the refusal's 422 stored first-writer-wins when the row is failed for that reason (also an earlier run's);
--- 4. the row as it now is.
--- The transitions are lib/ledger/transitions.ts's TRANSITION_SQL for these two moves, the store its STORE_RESPONSE_SQL.
+-- 1. the room (ledger_room_for_credit, without this top-up's own amount among the pending credits): the wallet's lock,
+--    then the money that may still reach the wallet, so that a give-back, never refused for the ceiling, still fits;
+-- 2. with room: initiated -> processing (ledger_move_entry, guarded by the caller's fencing token); without room:
+--    initiated or processing -> failed (balance_limit_exceeded, same guard, the figures in the audit row), then the
+--    refusal's 422 stored first-writer-wins when the row is failed for that reason (also an earlier run's);
+-- 3. the row as it now is.
 -- Every table access is by primary key, by the wallet's key or through a partial index on (user_id), so no plan
 -- PL/pgSQL caches can scan a table (case C25; tests/integration/plan-stability.test.ts reads them). Valid on
 -- PostgreSQL 15 and 18.
@@ -38,48 +36,24 @@ CREATE OR REPLACE FUNCTION ledger_admit_topup(
 ) RETURNS SETOF ledger_entries
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
-  v_balance_minor bigint;
-  v_pending_minor bigint;
+  v_room record;
+  v_entry ledger_entries;
 BEGIN
-  SELECT w.balance_minor INTO v_balance_minor FROM wallets w WHERE w.user_id = p_user_id FOR UPDATE;
-  IF NOT FOUND THEN
-    INSERT INTO wallets (user_id, balance_minor, currency) VALUES (p_user_id, 0, p_currency)
-    ON CONFLICT (user_id) DO NOTHING;
-    SELECT w.balance_minor INTO v_balance_minor FROM wallets w WHERE w.user_id = p_user_id FOR UPDATE;
-  END IF;
-
-  v_pending_minor := ledger_pending_credits_minor(p_user_id, p_entry_id);
-
-  IF v_balance_minor + p_amount_minor + v_pending_minor <= p_max_balance_minor THEN
-    WITH moved AS (
-      UPDATE ledger_entries e SET status = 'processing', failure_reason = NULL, updated_at = now()
-       WHERE e.user_id = p_user_id AND e.id = p_entry_id AND e.status = 'initiated' AND e.attempt = p_attempt
-      RETURNING e.user_id, e.id, e.attempt
-    )
-    INSERT INTO ledger_transitions (user_id, entry_id, from_status, to_status, actor, attempt, detail)
-    SELECT m.user_id, m.id, 'initiated', 'processing', p_actor, m.attempt, NULL FROM moved m;
+  SELECT * INTO v_room
+    FROM ledger_room_for_credit(p_user_id => p_user_id, p_currency => p_currency, p_amount_minor => p_amount_minor,
+                                p_max_balance_minor => p_max_balance_minor, p_except_entry_id => p_entry_id);
+  IF v_room.room THEN
+    PERFORM ledger_move_entry(p_user_id => p_user_id, p_entry_id => p_entry_id, p_to_status => 'processing',
+                              p_actor => p_actor, p_attempt => p_attempt);
   ELSE
-    WITH prev AS (
-      SELECT e.user_id, e.id, e.status FROM ledger_entries e
-       WHERE e.user_id = p_user_id AND e.id = p_entry_id FOR UPDATE
-    ), moved AS (
-      UPDATE ledger_entries e
-         SET status = 'failed', failure_reason = 'balance_limit_exceeded', lease_owner = NULL,
-             lease_expires_at = NULL, updated_at = now()
-        FROM prev
-       WHERE e.user_id = p_user_id AND e.id = p_entry_id
-         AND e.status IN ('initiated', 'processing') AND e.attempt = p_attempt
-      RETURNING e.user_id, e.id, e.attempt, prev.status AS from_status
-    )
-    INSERT INTO ledger_transitions (user_id, entry_id, from_status, to_status, actor, attempt, detail)
-    SELECT m.user_id, m.id, m.from_status, 'failed', p_actor, m.attempt,
-           format('%s: balance %s + %s + pending credits %s > %s', p_actor, v_balance_minor, p_amount_minor,
-                  v_pending_minor, p_max_balance_minor)
-      FROM moved m;
-
-    UPDATE ledger_entries e SET response_status = p_refusal_status, response_body = p_refusal_body
-     WHERE e.user_id = p_user_id AND e.id = p_entry_id AND e.response_status IS NULL
-       AND e.status = 'failed' AND e.failure_reason = 'balance_limit_exceeded';
+    PERFORM ledger_move_entry(p_user_id => p_user_id, p_entry_id => p_entry_id, p_to_status => 'failed',
+                              p_actor => p_actor, p_attempt => p_attempt, p_failure_reason => 'balance_limit_exceeded',
+                              p_detail => p_actor || ': ' || v_room.detail);
+    SELECT e.* INTO v_entry FROM ledger_entries e WHERE e.user_id = p_user_id AND e.id = p_entry_id;
+    IF v_entry.status = 'failed' AND v_entry.failure_reason = 'balance_limit_exceeded' THEN
+      PERFORM ledger_store_response(p_user_id => p_user_id, p_entry_id => p_entry_id,
+                                    p_response_status => p_refusal_status, p_response_body => p_refusal_body);
+    END IF;
   END IF;
 
   RETURN QUERY SELECT e.* FROM ledger_entries e WHERE e.user_id = p_user_id AND e.id = p_entry_id;

@@ -13,18 +13,13 @@
 -- initiated (the claim) and initiated -> processing or failed (the admission, with the figures), because the claim
 -- and the admission are two decisions, taken in one statement.
 --
--- Statements, in order:
--- 1. lock the wallet row (created with balance 0 first when the user has none, so that there is a row to lock), as
---    ledger_admit_topup does. Every caller of a key takes this lock before it inserts, so a claim that waits here
---    and then finds the key taken (step 3) has cost a wait, never a wrong decision;
--- 2. the money that may still reach the wallet (ledger_pending_credits_minor: unfinished top-ups and refunds,
---    chargebacks not reversed), in a new snapshot taken after the lock was granted (a VOLATILE PL/pgSQL function's
---    statements each take one under READ COMMITTED), so it sees every entry that a session holding the lock before us
---    committed;
--- 3. the claim: INSERT ... ON CONFLICT (user_id, type, ref_id) DO NOTHING with the decided status, lease (kept for
---    `processing`, none for `failed`), failure reason and response, and the two audit rows; no row when the key is
---    taken (an uncommitted duplicate is waited for first, as in lib/ledger/claim.ts), and the caller takes the
---    loser's path.
+-- Two decisions, each in its one place:
+-- 1. the room (ledger_room_for_credit): the wallet's lock (the wallet created when missing), then the money that may
+--    still reach it in a snapshot taken after the lock. Every caller of a key takes this lock before it inserts, so a
+--    claim that waits here and then finds the key taken has cost a wait, never a wrong decision;
+-- 2. the claim (ledger_claim): the row inserted `processing` with the lease (room) or `failed` for
+--    balance_limit_exceeded with its stored 422 and the figures in its audit row (no room); no row when the key is
+--    taken, and the caller takes the loser's path.
 -- Every table access is by the wallet's key, through a partial index on (user_id), or the claim's unique index
 -- (case C25; tests/integration/plan-stability.test.ts). Valid on PostgreSQL 15 and 18.
 CREATE OR REPLACE FUNCTION ledger_claim_topup(
@@ -43,48 +38,20 @@ CREATE OR REPLACE FUNCTION ledger_claim_topup(
 ) RETURNS SETOF ledger_entries
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
-  v_balance_minor bigint;
-  v_pending_minor bigint;
-  v_room boolean;
+  v_room record;
 BEGIN
-  SELECT w.balance_minor INTO v_balance_minor FROM wallets w WHERE w.user_id = p_user_id FOR UPDATE;
-  IF NOT FOUND THEN
-    INSERT INTO wallets (user_id, balance_minor, currency) VALUES (p_user_id, 0, p_currency)
-    ON CONFLICT (user_id) DO NOTHING;
-    SELECT w.balance_minor INTO v_balance_minor FROM wallets w WHERE w.user_id = p_user_id FOR UPDATE;
-  END IF;
-
-  v_pending_minor := ledger_pending_credits_minor(p_user_id);
-
-  v_room := v_balance_minor + p_amount_minor + v_pending_minor <= p_max_balance_minor;
-
+  SELECT * INTO v_room
+    FROM ledger_room_for_credit(p_user_id => p_user_id, p_currency => p_currency, p_amount_minor => p_amount_minor,
+                                p_max_balance_minor => p_max_balance_minor);
   RETURN QUERY
-  WITH claimed AS (
-    INSERT INTO ledger_entries
-      (user_id, type, ref_id, amount_minor, currency, fingerprint, params, status, failure_reason, lease_owner,
-       lease_expires_at, response_status, response_body)
-    VALUES (p_user_id, 'topup', p_ref_id, p_amount_minor, p_currency, p_fingerprint, p_params,
-            CASE WHEN v_room THEN 'processing' ELSE 'failed' END,
-            CASE WHEN v_room THEN NULL ELSE 'balance_limit_exceeded' END,
-            CASE WHEN v_room THEN p_lease_owner END,
-            CASE WHEN v_room THEN now() + p_lease_ms * interval '1 millisecond' END,
-            CASE WHEN v_room THEN NULL ELSE p_refusal_status END,
-            CASE WHEN v_room THEN NULL ELSE p_refusal_body END)
-    ON CONFLICT (user_id, type, ref_id) DO NOTHING
-    RETURNING *
-  ), logged AS (
-    INSERT INTO ledger_transitions (user_id, entry_id, from_status, to_status, actor, attempt, detail)
-    SELECT c.user_id, c.id, step.from_status, step.to_status, p_actor, c.attempt, step.detail
-      FROM claimed c
-     CROSS JOIN LATERAL (VALUES
-       (1, NULL::text, 'initiated'::text, NULL::text),
-       (2, 'initiated', c.status,
-        CASE WHEN v_room THEN NULL
-             ELSE format('%s: balance %s + %s + pending credits %s > %s', p_actor, v_balance_minor,
-                         p_amount_minor, v_pending_minor, p_max_balance_minor) END)
-     ) AS step (n, from_status, to_status, detail)
-     ORDER BY step.n
-  )
-  SELECT * FROM claimed;
+  SELECT * FROM ledger_claim(
+    p_user_id => p_user_id, p_type => 'topup', p_ref_id => p_ref_id, p_amount_minor => p_amount_minor,
+    p_currency => p_currency, p_fingerprint => p_fingerprint, p_params => p_params, p_actor => p_actor,
+    p_status => CASE WHEN v_room.room THEN 'processing' ELSE 'failed' END,
+    p_failure_reason => CASE WHEN v_room.room THEN NULL ELSE 'balance_limit_exceeded' END,
+    p_lease_owner => p_lease_owner, p_lease_ms => p_lease_ms,
+    p_response_status => CASE WHEN v_room.room THEN NULL ELSE p_refusal_status END,
+    p_response_body => CASE WHEN v_room.room THEN NULL ELSE p_refusal_body END,
+    p_detail => CASE WHEN v_room.room THEN NULL ELSE p_actor || ': ' || v_room.detail END);
 END
 $$;

@@ -12,17 +12,17 @@
 -- autocommit statement: one round trip instead of four (BEGIN, lock, decide, COMMIT). The lock lasts until the
 -- calling statement commits.
 --
--- The deciding statement's parts:
--- wallet: the user's wallet row, locked first; none when the lock found no row (then a wallet a credit creates
--- meanwhile is not locked, could be spent by a racing payment, and does not count).
--- decision: what that version allows (contract section 8: the balance covers the amount; section 12: no debt open).
--- claimed: the claim (contract section 1): the row is inserted already terminal, with its failure reason and its
--- stored first response, or nothing is inserted when the key has a row (ON CONFLICT DO NOTHING waits for an
--- uncommitted duplicate and then inserts nothing). Everything below runs only on a row this statement claimed.
--- debited: the conditional debit, only for a claimed success; it repeats the decision's guard on the same locked
--- version, so it cannot disagree with the decision (the balance CHECK stays the last line of defence).
--- logged: the audit rows (claim: NULL -> initiated; decision: initiated -> final), attempt 1.
--- The bodies' slots {{now}} and {{debt}} are lib/ledger's RESPONSE_TIME_SLOT and RESPONSE_DEBT_SLOT.
+-- Statements, in order:
+-- 1. the wallet's lock (ledger_lock_wallet; the wallet created with 0 when missing, so a wallet a credit creates
+--    meanwhile is always the locked one), which returns the row as the lock left it;
+-- 2. the decision on that version: covered when the balance covers the amount and no debt is open (contract section 8:
+--    insufficient funds is decided by the debit itself; section 12: nothing is spent while a debt is open);
+-- 3. the claim (ledger_claim), born terminal: `succeeded` with the stored 201 (its times written as the row's), or
+--    `failed` with `debt_outstanding` (the debt written into its body) or `insufficient_funds`; nothing when the key
+--    has a row;
+-- 4. for a claimed success, the debit (ledger_debit_wallet), under the same lock, so it cannot disagree with the
+--    decision; if it ever did, the call fails and nothing is written (the balance CHECK stays the last defence).
+-- The bodies' values go between the segments the app cut at named JSON paths (ledger_fill_body).
 --
 -- Every table access is by primary key or through the claim index's ON CONFLICT arbiter, so no plan PL/pgSQL caches
 -- can scan a table (case C25; tests/integration/plan-stability.test.ts). Valid on PostgreSQL 15 and 18.
@@ -34,57 +34,39 @@ CREATE OR REPLACE FUNCTION ledger_decide_payment(
   p_fingerprint text,
   p_params jsonb,
   p_succeeded_status smallint,
-  p_succeeded_body text,
+  p_succeeded_body text[],
   p_insufficient_status smallint,
   p_insufficient_body text,
   p_debt_status smallint,
-  p_debt_body text
+  p_debt_body text[]
 ) RETURNS SETOF ledger_entries
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
-  wallet_locked boolean;
+  v_wallet wallets;
+  v_covered boolean;
+  v_entry ledger_entries;
 BEGIN
-  PERFORM 1 FROM wallets WHERE user_id = p_user_id FOR UPDATE;
-  wallet_locked := FOUND;
-  RETURN QUERY
-  WITH wallet AS (
-    SELECT w.balance_minor, w.debt_minor FROM wallets w WHERE w.user_id = p_user_id AND wallet_locked
-  ), decision AS (
-    SELECT COALESCE(w.balance_minor >= p_amount_minor AND w.debt_minor = 0, false) AS covered,
-           COALESCE(w.debt_minor, 0) AS debt_minor
-      FROM (SELECT 1) AS one LEFT JOIN wallet w ON true
-  ), claimed AS (
-    INSERT INTO ledger_entries
-      (user_id, type, ref_id, amount_minor, currency, fingerprint, params, status, failure_reason,
-       response_status, response_body)
-    SELECT p_user_id, 'payment', p_ref_id, p_amount_minor, p_currency, p_fingerprint, p_params,
-           CASE WHEN d.covered THEN 'succeeded' ELSE 'failed' END,
-           CASE WHEN d.covered THEN NULL WHEN d.debt_minor > 0 THEN 'debt_outstanding' ELSE 'insufficient_funds' END,
-           CASE WHEN d.covered THEN p_succeeded_status WHEN d.debt_minor > 0 THEN p_debt_status
-                ELSE p_insufficient_status END,
-           CASE WHEN d.covered
-                THEN replace(p_succeeded_body, '{{now}}',
-                             to_char(now()::timestamptz(3) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
-                WHEN d.debt_minor > 0
-                THEN replace(p_debt_body, '{{debt}}',
-                             (d.debt_minor / 100)::text || '.' || lpad((d.debt_minor % 100)::text, 2, '0'))
-                ELSE p_insufficient_body END
-      FROM decision d
-    ON CONFLICT (user_id, type, ref_id) DO NOTHING
-    RETURNING *
-  ), debited AS (
-    UPDATE wallets w SET balance_minor = w.balance_minor - p_amount_minor, updated_at = now()
-     WHERE w.user_id = p_user_id AND w.balance_minor >= p_amount_minor AND w.debt_minor = 0
-       AND EXISTS (SELECT 1 FROM claimed c WHERE c.status = 'succeeded')
-    RETURNING w.balance_minor
-  ), logged AS (
-    INSERT INTO ledger_transitions (user_id, entry_id, from_status, to_status, actor, attempt)
-    SELECT c.user_id, c.id, step.from_status, step.to_status, 'request', c.attempt
-      FROM claimed c
-     CROSS JOIN LATERAL (VALUES (1, NULL::text, 'initiated'::text), (2, 'initiated', c.status))
-                     AS step(n, from_status, to_status)
-     ORDER BY step.n
-  )
-  SELECT claimed.* FROM claimed;
+  v_wallet := ledger_lock_wallet(p_user_id => p_user_id, p_currency => p_currency);
+  v_covered := v_wallet.balance_minor >= p_amount_minor AND v_wallet.debt_minor = 0;
+  SELECT * INTO v_entry FROM ledger_claim(
+    p_user_id => p_user_id, p_type => 'payment', p_ref_id => p_ref_id, p_amount_minor => p_amount_minor,
+    p_currency => p_currency, p_fingerprint => p_fingerprint, p_params => p_params, p_actor => 'request',
+    p_status => CASE WHEN v_covered THEN 'succeeded' ELSE 'failed' END,
+    p_failure_reason => CASE WHEN v_covered THEN NULL
+                             WHEN v_wallet.debt_minor > 0 THEN 'debt_outstanding' ELSE 'insufficient_funds' END,
+    p_response_status => CASE WHEN v_covered THEN p_succeeded_status
+                              WHEN v_wallet.debt_minor > 0 THEN p_debt_status ELSE p_insufficient_status END,
+    p_response_body => CASE WHEN v_covered THEN ledger_fill_body(p_succeeded_body, ledger_iso_ms(now()))
+                            WHEN v_wallet.debt_minor > 0
+                            THEN ledger_fill_body(p_debt_body, ledger_minor_text(v_wallet.debt_minor))
+                            ELSE p_insufficient_body END);
+  -- No row: the key already had one (another request's claim, or this request's own earlier attempt).
+  IF NOT FOUND THEN
+    RETURN;
+  END IF;
+  IF v_covered AND ledger_debit_wallet(p_user_id => p_user_id, p_amount_minor => p_amount_minor) IS NULL THEN
+    RAISE EXCEPTION 'payment % of user %: decided under the wallet lock, then not debited', p_ref_id, p_user_id;
+  END IF;
+  RETURN NEXT v_entry;
 END
 $$;

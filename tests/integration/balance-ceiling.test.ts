@@ -46,6 +46,33 @@ function problemCode(body: string): unknown {
   return (JSON.parse(body) as { code?: unknown }).code;
 }
 
+/**
+ * A copy of `caller` (ledger_admit_topup or ledger_claim_topup) named `name`, calling a copy of ledger_room_for_credit
+ * whose sum of the pending credits runs before the wallet's lock (both from their files), for a race that other
+ * sessions run: a negative control of "the sum is taken after the lock". Returns `name`; drop it with
+ * {@link dropSumBeforeLockCopy}.
+ */
+async function sumBeforeLockCopy(caller: string, name: string): Promise<string> {
+  const room = functionDefinition("ledger_room_for_credit");
+  const lock = "  SELECT w.balance_minor INTO balance_minor FROM ledger_lock_wallet(p_user_id, p_currency) AS w;\n";
+  const sum = "  pending_minor := ledger_pending_credits_minor(p_user_id, p_except_entry_id);\n";
+  if (!room.includes(lock + sum)) throw new Error("the room's lock and sum are no longer found");
+  await testPool().query(
+    room.replace(lock + sum, sum + lock).replace("FUNCTION ledger_room_for_credit(", `FUNCTION ${name}_room(`),
+  );
+  const copy = functionDefinition(caller)
+    .replace(`FUNCTION ${caller}(`, `FUNCTION ${name}(`)
+    .replace("FROM ledger_room_for_credit(", `FROM ${name}_room(`);
+  if (!copy.includes(`${name}_room(`)) throw new Error(`${caller} no longer calls ledger_room_for_credit`);
+  await testPool().query(copy);
+  return name;
+}
+
+async function dropSumBeforeLockCopy(name: string): Promise<void> {
+  await testPool().query(`DROP FUNCTION IF EXISTS ${name}`);
+  await testPool().query(`DROP FUNCTION IF EXISTS ${name}_room`);
+}
+
 describe("C15: the headroom gate in front of the bank", () => {
   it("C15: at the ceiling, a top-up of 1 fails as balance_limit_exceeded with a stored 422 and never reaches processing", async () => {
     const user = await createTestUser();
@@ -160,21 +187,24 @@ describe("C15: the headroom gate in front of the bank", () => {
  * function of its own that other sessions can call, dropped afterwards.
  */
 describe("C15: the admission function's guards, each with its negative control", () => {
-  function functionText(): string {
-    return functionDefinition("ledger_admit_topup");
-  }
-
   function rewritten(definition: string, from: string, to: string): string {
     if (!definition.includes(from)) throw new Error(`the rewrite no longer matches the function's text: ${from}`);
     return definition.replace(from, to);
   }
 
-  /** Admits `entry` under `attempt` through a rewritten function, in a transaction that is rolled back. */
-  async function admitThroughRewrite(entry: LedgerEntry, attempt: number, from: string, to: string) {
+  /**
+   * Admits `entry` under `attempt` with function `name` (ledger_admit_topup, or a helper it calls) rewritten, in a
+   * transaction that is rolled back.
+   */
+  async function admitThroughRewrite(
+    entry: LedgerEntry,
+    attempt: number,
+    [name, from, to]: readonly [string, string, string],
+  ) {
     const client = await testPool().connect();
     try {
       await client.query("BEGIN");
-      await client.query(rewritten(functionText(), from, to));
+      await client.query(rewritten(functionDefinition(name), from, to));
       return await admitTopupUnderWalletLock(client, admissionRequest(entry, attempt));
     } finally {
       await client.query("ROLLBACK");
@@ -203,7 +233,7 @@ describe("C15: the admission function's guards, each with its negative control",
     const client = await testPool().connect();
     try {
       await client.query("BEGIN");
-      const definition = functionDefinition("ledger_claim_topup");
+      const definition = functionDefinition("ledger_claim");
       await client.query(rewritten(definition, "ON CONFLICT (user_id, type, ref_id) DO NOTHING", ""));
       expect(await claimAndAdmitTopup(client, request, ceiling)).toBeNull();
     } finally {
@@ -225,13 +255,18 @@ describe("C15: the admission function's guards, each with its negative control",
     await expect(admitTopupUnderWalletLock(testPool(), missing)).rejects.toThrow(`${user.id}/-1 does not exist`);
   });
 
-  const ATTEMPT_GUARD = "AND e.status = 'initiated' AND e.attempt = p_attempt";
-  const PENDING_CREDITS = "v_pending_minor := ledger_pending_credits_minor(p_user_id, p_entry_id);";
+  const ATTEMPT_GUARD = ["ledger_move_entry", "AND (p_attempt IS NULL OR e.attempt = p_attempt)", ""] as const;
+  const PENDING_CREDITS = [
+    "ledger_room_for_credit",
+    "pending_minor := ledger_pending_credits_minor(p_user_id, p_except_entry_id);",
+    "pending_minor := 0;",
+  ] as const;
+  const OWN_ENTRY_EXCLUDED = ["ledger_admit_topup", ", p_except_entry_id => p_entry_id", ""] as const;
 
   it("negative control: without the fencing token in the move, a stale attempt moves the row to processing", async () => {
     const user = await createTestUser();
     const entry = await claimedTopup(user.id, 700);
-    const moved = await admitThroughRewrite(entry, entry.attempt + 1, ATTEMPT_GUARD, "AND e.status = 'initiated'");
+    const moved = await admitThroughRewrite(entry, entry.attempt + 1, ATTEMPT_GUARD);
     expect(moved.status).toBe("processing");
     // The real function, same call: nothing moves.
     expect((await admitTopup(entry, entry.attempt + 1, "request")).entry.status).toBe("initiated");
@@ -243,7 +278,7 @@ describe("C15: the admission function's guards, each with its negative control",
     const other = await claimedTopup(user.id, 600);
     expect((await admitTopup(other, other.attempt, "request")).kind).toBe("admitted");
     const tooMuch = await claimedTopup(user.id, 500);
-    const admitted = await admitThroughRewrite(tooMuch, tooMuch.attempt, PENDING_CREDITS, "v_pending_minor := 0;");
+    const admitted = await admitThroughRewrite(tooMuch, tooMuch.attempt, PENDING_CREDITS);
     expect(admitted.status).toBe("processing");
     expect((await admitTopup(tooMuch, tooMuch.attempt, "request")).kind).toBe("no_room");
   });
@@ -252,8 +287,7 @@ describe("C15: the admission function's guards, each with its negative control",
     const user = await createTestUser();
     await seedBalance(user.id, maxBalance() - 1000);
     const exact = await claimedTopup(user.id, 1000);
-    const counted = PENDING_CREDITS.replace("(p_user_id, p_entry_id)", "(p_user_id)");
-    expect((await admitThroughRewrite(exact, exact.attempt, PENDING_CREDITS, counted)).status).toBe("failed");
+    expect((await admitThroughRewrite(exact, exact.attempt, OWN_ENTRY_EXCLUDED)).status).toBe("failed");
     expect((await admitTopup(exact, exact.attempt, "request")).kind).toBe("admitted");
   });
 
@@ -261,22 +295,7 @@ describe("C15: the admission function's guards, each with its negative control",
     // The staged race of the test above, through a copy whose sum runs before the lock. Each call's sum counts the
     // other's 600 as unfinished; the second to get the lock still counts the first's, which that one has just
     // failed, so both are refused where the real function admits one ("exactly one is admitted" above).
-    const control = "c15_control_admit_topup";
-    const definition = functionText();
-    const lockStart = definition.indexOf("SELECT w.balance_minor INTO v_balance_minor");
-    const sumStart = definition.indexOf("v_pending_minor := ledger_pending_credits_minor(");
-    const sumEnd = definition.indexOf(";", sumStart) + 1;
-    if (lockStart < 0 || sumStart < lockStart) throw new Error("the function's lock and sum are no longer found");
-    const sum = definition.slice(sumStart, sumEnd);
-    const reordered = [
-      definition.slice(0, lockStart),
-      sum,
-      "\n  ",
-      definition.slice(lockStart, sumStart),
-      definition.slice(sumEnd),
-    ].join("");
-    const sumFirst = reordered.replace(/FUNCTION [^(]*ledger_admit_topup\(/, `FUNCTION ${control}(`);
-    await testPool().query(sumFirst);
+    const control = await sumBeforeLockCopy("ledger_admit_topup", "c15_control_admit_topup");
     const user = await createTestUser();
     await seedBalance(user.id, maxBalance() - 1000);
     const first = await claimedTopup(user.id, 600);
@@ -297,7 +316,7 @@ describe("C15: the admission function's guards, each with its negative control",
       expect(statuses).toEqual(["failed", "failed"]);
     } finally {
       await holder.end();
-      await testPool().query(`DROP FUNCTION IF EXISTS ${control}`);
+      await dropSumBeforeLockCopy(control);
     }
   });
 });
@@ -396,13 +415,6 @@ describe("C15: the reconciler's re-drive passes the same gate", () => {
  * (negative controls): the sum of the other unfinished top-ups, and the lock taken before that sum.
  */
 describe("C15: the claim function's admission, each guard with its negative control", () => {
-  const SUM_START = "v_pending_minor := ledger_pending_credits_minor(";
-  const LOCK_START = "SELECT w.balance_minor INTO v_balance_minor";
-
-  function claimFunctionText(): string {
-    return functionDefinition("ledger_claim_topup");
-  }
-
   /** Calls `fn` (ledger_claim_topup or a copy) for a fresh key of `userId`; returns the row's status, or null. */
   async function claimThrough(fn: string, userId: string, amountMinor: number, db: Queryable = testPool()) {
     const request = claimRequest(userId, { refId: freshRefId("c15"), amountMinor });
@@ -449,27 +461,12 @@ describe("C15: the claim function's admission, each guard with its negative cont
   });
 
   it("negative control: the sum taken before the wallet lock admits both racing claims, past the ceiling", async () => {
-    const control = "c15_control_claim_topup";
-    const definition = claimFunctionText();
-    const lockStart = definition.indexOf(LOCK_START);
-    const sumStart = definition.indexOf(SUM_START);
-    const sumEnd = definition.indexOf(";", sumStart) + 1;
-    if (lockStart < 0 || sumStart < lockStart) throw new Error("the function's lock and sum are no longer found");
-    const sumFirst = [
-      definition.slice(0, lockStart),
-      definition.slice(sumStart, sumEnd),
-      "\n  ",
-      definition.slice(lockStart, sumStart),
-      definition.slice(sumEnd),
-    ]
-      .join("")
-      .replace(/FUNCTION [^(]*ledger_claim_topup\(/, `FUNCTION ${control}(`);
-    await testPool().query(sumFirst);
+    const control = await sumBeforeLockCopy("ledger_claim_topup", "c15_control_claim_topup");
     try {
       const { rows } = await stagedRace(control);
       expect(rows.map((row) => row?.status)).toEqual(["processing", "processing"]);
     } finally {
-      await testPool().query(`DROP FUNCTION IF EXISTS ${control}`);
+      await dropSumBeforeLockCopy(control);
     }
   });
 
@@ -481,11 +478,11 @@ describe("C15: the claim function's admission, each guard with its negative cont
     const client = await testPool().connect();
     try {
       await client.query("BEGIN");
-      const definition = claimFunctionText();
-      const sumStart = definition.indexOf(SUM_START);
-      if (sumStart < 0) throw new Error("the function's sum is no longer found");
       await client.query(
-        `${definition.slice(0, sumStart)}v_pending_minor := 0;${definition.slice(definition.indexOf(";", sumStart) + 1)}`,
+        functionDefinition("ledger_room_for_credit").replace(
+          "pending_minor := ledger_pending_credits_minor(p_user_id, p_except_entry_id);",
+          "pending_minor := 0;",
+        ),
       );
       expect((await claimThrough("ledger_claim_topup", user.id, 500, client))?.status).toBe("processing");
     } finally {

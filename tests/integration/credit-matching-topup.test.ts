@@ -1,39 +1,53 @@
 /**
- * `creditMatchingTopup` (lib/ledger/transitions.ts): a charge's success credited in one statement, the webhook's
- * common case (contract sections 2 and 5, case C19). Each guard of its WHERE clause is shown to refuse what it must,
- * writing nothing, not even the caller's extra write; a staged race credits once; and copies of the statement with a
- * guard removed let through what the real one refuses (negative controls). Real PostgreSQL.
+ * A charge's success credited in one statement, the webhook's common case (contract sections 2 and 5, case C19):
+ * webhook_credit_topup credits the matching unfinished top-up (ledger_credit_matching_topup, then the ledger's one
+ * guarded move, ledger_move_entry) and records the event in the same commit. Each guard is shown to refuse what it
+ * must, writing nothing, not even the event's record; a staged race credits once; and copies of the functions with a
+ * guard removed (taken from their files, in a rolled-back transaction) let through what the real ones refuse
+ * (negative controls). Real PostgreSQL.
  */
 import { randomUUID } from "node:crypto";
+import type pg from "pg";
 import { describe, expect, it } from "vitest";
 import { claimOperation } from "../../lib/ledger/claim";
-import {
-  ALSO_FIRST_PARAM,
-  attachCharge,
-  completeEntry,
-  creditMatchingTopup,
-  creditMatchingTopupSql,
-  failEntry,
-  getEntryById,
-  markProcessing,
-  type AlsoWrite,
-  type ReportedCharge,
-} from "../../lib/ledger/transitions";
+import { attachCharge, completeEntry, failEntry, getEntryById, markProcessing } from "../../lib/ledger/transitions";
 import { createTestUser, testPool } from "../helpers/db";
+import { functionDefinition } from "../helpers/function-files";
 import { balanceOf, claimRequest, dedicatedClient, freshRefId, transitionsOf } from "../helpers/ledger";
 import { waitForBlockedSessions } from "../helpers/wait";
 import { backendPid } from "./reconciler-fixtures";
 
-/** The caller's extra write: a row in bank_webhook_events named by a fresh event id, as the webhook records. */
-function eventRecord(): { also: AlsoWrite; eventId: string } {
+/** What a signed success reports about a top-up's charge: its id, amount (minor units) and currency. */
+interface ReportedCharge {
+  readonly chargeId: string;
+  readonly amountMinor: number;
+  readonly currency: string;
+}
+
+type Db = Pick<pg.ClientBase, "query">;
+
+/**
+ * webhook_credit_topup on `db` for `key` and `reported`, as the webhook calls it, under a fresh event id. Returns the
+ * credited row's id, the status it left and the new balance (null when nothing was written) and the event id.
+ */
+async function creditThrough(
+  key: { userId: string; refId: string },
+  reported: ReportedCharge,
+  db: Db = testPool(),
+): Promise<{ moved: { id: number; fromStatus: string; balanceMinor: number } | null; eventId: string }> {
   const eventId = `evt_test_${randomUUID()}`;
+  const result = await db.query(
+    `SELECT (c.entry).id, c.from_status, c.balance_minor
+       FROM webhook_credit_topup(
+              p_user_id => $1, p_ref_id => $2, p_event_id => $3, p_type => 'charge.succeeded',
+              p_merchant_ref => 'topup:' || $1 || ':' || $2, p_charge_id => $4, p_amount_minor => $5::bigint,
+              p_currency => $6, p_payload => '{}') AS c`,
+    [key.userId, key.refId, eventId, reported.chargeId, reported.amountMinor, reported.currency],
+  );
+  const row = result.rows[0];
   return {
+    moved: row ? { id: Number(row.id), fromStatus: row.from_status, balanceMinor: Number(row.balance_minor) } : null,
     eventId,
-    also: {
-      name: "test_record",
-      sql: `INSERT INTO bank_webhook_events (event_id, type, outcome, payload) SELECT $${ALSO_FIRST_PARAM}::text, 'test', 'credited', '' FROM moved`,
-      values: [eventId],
-    },
   };
 }
 
@@ -59,24 +73,20 @@ const charge = (overrides: Partial<ReportedCharge> = {}): ReportedCharge => ({
   ...overrides,
 });
 
-const options = (also: AlsoWrite) => ({ actor: "webhook" as const, detail: "webhook: charge.succeeded evt_1", also });
-
-describe("creditMatchingTopup", () => {
-  it("moves the unfinished top-up to succeeded with its charge id, its credit, its audit row and the extra write, in one commit", async () => {
+describe("webhook_credit_topup", () => {
+  it("moves the unfinished top-up to succeeded with its charge id, its credit, its audit row and the event's record, in one commit", async () => {
     const user = await createTestUser();
     const { key, ref } = await processingTopup(user.id, 2500);
     const reported = charge({ amountMinor: 2500 });
-    const { also, eventId } = eventRecord();
-    const moved = await creditMatchingTopup(key, reported, options(also));
-    expect(moved).toMatchObject({ kind: "moved", fromStatus: "processing", balanceMinor: 2500 });
-    expect(moved?.entry).toMatchObject({
+    const { moved, eventId } = await creditThrough(key, reported);
+    expect(moved).toEqual({ id: ref.entryId, fromStatus: "processing", balanceMinor: 2500 });
+    expect(await getEntryById(ref)).toMatchObject({
       status: "succeeded",
       bankChargeId: reported.chargeId,
       failureReason: null,
       leaseOwner: null,
       leaseExpiresAt: null,
     });
-    expect(await getEntryById(ref)).toEqual(moved?.entry);
     expect(await balanceOf(user.id)).toBe(2500);
     expect(await eventRows(eventId)).toBe(1);
     expect((await transitionsOf(user.id, ref.entryId)).at(-1)).toEqual({
@@ -89,7 +99,11 @@ describe("creditMatchingTopup", () => {
       "SELECT detail FROM ledger_transitions WHERE user_id = $1 AND entry_id = $2 AND to_status = 'succeeded'",
       [user.id, ref.entryId],
     );
-    expect(detail.rows[0]?.detail).toBe("webhook: charge.succeeded evt_1");
+    expect(detail.rows[0]?.detail).toBe(`webhook: charge.succeeded ${eventId}`);
+    const recorded = await testPool().query("SELECT outcome, deliveries FROM bank_webhook_events WHERE event_id = $1", [
+      eventId,
+    ]);
+    expect(recorded.rows).toEqual([{ outcome: "credited", deliveries: 1 }]);
   });
 
   it("credits a row that already records this charge id (a pending answer came first), and repays a debt first", async () => {
@@ -101,15 +115,16 @@ describe("creditMatchingTopup", () => {
     const { key, ref } = await processingTopup(user.id);
     const reported = charge();
     await attachCharge(ref, reported.chargeId);
-    const moved = await creditMatchingTopup(key, reported, options(eventRecord().also));
-    expect(moved).toMatchObject({ kind: "moved", balanceMinor: 700, entry: { bankChargeId: reported.chargeId } });
+    const { moved } = await creditThrough(key, reported);
+    expect(moved).toMatchObject({ balanceMinor: 700 });
+    expect((await getEntryById(ref))?.bankChargeId).toBe(reported.chargeId);
     const wallet = await testPool().query("SELECT balance_minor, debt_minor FROM wallets WHERE user_id = $1", [
       user.id,
     ]);
     expect(wallet.rows[0]).toEqual({ balance_minor: 700, debt_minor: 0 });
   });
 
-  it("writes nothing, the extra write included, for a charge that disagrees with the row or a row that is not an unfinished top-up", async () => {
+  it("writes nothing, the event's record included, for a charge that disagrees with the row or a row that is not an unfinished top-up", async () => {
     const user = await createTestUser();
     const cases: { why: string; key: { userId: string; refId: string }; reported: ReportedCharge }[] = [];
     const amount = await processingTopup(user.id);
@@ -133,8 +148,7 @@ describe("creditMatchingTopup", () => {
 
     const results = [];
     for (const { why, key, reported } of cases) {
-      const { also, eventId } = eventRecord();
-      const moved = await creditMatchingTopup(key, reported, options(also));
+      const { moved, eventId } = await creditThrough(key, reported);
       results.push({ why, moved, events: await eventRows(eventId) });
     }
     expect(results).toEqual(cases.map(({ why }) => ({ why, moved: null, events: 0 })));
@@ -144,7 +158,7 @@ describe("creditMatchingTopup", () => {
     expect((await getEntryById(failed.ref))?.status).toBe("failed");
   });
 
-  it("two deliveries released at once behind a held row lock: one credit, one extra write; the other gets null", async () => {
+  it("two deliveries released at once behind a held row lock: one credit, one event recorded; the other gets null", async () => {
     const user = await createTestUser();
     const { key, ref } = await processingTopup(user.id);
     const reported = charge();
@@ -155,13 +169,12 @@ describe("creditMatchingTopup", () => {
         user.id,
         ref.entryId,
       ]);
-      const records = [eventRecord(), eventRecord()];
-      const racing = records.map(({ also }) => creditMatchingTopup(key, reported, options(also)));
+      const racing = [0, 1].map(() => creditThrough(key, reported));
       await waitForBlockedSessions({ blockedBy: await backendPid(holder) }, 2, 10_000);
       await holder.query("COMMIT");
       const results = await Promise.all(racing);
-      expect(results.map((r) => r?.kind ?? null).sort()).toEqual(["moved", null]);
-      expect((await Promise.all(records.map(({ eventId }) => eventRows(eventId)))).sort()).toEqual([0, 1]);
+      expect(results.map((r) => (r.moved ? "moved" : null)).sort()).toEqual(["moved", null]);
+      expect((await Promise.all(results.map(({ eventId }) => eventRows(eventId)))).sort()).toEqual([0, 1]);
       expect(await balanceOf(user.id)).toBe(1000);
     } finally {
       await holder.end();
@@ -169,72 +182,77 @@ describe("creditMatchingTopup", () => {
   });
 });
 
-describe("creditMatchingTopup negative controls: a copy with a guard removed lets through what the real one refuses", () => {
+describe("negative controls: a copy of a function with a guard removed lets through what the real one refuses", () => {
   /**
-   * Runs a copy of the statement whose text has `guard` replaced by `stand_in` (a condition that is always true, and
-   * keeps a parameter's type known when the guard was its only use); the replacement is checked to have happened.
+   * Credits through webhook_credit_topup on a client where function `name` is replaced, for this transaction only, by
+   * its file's text with `guard` replaced by `standIn` (checked to have happened); rolled back afterwards, with every
+   * write the credit made. Returns whether it credited, and the balance it left (read inside the transaction).
    */
-  async function runBroken(
-    [guard, standIn]: readonly [string, string],
+  async function creditThroughBroken(
+    [name, guard, standIn]: readonly [string, string, string],
     key: { userId: string; refId: string },
     reported: ReportedCharge,
-  ) {
-    const { also } = eventRecord();
-    const real = creditMatchingTopupSql(also.sql);
-    const broken = real.replace(guard, standIn);
-    expect(broken).not.toBe(real);
-    const result = await testPool().query(broken, [
-      key.userId,
-      "topup",
-      key.refId,
-      reported.chargeId,
-      reported.amountMinor,
-      reported.currency,
-      "webhook",
-      "negative control",
-      ...also.values,
-    ]);
-    return result.rowCount;
+  ): Promise<{ credited: boolean; balanceMinor: number }> {
+    const client = await testPool().connect();
+    try {
+      await client.query("BEGIN");
+      const real = functionDefinition(name);
+      const broken = real.replace(guard, standIn);
+      expect(broken).not.toBe(real);
+      await client.query(broken);
+      const { moved } = await creditThrough(key, reported, client);
+      const balance = await client.query<{ b: string }>(
+        "SELECT balance_minor::text AS b FROM wallets WHERE user_id = $1",
+        [key.userId],
+      );
+      return { credited: moved !== null, balanceMinor: Number(balance.rows[0]?.b ?? 0) };
+    } finally {
+      await client.query("ROLLBACK");
+      client.release();
+    }
   }
 
-  it("without the status guard, a second success credits a succeeded row again", async () => {
+  it("without the state machine's guard, a second success credits a succeeded row again", async () => {
     const user = await createTestUser();
     const { key } = await processingTopup(user.id);
     const reported = charge();
-    expect(await creditMatchingTopup(key, reported, options(eventRecord().also))).not.toBeNull();
-    expect(await creditMatchingTopup(key, reported, options(eventRecord().also))).toBeNull();
-    expect(await runBroken(["AND e.status IN ('initiated', 'processing')", ""], key, reported)).toBe(1);
-    expect(await balanceOf(user.id)).toBe(2000);
+    expect((await creditThrough(key, reported)).moved).not.toBeNull();
+    expect((await creditThrough(key, reported)).moved).toBeNull();
+    const guard = `     AND ((p_to_status = 'processing' AND e.status = 'initiated')
+          OR (p_to_status IN ('succeeded', 'failed') AND e.status IN ('initiated', 'processing')))`;
+    expect(await creditThroughBroken(["ledger_move_entry", guard, ""], key, reported)).toEqual({
+      credited: true,
+      balanceMinor: 2000,
+    });
+    expect(await balanceOf(user.id)).toBe(1000);
   });
 
   it("without the amount guard, a charge of another amount credits the row", async () => {
     const user = await createTestUser();
     const { key } = await processingTopup(user.id);
-    expect(
-      await runBroken(["e.amount_minor = $5::bigint", "$5::bigint IS NOT NULL"], key, charge({ amountMinor: 5 })),
-    ).toBe(1);
-    expect(await balanceOf(user.id)).toBe(1000);
+    const broken = ["ledger_credit_matching_topup", "v_entry.amount_minor <> p_amount_minor OR ", ""] as const;
+    expect((await creditThrough(key, charge({ amountMinor: 5 }))).moved).toBeNull();
+    expect(await creditThroughBroken(broken, key, charge({ amountMinor: 5 }))).toMatchObject({ credited: true });
   });
 
   it("without the currency guard, a charge in another currency credits the row", async () => {
     const user = await createTestUser();
     const { key } = await processingTopup(user.id);
-    expect(await runBroken(["e.currency = $6::text", "$6::text IS NOT NULL"], key, charge({ currency: "EUR" }))).toBe(
-      1,
-    );
+    const guard = ["ledger_credit_matching_topup", " OR v_entry.currency <> p_currency", ""] as const;
+    expect((await creditThrough(key, charge({ currency: "EUR" }))).moved).toBeNull();
+    expect(await creditThroughBroken(guard, key, charge({ currency: "EUR" }))).toMatchObject({ credited: true });
   });
 
   it("without the charge id guard, another charge replaces the recorded one and credits", async () => {
     const user = await createTestUser();
     const { key, ref } = await processingTopup(user.id);
     await attachCharge(ref, "ch_recorded");
-    expect(
-      await runBroken(
-        ["AND (e.bank_charge_id IS NULL OR e.bank_charge_id = $4)", ""],
-        key,
-        charge({ chargeId: "ch_x" }),
-      ),
-    ).toBe(1);
-    expect((await getEntryById(ref))?.bankChargeId).toBe("ch_x");
+    const guard = [
+      "ledger_credit_matching_topup",
+      "\n     OR (v_entry.bank_charge_id IS NOT NULL AND v_entry.bank_charge_id <> p_charge_id)",
+      "",
+    ] as const;
+    expect((await creditThrough(key, charge({ chargeId: "ch_x" }))).moved).toBeNull();
+    expect(await creditThroughBroken(guard, key, charge({ chargeId: "ch_x" }))).toMatchObject({ credited: true });
   });
 });

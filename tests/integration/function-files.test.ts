@@ -59,14 +59,14 @@ describe("the database's functions and their files", () => {
 describe("negative controls: the comparison finds each kind of difference", () => {
   it("a function whose body is not its file's (a copy of the file without ON CONFLICT, applied in the transaction)", async () => {
     const differences = await inRolledBackTransaction(async (client) => {
-      const definition = functionDefinition("ledger_decide_payment");
+      const definition = functionDefinition("ledger_claim");
       const guard = "ON CONFLICT (user_id, type, ref_id) DO NOTHING";
       if (!definition.includes(guard)) throw new Error("the guard is no longer in the file");
       await client.query(definition.replace(guard, ""));
       return functionFileDifferences(client, files);
     });
     expect(differences).toEqual([
-      expect.stringMatching(/^ledger_decide_payment: the body differs from the one between the dollar quotes of /),
+      expect.stringMatching(/^ledger_claim: the body differs from the one between the dollar quotes of /),
     ]);
   });
 

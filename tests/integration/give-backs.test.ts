@@ -259,18 +259,22 @@ describe("C26: what goes back to the card never exceeds what was charged", () =>
 });
 
 describe("C26 negative controls", () => {
-  /** claimRefund on a connection that rewrites the claim statement's text (a broken copy of the guard). */
-  function rewritingQueryable(from: string, to: string): Queryable {
-    return {
-      query: (config: unknown, values?: unknown[]) => {
-        const text = typeof config === "string" ? config : (config as { text: string }).text;
-        if (!text.includes(from)) throw new Error(`the rewrite no longer matches the statement: ${from}`);
-        return testPool().query({
-          text: text.replace(from, to),
-          values: values ?? (config as { values: unknown[] }).values,
-        });
-      },
-    } as Queryable;
+  /**
+   * claimRefund on a connection where ledger_claim_refund is replaced, for one rolled-back transaction, by its file's
+   * text with `guard` removed (a broken copy of the guard). Returns the outcome as that transaction saw it.
+   */
+  async function claimThroughBroken(request: Parameters<typeof claimRefund>[0], guard: string) {
+    const client = await testPool().connect();
+    try {
+      await client.query("BEGIN");
+      const real = functionDefinition("ledger_claim_refund");
+      if (!real.includes(guard)) throw new Error(`the guard is no longer in the function's file: ${guard}`);
+      await client.query(real.replace(guard, ""));
+      return await claimRefund(request, client as unknown as Queryable);
+    } finally {
+      await client.query("ROLLBACK");
+      client.release();
+    }
   }
 
   it("without the dispute verdict in the refund's claim, a refund of a charge lost in a dispute reserves the money again (the 422 test would fail)", async () => {
@@ -290,15 +294,15 @@ describe("C26 negative controls", () => {
       actor: "admin" as const,
       refusals: { insufficientFunds: refusal, debtOutstanding: refusal, exceedsTopup: refusal, topupDisputed: refusal },
     };
-    const verdict = "WHEN (SELECT dispute_status FROM topup) IN ('open', 'lost') THEN 'topup_disputed'";
+    const verdict = "WHEN v_dispute_status IN ('open', 'lost') THEN 'topup_disputed'\n    ";
     // The chargeback took the balance to 0: without the verdict the claim stops only at the balance (402).
-    const broken = await claimRefund(request, rewritingQueryable(verdict, ""));
+    const broken = await claimThroughBroken(request, verdict);
     expect(broken).toMatchObject({ kind: "stored_refusal", entry: { failureReason: "insufficient_funds" } });
     // With money on the wallet it would reserve: the charge goes back twice unless the bank refuses.
     await seedBalance(user.id, 1000);
-    const reserved = await claimRefund(
+    const reserved = await claimThroughBroken(
       { ...request, key: { ...request.key, refId: freshRefId("ctl") } },
-      rewritingQueryable(verdict, ""),
+      verdict,
     );
     expect(reserved.kind).toBe("reserved");
     const shipped = await claimRefund({ ...request, key: { ...request.key, refId: freshRefId("ctl") } });

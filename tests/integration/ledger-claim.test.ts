@@ -14,6 +14,7 @@ import {
 import { CLAIM_INDEX } from "../../lib/ledger/constants";
 import type { Queryable } from "../../lib/ledger/queryable";
 import { storeResponse } from "../../lib/ledger/transitions";
+import { functionDefinition } from "../helpers/function-files";
 import { createTestUser, testPool } from "../helpers/db";
 import { claimRequest, countRows, dedicatedClient, freshRefId, transitionsOf } from "../helpers/ledger";
 import { waitForBlockedSessions } from "../helpers/wait";
@@ -213,19 +214,37 @@ describe("claimOperation and the loser's path", () => {
 
 describe("insertClaimOrLose: a duplicate raised as an error", () => {
   /**
-   * A real connection that sends the claim's INSERT without its ON CONFLICT clause (and unnamed), so that
-   * PostgreSQL itself raises the duplicate as a 23505 instead of returning no row: the shape a layer between the
-   * ledger and the database that turns the conflict into an error would hand back.
+   * Runs `work` on a connection where the claim's function, ledger_claim, is replaced for one rolled-back transaction
+   * by its file's text without its ON CONFLICT clause, so that PostgreSQL itself raises the duplicate as a 23505
+   * instead of returning no row: the shape a layer between the ledger and the database that turns the conflict into
+   * an error would hand back.
    */
-  function withoutOnConflict(client: Queryable): Queryable {
-    return {
-      query: (config: unknown) => {
-        const { text, values } = config as { text: string; values: unknown[] };
-        const bare = text.replace("ON CONFLICT (user_id, type, ref_id) DO NOTHING", "");
-        if (bare === text) throw new Error("the claim's INSERT no longer has the expected ON CONFLICT clause");
-        return client.query({ text: bare, values });
-      },
-    } as Queryable;
+  async function withoutOnConflict<T>(work: (client: Queryable) => Promise<T>): Promise<T> {
+    const client = await testPool().connect();
+    try {
+      await client.query("BEGIN");
+      const definition = functionDefinition("ledger_claim");
+      const bare = definition.replace("ON CONFLICT (user_id, type, ref_id) DO NOTHING", "");
+      if (bare === definition) throw new Error("the claim's INSERT no longer has the expected ON CONFLICT clause");
+      await client.query(bare);
+      // A savepoint per call: the raised 23505 aborts only what came after it.
+      const attempt = async (call: () => Promise<unknown>) => {
+        await client.query("SAVEPOINT c01");
+        try {
+          return await call();
+        } catch (error) {
+          await client.query("ROLLBACK TO SAVEPOINT c01");
+          throw error;
+        }
+      };
+      return await work({
+        query: (config: unknown, values?: unknown[]) =>
+          attempt(() => client.query(config as never, values as never)) as never,
+      } as Queryable);
+    } finally {
+      await client.query("ROLLBACK");
+      client.release();
+    }
   }
 
   it("C01: a 23505 that PostgreSQL raises on the claim index is a lost claim (null), and nothing more is written", async () => {
@@ -233,15 +252,12 @@ describe("insertClaimOrLose: a duplicate raised as an error", () => {
     const request = claimRequest(user.id);
     const first = await insertClaim(testPool(), request);
     expect(first).not.toBeNull();
-    const client = await dedicatedClient("claim-or-lose");
-    try {
+    await withoutOnConflict(async (client) => {
       // The same statement on the same key, with the duplicate surfacing as PostgreSQL's error.
-      const raised = await insertClaim(withoutOnConflict(client), request).catch((error: unknown) => error);
+      const raised = await insertClaim(client, request).catch((error: unknown) => error);
       expect(raised).toMatchObject({ code: "23505", constraint: CLAIM_INDEX });
-      expect(await insertClaimOrLose(withoutOnConflict(client), request)).toBeNull();
-    } finally {
-      await client.end();
-    }
+      expect(await insertClaimOrLose(client, request)).toBeNull();
+    });
     expect(await countRows(user.id, "topup", request.key.refId)).toBe(1);
     expect(await transitionsOf(user.id, first!.id)).toHaveLength(1);
   });

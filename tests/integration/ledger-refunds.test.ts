@@ -149,14 +149,16 @@ describe("claimRefund", () => {
       refundsEntryId: topup.id,
     });
     expect(await moneyOf(user.id, topup.id)).toEqual({ balance: 200, debt: 0, refunded: 800 });
+    // Born decided, like every entry: the claim, then its refusal (docs/decisions/053).
     expect(await transitionsOf(user.id, outcome.entry.id)).toEqual([
-      { from: null, to: "failed", actor: "admin", attempt: 1 },
+      { from: null, to: "initiated", actor: "admin", attempt: 1 },
+      { from: "initiated", to: "failed", actor: "admin", attempt: 1 },
     ]);
     const detail = await testPool().query(
-      "SELECT detail FROM ledger_transitions WHERE user_id = $1 AND entry_id = $2",
+      "SELECT detail FROM ledger_transitions WHERE user_id = $1 AND entry_id = $2 ORDER BY id",
       [user.id, outcome.entry.id],
     );
-    expect(detail.rows[0]?.detail).toBe("claimed and refused: nothing reserved");
+    expect(detail.rows.map((row) => row.detail)).toEqual([null, "claimed and refused: nothing reserved"]);
   });
 
   it("more than the balance: the row stored failed with its 402 insufficient_funds, nothing reserved", async () => {

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { claimOperation } from "../../lib/ledger/claim";
-import { RESPONSE_TIME_SLOT } from "../../lib/ledger/payment-statement";
+import { jsonResponseTemplate } from "../../lib/ledger/response-template";
 import { jsonStoredResponse } from "../../lib/ledger/views";
 import {
   attachCharge,
@@ -179,8 +179,7 @@ describe("lifecycle", () => {
     await markProcessing(ref, entry.attempt);
     const first = {
       status: "processing" as const,
-      response: jsonStoredResponse(201, { status: "processing", updatedAt: RESPONSE_TIME_SLOT }),
-      timeSlot: RESPONSE_TIME_SLOT,
+      response: jsonResponseTemplate(201, (time) => ({ status: "processing", updatedAt: time })),
     };
     const answered = await attachChargeAndRespond(ref, "ch_a", first);
     expect(answered).toMatchObject({ bankChargeId: "ch_a", status: "processing" });
@@ -200,8 +199,7 @@ describe("lifecycle", () => {
     const user = await createTestUser();
     const first = {
       status: "processing" as const,
-      response: jsonStoredResponse(201, { status: "processing", updatedAt: RESPONSE_TIME_SLOT }),
-      timeSlot: RESPONSE_TIME_SLOT,
+      response: jsonResponseTemplate(201, (time) => ({ status: "processing", updatedAt: time })),
     };
     // Credited by the webhook before the request got the bank's answer: a "processing" answer would be stale.
     const credited = await claimed(user.id);

@@ -232,7 +232,7 @@ describe("decideRewardUnderWalletLock", () => {
     const client = await testPool().connect();
     try {
       await client.query("BEGIN");
-      const definition = functionDefinition("ledger_decide_reward");
+      const definition = functionDefinition("ledger_claim");
       const guard = "ON CONFLICT (user_id, type, ref_id) DO NOTHING";
       expect(definition).toContain(guard);
       await client.query(definition.replace(guard, ""));
@@ -316,15 +316,18 @@ describe("negative controls: the function with one guard removed, in a scratch d
     await dropScratchDatabases();
   });
 
-  /** The scratch database with ledger_decide_reward replaced by its file's text with `broken` substituted for `guard`. */
-  async function brokenCopy(guard: string, broken: string): Promise<pg.Client> {
+  /**
+   * The scratch database with function `name` (ledger_decide_reward, or a helper it calls) replaced by its file's text
+   * with `broken` substituted for `guard`.
+   */
+  async function brokenCopy(guard: string, broken: string, name = "ledger_decide_reward"): Promise<pg.Client> {
     await client?.end().catch(() => {});
     const url = await createScratchDatabase("reward_statement");
     scratchUrl = url;
     await migrate(url);
     client = new pg.Client({ connectionString: url });
     await client.connect();
-    const definition = functionDefinition("ledger_decide_reward");
+    const definition = functionDefinition(name);
     expect(definition, "the guard's text is in the function's file").toContain(guard);
     await client.query(definition.replace(guard, broken));
     return client;
@@ -372,10 +375,10 @@ describe("negative controls: the function with one guard removed, in a scratch d
   }
 
   it("without the wallet's lock, two rewards with room for one are both credited past the ceiling (the C15 race test would fail)", async () => {
-    const guard = "SELECT w.balance_minor INTO v_balance_minor FROM wallets w WHERE w.user_id = p_user_id FOR UPDATE;";
     const db = await brokenCopy(
-      guard,
-      "SELECT w.balance_minor INTO v_balance_minor FROM wallets w WHERE w.user_id = p_user_id;",
+      "SELECT w.balance_minor INTO balance_minor FROM ledger_lock_wallet(p_user_id, p_currency) AS w;",
+      "SELECT w.balance_minor INTO balance_minor FROM wallets w WHERE w.user_id = p_user_id;",
+      "ledger_room_for_credit",
     );
     const raced = await ceilingRace(db, scratchUrl!);
     expect(raced.statuses).toEqual(["succeeded", "succeeded"]);
@@ -383,14 +386,18 @@ describe("negative controls: the function with one guard removed, in a scratch d
   });
 
   it("control of the control: the same race on the function as shipped credits one and refuses the other", async () => {
-    const db = await brokenCopy("FOR UPDATE", "FOR UPDATE");
+    const db = await brokenCopy("ledger_lock_wallet", "ledger_lock_wallet", "ledger_room_for_credit");
     const raced = await ceilingRace(db, scratchUrl!);
     expect(raced.statuses).toEqual(["failed", "succeeded"]);
     expect(raced.balance).toBe(100);
   });
 
-  it("without the unfinished top-ups in the room's sum, a reward that does not fit is credited (the C15 test would fail)", async () => {
-    const db = await brokenCopy("v_pending_minor := ledger_pending_credits_minor(p_user_id);", "v_pending_minor := 0;");
+  it("without the pending credits in the room's sum, a reward that does not fit is credited (the C15 test would fail)", async () => {
+    const db = await brokenCopy(
+      "pending_minor := ledger_pending_credits_minor(p_user_id, p_except_entry_id);",
+      "pending_minor := 0;",
+      "ledger_room_for_credit",
+    );
     const userId = await scratchUser(db);
     await db.query("INSERT INTO wallets (user_id, balance_minor, currency) VALUES ($1, 90, 'USD')", [userId]);
     await db.query(
