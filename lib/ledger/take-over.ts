@@ -1,9 +1,9 @@
 /**
  * The reconciler's take-over of an unfinished row whose lease expired (contract section 2: "a row whose lease
- * expired is taken over by the reconciler"). One statement raises the fencing token, so the previous lease
- * holder, if it is still alive somewhere, can no longer move the row (its lease-guarded transitions carry the old
- * `attempt`: the fencing check in transitions.ts), and records the take-over in the audit table. The reconciler
- * (lib/reconciler) decides what to do with the row it took over.
+ * expired is taken over by the reconciler"): the database function ledger_take_over_entry raises the fencing token,
+ * so the previous lease holder, if it is still alive somewhere, can no longer move the row (ledger_move_entry compares
+ * it), and appends the take-over to the audit table. The reconciler (lib/reconciler) decides what to do with the row
+ * it took over.
  */
 import { pool } from "../db";
 import { entryColumns, toLedgerEntry, type LedgerEntry } from "./entry";
@@ -28,43 +28,12 @@ export interface TakeOverRequest {
   readonly userIds: readonly string[] | null;
 }
 
-// picked: the oldest expired unfinished row nobody else is taking over right now. The WHERE matches the partial
-// index ledger_entries_unfinished_idx (status IN ('initiated','processing'), ordered by lease_expires_at), so the
-// scan touches unfinished rows only. SKIP LOCKED: a second reconciler running at the same moment moves on to the
-// next row instead of queueing behind this one.
-// taken: the take-over itself. Its WHERE repeats the guard on the locked row version: at READ COMMITTED a row
-// that another reconciler took over (and committed) between our snapshot and our lock is re-checked on its new
-// version, whose lease is no longer expired, so it is not taken twice. Exactly one taker gets the row back.
-// logged: the take-over is written to the audit table as a same-status entry (from = to) with the previous owner,
-// so the admin timeline shows who worked on the row and when the fencing token changed.
-// $1 worker id, $2 lease ms, $3 user ids or null.
+// One call of ledger_take_over_entry (prisma/functions/ledger_take_over_entry.sql: the pick with SKIP LOCKED, the
+// fencing token raised, the lease renewed and the audit row), arguments by name; the row's columns spelled out for
+// toLedgerEntry.
 const TAKE_OVER_SQL = `
-WITH picked AS (
-  SELECT user_id, id, lease_owner AS previous_owner
-    FROM ledger_entries
-   WHERE status IN ('initiated', 'processing')
-     AND lease_expires_at < now()
-     AND ($3::text[] IS NULL OR user_id = ANY ($3::text[]))
-   ORDER BY lease_expires_at
-   LIMIT 1
-   FOR UPDATE SKIP LOCKED
-), taken AS (
-  UPDATE ledger_entries e
-     SET attempt = e.attempt + 1,
-         lease_owner = $1,
-         lease_expires_at = now() + $2::int * interval '1 millisecond'
-    FROM picked
-   WHERE e.user_id = picked.user_id AND e.id = picked.id
-     AND e.status IN ('initiated', 'processing')
-     AND e.lease_expires_at < now()
-  RETURNING ${entryColumns("e")}, picked.previous_owner
-), logged AS (
-  INSERT INTO ledger_transitions (user_id, entry_id, from_status, to_status, actor, attempt, detail)
-  SELECT user_id, id, status, status, 'reconciler', attempt,
-         format('lease taken over from %s', COALESCE(previous_owner, 'nobody'))
-    FROM taken
-)
-SELECT taken.*, (EXTRACT(EPOCH FROM (now() - taken.created_at)) * 1000)::float8 AS age_ms FROM taken`;
+SELECT ${entryColumns("(t.entry)")}, t.previous_owner, t.age_ms
+  FROM ledger_take_over_entry(p_worker_id => $1, p_lease_ms => $2::int, p_user_ids => $3::text[]) AS t`;
 
 /**
  * Takes over one unfinished row (`initiated` or `processing`) whose lease has expired, oldest expiry first.

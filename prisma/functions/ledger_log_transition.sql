@@ -3,7 +3,8 @@
 -- (ledger_transitions_append_only), so a row written here is the history for good.
 --
 -- Called by every function that moves an entry, in the same transaction as the move: ledger_claim (the claim and,
--- for an entry born decided, its decision), ledger_move_entry (every later move). No lib/ file writes the table.
+-- for an entry born decided, its decision), ledger_move_entry (every later move) and ledger_take_over_entry (the
+-- reconciler's take-over, a same-status row). No lib/ file writes the table.
 -- `p_from_status` NULL: the claim itself. `p_attempt`: the entry's fencing token when it moved.
 CREATE OR REPLACE FUNCTION ledger_log_transition(
   p_user_id text,
