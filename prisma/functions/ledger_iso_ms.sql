@@ -1,6 +1,6 @@
 -- ledger_iso_ms: a time as the API writes it, ISO-8601 UTC to the millisecond (`2026-01-01T00:00:00.000Z`), exactly
--- as JavaScript's `Date.prototype.toISOString` writes the same instant truncated to milliseconds (contract section 4:
--- times are ISO-8601 UTC; a stored body must equal the view the app renders from the row, byte for byte).
+-- as the app writes the same time read from a row (contract section 4: times are ISO-8601 UTC; a stored body must
+-- equal the view the app renders from the row, byte for byte; tests/integration/response-text.test.ts).
 --
 -- Called wherever SQL writes a time into a stored response: ledger_decide_payment and ledger_decide_reward (a row born
 -- succeeded) and lib/ledger/transitions.ts `attachChargeAndRespond`. The rounding is timestamptz(3)'s, the row's own
