@@ -210,16 +210,15 @@ export async function attachCharge(
   return row ? toLedgerEntry(row) : null;
 }
 
-// The charge id and the row's first response in one statement (one commit instead of two): only while the row is
-// still in the status the response was built from, has no charge id and no stored response. The template's slot is
-// filled with the row's new updated_at, as the API writes times (ledger_iso_ms, ledger_fill_body).
-// $1 user_id, $2 entry id, $3 bank charge id, $4 response status, $5 response body's segments, $6 expected status.
+// The charge id and the row's first response in one call of ledger_store_response (one commit instead of two): only
+// while the row is still in the status the response was built from, has no charge id and no stored response. The
+// template's slot is filled with the row's new updated_at, as the API writes times (ledger_iso_ms, ledger_fill_body).
 const ATTACH_CHARGE_AND_RESPOND_SQL = `
-UPDATE ledger_entries
-   SET bank_charge_id = $3, updated_at = now(), response_status = $4,
-       response_body = ledger_fill_body(p_segments => $5::text[], p_value => ledger_iso_ms(now()))
- WHERE user_id = $1 AND id = $2 AND status = $6 AND bank_charge_id IS NULL AND response_status IS NULL
-RETURNING ${ENTRY_COLUMNS}`;
+SELECT ${ENTRY_COLUMNS}
+  FROM ledger_store_response(
+         p_user_id => $1, p_entry_id => $2::bigint, p_response_status => $4::smallint,
+         p_response_body => ledger_fill_body(p_segments => $5::text[], p_value => ledger_iso_ms(now())),
+         p_bank_charge_id => $3, p_while_status => $6)`;
 
 /**
  * {@link attachCharge} and {@link storeResponse} in one statement, for the request that learns a pending charge's
@@ -249,9 +248,9 @@ export async function attachChargeAndRespond(
   return row ? toLedgerEntry(row) : null;
 }
 
-// The first writer wins: ledger_store_response stores only while the row has no response (true when it did).
-const STORE_RESPONSE_SQL = `SELECT ledger_store_response(
-  p_user_id => $1, p_entry_id => $2, p_response_status => $3::smallint, p_response_body => $4) AS stored`;
+// The first writer wins: ledger_store_response stores only while the row has no response (a row back when it did).
+const STORE_RESPONSE_SQL = `SELECT 1 FROM ledger_store_response(
+  p_user_id => $1, p_entry_id => $2::bigint, p_response_status => $3::smallint, p_response_body => $4)`;
 
 /**
  * Stores the first response of an operation: the first writer wins (`WHERE response_status IS NULL`,
@@ -266,7 +265,7 @@ export async function storeResponse(
   const result = await db.query(
     prepared("ledger_store_response", STORE_RESPONSE_SQL, [ref.userId, ref.entryId, response.status, response.body]),
   );
-  if (result.rows[0]?.stored === true) return { stored: true, response };
+  if (result.rows.length === 1) return { stored: true, response };
   const current = await getEntryById(ref, db);
   if (!current?.response)
     throw new Error(`ledger entry ${ref.userId}/${ref.entryId}: response neither stored nor present`);
