@@ -34,7 +34,7 @@ import { PROBLEM_CODES, PROBLEM_CONTENT_TYPE, STORED_PROBLEM_CODES, type Problem
 import { reconcileResultSchema } from "../reconciler/reconcile-result";
 import { refundPathSchema, refundRequestSchema } from "../refunds/refund-request";
 import { refundResponseSchema } from "../refunds/refund-view-schema";
-import { bankWebhookEventSchema } from "../webhooks/handle-bank-webhook";
+import { bankEventSchema } from "../webhooks/bank-event-schema";
 import { walletViewSchema } from "../wallet/get-wallet";
 
 /** The API's version in the document's `info` (the `/api/v1` prefix is the compatibility promise). */
@@ -326,7 +326,7 @@ const API_PATHS = {
             description: "`t=<unix seconds>,v1=<hex HMAC-SHA256>`; more than one `v1=` during rotation.",
           }),
       ],
-      requestBody: operationBody(bankWebhookEventSchema),
+      requestBody: operationBody(bankEventSchema),
       success: {
         200: json("Received (new, duplicate or unusable).", z.strictObject({ received: z.literal(true) })),
       },

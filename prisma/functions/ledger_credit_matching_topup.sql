@@ -7,10 +7,10 @@
 -- Returns the moved row, the status it left and the wallet's new balance; no row when nothing was written (no such
 -- row, a terminal row, or a charge that disagrees with it): the caller then judges the row the long way.
 --
--- Called by lib/ledger/transitions.ts (`creditMatchingTopupSql`), inside the webhook's statement that records the
--- event with the credit (lib/webhooks/handle-bank-webhook.ts, case C19). The key is looked up through the claim's
--- unique index; its type is a variable, as in the claim's own lookup, so no plan can read it through an index that
--- leads with a constant type (case C25; docs/decisions/045).
+-- Called by webhook_credit_topup, the webhook's statement that records the event with the credit
+-- (lib/webhooks/credit-matching-topup.ts, case C19). The key is looked up through the claim's unique index; its type
+-- is a variable, as in the claim's own lookup, so no plan can read it through an index that leads with a constant
+-- type (case C25; docs/decisions/045).
 CREATE OR REPLACE FUNCTION ledger_credit_matching_topup(
   p_user_id text,
   p_ref_id text,

@@ -4,7 +4,7 @@
 -- row, the status it left and the wallet's new balance; no row when the top-up does not match the charge or is not
 -- unfinished, and then the webhook judges the event the long way (lib/topups/settle-topup.ts), which records it.
 --
--- Called by lib/webhooks/handle-bank-webhook.ts (`creditedInOneStatement`). The money rule is the ledger's function;
+-- Called by lib/webhooks/credit-matching-topup.ts (`creditMatchingTopup`). The money rule is the ledger's function;
 -- this file only puts the event's record in the same commit.
 CREATE OR REPLACE FUNCTION webhook_credit_topup(
   p_user_id text,

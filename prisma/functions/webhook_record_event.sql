@@ -3,8 +3,9 @@
 -- outcome (and its detail) is replaced only by a delivery that applied the event (`p_applied`), so a duplicate recorded
 -- first never hides the credit, and each event is recorded `credited` exactly once and `duplicate` otherwise.
 --
--- Called by lib/webhooks/handle-bank-webhook.ts (`recordEvent`, for every outcome but the one-statement credit) and by
--- webhook_credit_topup (that credit, in the same statement). The insert goes through the event id's unique index.
+-- Called by lib/webhooks/record-webhook-event.ts (`recordWebhookEvent`, for every outcome but the one-statement
+-- credit) and by webhook_credit_topup (that credit, in the same statement). The insert goes through the event id's
+-- unique index.
 CREATE OR REPLACE FUNCTION webhook_record_event(
   p_event_id text,
   p_type text,

@@ -73,7 +73,7 @@ const MONEY_PATH_STATEMENTS = [
 /** The debt body of a payment: the wallet's debt is its template's slot. */
 const debtTemplate = () => jsonResponseTemplate(402, (debt) => ({ code: "debt_outstanding", debt }));
 
-/** webhook_credit_topup as the webhook calls it (lib/webhooks/handle-bank-webhook.ts), named, on `session`. */
+/** webhook_credit_topup as the webhook calls it (lib/webhooks/credit-matching-topup.ts), named, on `session`. */
 const WEBHOOK_CREDIT_SQL = `SELECT (c.entry).id
   FROM webhook_credit_topup(
          p_user_id => $1, p_ref_id => $2, p_event_id => $3, p_type => 'charge.succeeded', p_merchant_ref => $4,

@@ -3,12 +3,13 @@
  * (contract section 5, "Unusable events"): a malformed `refund.*` event is judged as a refund event and a malformed
  * `charge.dispute*` event as a dispute event, never described by the charge events' rules (which reported a refund's
  * missing `refundId` as a wrong `type`). The real handler (lib/webhooks/handle-bank-webhook.ts), signed bytes in,
- * rows read back from PostgreSQL.
+ * rows read back from PostgreSQL; the reason is decided by `unusableReason` in lib/webhooks/parse-bank-event.ts.
  *
- * Negative control, by hand: record `parsed.reason` (the charge events' reason) instead of `unusableReason(parsed)` in
- * handleBankWebhook; the refund and dispute assertions then fail with details such as
- * `type: Invalid option: expected one of "charge.succeeded"|"charge.failed"`.
+ * Negative control, by hand: judge every body by the charge events' schema there (`const kind = EVENT_KINDS[2]`
+ * instead of the kind its type names); the refund and dispute assertions then fail with details such as
+ * `an event of a type the wallet does not handle: "refund.succeeded"`.
  */
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { signWebhook } from "@/lib/bank/signature";
 import { handleBankWebhook } from "@/lib/webhooks/handle-bank-webhook";
@@ -86,5 +87,20 @@ describe("unusable events name what they are and what was wrong", () => {
     expect(await recordedDetail({ id: `evt_${tag}_4`, data: charge })).toBe(
       "the event has no type (a string such as charge.succeeded)",
     );
+  });
+
+  it("an event of any kind whose bytes are not UTF-8 is unusable, a refund event too: every kind is decoded strictly", async () => {
+    const tag = freshRefId("uu-bytes");
+    const event = JSON.stringify({ id: `evt_${tag}`, type: "refund.succeeded", data: refundData(tag), note: "#" });
+    // One byte that is no UTF-8 in a field no schema reads: a lenient decoding would read a well-formed refund event.
+    const body = Buffer.from(event.replace('"#"', '"\xff"'), "latin1");
+    const secrets = testStack().webhookSecrets.split(",");
+    const signature = signWebhook(body, secrets, Math.floor(Date.now() / 1000));
+    expect(await handleBankWebhook(body, signature)).toEqual({ kind: "received", outcome: "unusable_event" });
+    const rows = await testPool().query<{ detail: string; outcome: string }>(
+      "SELECT detail, outcome FROM bank_webhook_events WHERE event_id = $1",
+      [`unusable:${createHash("sha256").update(body).digest("hex")}`],
+    );
+    expect(rows.rows).toEqual([{ detail: "the body is not valid UTF-8 text", outcome: "unusable_event" }]);
   });
 });
