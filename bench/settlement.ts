@@ -1,9 +1,9 @@
 /**
  * Whether a top-up load's work is done, read from the ledger: a top-up request answers `processing` and its credit
  * lands later, when the bank's webhook arrives (contract section 5). Requests per second alone would reward a build
- * whose webhooks fall behind: their backlog is work left for after the measured window, or, on a machine shared by
- * two builds (bench/compare-http.ts), work done during the other build's turn. So the top-up figures are credits per
- * second in the window, and each window starts with no top-up unfinished.
+ * whose webhooks fall behind: their backlog is work left for after the measured window, or, when two builds take
+ * turns on one machine, work done during the other build's turn (docs/decisions/045). So the top-up figures are
+ * credits per second in the window, and each window starts with no top-up unfinished.
  */
 import type pg from "pg";
 

@@ -70,7 +70,8 @@ export interface MigrateOptions {
   /**
    * Folder holding the function files `<name>.sql`. Default: {@link DEFAULT_FUNCTIONS_DIR} when `migrationsDir` is
    * not given; otherwise the `functions` folder beside `migrationsDir`, or none when it does not exist (a checkout
-   * from before function files, whose migrations define every function: bench/compare-http.ts migrates one).
+   * from before function files, whose migrations define every function, e.g. an older release migrated to compare
+   * it with this one).
    */
   functionsDir?: string;
   /** Receives one line per applied migration and function file (e.g. for a CLI to print). Default: silent. */

@@ -198,8 +198,8 @@ export function appHeapNodeArgs(env: ServiceEnv): string[] {
  * APP_URL...); NODE_ENV (production, or development with `dev`) and NEXT_TELEMETRY_DISABLED=1 are added. `host`
  * defaults to 127.0.0.1. `next start` runs with the heap bound of {@link appHeapNodeArgs} (`next dev`, whose
  * compiler needs more, without). `nodeArgs` go before the script, after the bound, so that they override it (e.g.
- * `--cpu-prof`, or another `--max-old-space-size`). `root` is the checkout whose build runs (default this one;
- * bench/compare-http.ts compares two). Readiness is the caller's business (`GET /api/v1/health`).
+ * `--cpu-prof`, or another `--max-old-space-size`). `root` is the checkout whose build runs (default this one).
+ * Readiness is the caller's business (`GET /api/v1/health`).
  *
  * @throws EnvError when `env` has an invalid APP_HEAP_MB.
  */
