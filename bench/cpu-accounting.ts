@@ -154,13 +154,3 @@ export function cpuUse(before: CpuSnapshot, after: CpuSnapshot): CpuUse {
   const total = use.app + use.postgres + use.bank + use.self + use.children;
   return { wallMs, ...use, coresBusy: wallMs > 0 ? total / wallMs : 0 };
 }
-
-/**
- * CPU time (user + system, including reaped children) of one process `pid` so far, in ms, from /proc/<pid>/stat.
- * Throws when the process does not exist.
- */
-export function processCpuMs(pid: number): number {
-  const info = readProc(pid);
-  if (!info) throw new Error(`process ${pid} not found in /proc`);
-  return (info.cpuTicks * 1000) / TICKS_PER_S;
-}

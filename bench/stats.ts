@@ -13,14 +13,6 @@ export function percentile(values: readonly number[], p: number): number | null 
   return sorted[rank - 1]!;
 }
 
-/** The median of `values` (the mean of the two middle values for an even count); null for an empty list. */
-export function median(values: readonly number[]): number | null {
-  if (values.length === 0) return null;
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-}
-
 /** `numerator / denominator` rounded to 2 decimals, or null when either is missing or the denominator is 0. */
 export function ratio(numerator: number | null | undefined, denominator: number | null | undefined): number | null {
   if (
