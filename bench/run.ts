@@ -9,13 +9,14 @@
  *  4. scale: the claim's p50 with 10k versus 1M ledger rows (`--large`: also 10M), two databases timed in alternating
  *     rounds;
  *  5. the app's peak RSS under that HTTP load (target T7), and its RSS and peak after each HTTP phase and storm. The app
- *     runs as `npm start` runs it, with its heap bound (APP_HEAP_MB, scripts/lib/stack.ts `appHeapNodeArgs`).
+ *     runs as `npm start` runs it, with its heap bound (APP_HEAP_MB, scripts/lib/stack.ts `appHeapNodeArgs`);
+ *  6. payments in-process: the one statement that decides a payment, at concurrency 8 and 32 (./in-process-payments.ts).
  * Prints a table and writes bench/results/<UTC date and time>.json. Figures only: nothing here asserts on time.
  *
- *   npm run bench                 # ~5 minutes on 2 cores
+ *   npm run bench                 # ~10 minutes on 2 cores
  *   npm run bench -- --large      # adds the 10M-row point (~10 more minutes of filling)
  *   npm run bench -- --seconds 5  # shorter measurements (smoke run; less stable figures)
- *   npm run bench -- --only http  # one part: ledger (1), http (2, 3, 5) or scale (4)
+ *   npm run bench -- --only http  # some parts: ledger (1), http (2, 3, 5), scale (4), payments (6)
  *
  * Everything runs on 127.0.0.1 (embedded PostgreSQL, redis-server, the sandbox bank and `next start` from
  * scripts/lib/stack.ts) and is stopped at the end, on error and on Ctrl-C. Exit 0 after a complete run (targets
@@ -40,7 +41,7 @@ import { cell, machineInfo, renderTable, renderTargets, type TargetResult } from
 import { createScaleUsers, fillLedger, measureClaims, SCALE_BASE_ROWS, type ScalePoint } from "./scale";
 import { ratio } from "./stats";
 import { creditedTopupsBetween, waitUntilSettled } from "./settlement";
-import type { PaymentFigures } from "./payment-round-trips";
+import type { PaymentFigures } from "./in-process-payments";
 
 /** The parts of the run; `--only` picks some (to iterate on one); the default runs all. */
 const SECTIONS = ["ledger", "http", "scale", "payments"] as const;
@@ -70,7 +71,7 @@ const WARMUP_SECONDS = 2;
 const SCALE_MEDIUM_ROWS = 1_000_000;
 const SCALE_LARGE_ROWS = 10_000_000;
 /**
- * Whole-run bound: 30 minutes (60 with --large). A normal run takes ~5 minutes (+ ~10 for 10M rows); past the bound
+ * Whole-run bound: 30 minutes (60 with --large). A normal run takes ~10 minutes (+ ~10 for 10M rows); past the bound
  * something is stuck, and the run stops its services and exits instead of hanging.
  */
 const WALL_MS_MAX = 30 * 60_000;
@@ -511,25 +512,16 @@ async function benchHttp(
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Payments: one statement versus the two-step transaction it replaced (docs/decisions/040)
+// 6. Payments in-process: the one statement that decides a payment (docs/decisions/040)
 // ---------------------------------------------------------------------------------------------------------------
 
-/** Concurrencies of the payment comparison (those of targets T1/T2). */
+/** Concurrencies of the in-process payments (those of targets T1/T2). */
 const PAYMENT_CONCURRENCIES = [8, 32] as const;
+/** Measurements at each concurrency: two, one after the other, so that the table shows the run's own spread. */
+const PAYMENT_RUNS = 2;
 
-interface PaymentRow {
-  readonly concurrency: number;
-  /** Two measurements of each variant, interleaved (two-step, one statement, one statement, two-step). */
-  readonly twoStep: PaymentFigures[];
-  readonly oneStatement: PaymentFigures[];
-  /** Mean payments/s of the one statement over the two-step's. */
-  readonly throughputRatio: number | null;
-  /** Mean PostgreSQL CPU per payment of the one statement over the two-step's. */
-  readonly postgresCpuRatio: number | null;
-}
-
-async function benchPayments(paymentsUrl: string, seconds: number): Promise<PaymentRow[]> {
-  const { PAYMENT_USERS, runPayments } = await import("./payment-round-trips");
+async function benchPayments(paymentsUrl: string, seconds: number): Promise<PaymentFigures[]> {
+  const { PAYMENT_USERS, runPayments } = await import("./in-process-payments");
   const db = quietPool(paymentsUrl, 1);
   try {
     await db.query(
@@ -537,66 +529,46 @@ async function benchPayments(paymentsUrl: string, seconds: number): Promise<Paym
        ON CONFLICT DO NOTHING`,
       [PAYMENT_USERS],
     );
-    // A balance no run can spend, so every payment succeeds (the common case) on both sides.
+    // A balance no run can spend, so every payment succeeds (the common case).
     await db.query(
       `INSERT INTO wallets (user_id, balance_minor, currency) SELECT i::text, 1000000000000, 'USD' FROM generate_series(1, $1::int) AS i
        ON CONFLICT (user_id) DO UPDATE SET balance_minor = 1000000000000, debt_minor = 0`,
       [PAYMENT_USERS],
     );
     const targets = findCpuTargets({ app: null, postgres: portOf(paymentsUrl), bank: null });
-    say("payments: warm-up, both variants at c=8");
-    await runPayments("two-step", 8, WARMUP_SECONDS, targets);
-    await runPayments("one statement", 8, WARMUP_SECONDS, targets);
-    const rows: PaymentRow[] = [];
+    say("payments: warm-up at c=8");
+    await runPayments(8, WARMUP_SECONDS, targets);
+    const measured: PaymentFigures[] = [];
     for (const concurrency of PAYMENT_CONCURRENCIES) {
-      const measured: PaymentFigures[] = [];
-      for (const variant of ["two-step", "one statement", "one statement", "two-step"] as const) {
-        say(`payments: c=${concurrency}, ${variant}, ${seconds} s`);
+      for (let run = 1; run <= PAYMENT_RUNS; run++) {
+        say(`payments: c=${concurrency}, run ${run} of ${PAYMENT_RUNS}, ${seconds} s`);
         await db.query("CHECKPOINT");
-        measured.push(await runPayments(variant, concurrency, seconds, targets));
+        measured.push(await runPayments(concurrency, seconds, targets));
       }
-      const twoStep = measured.filter((figures) => figures.variant === "two-step");
-      const oneStatement = measured.filter((figures) => figures.variant === "one statement");
-      const mean = (figures: PaymentFigures[], pick: (f: PaymentFigures) => number) =>
-        figures.reduce((sum, f) => sum + pick(f), 0) / figures.length;
-      rows.push({
-        concurrency,
-        twoStep,
-        oneStatement,
-        throughputRatio: ratio(
-          mean(oneStatement, (f) => f.paymentsPerS),
-          mean(twoStep, (f) => f.paymentsPerS),
-        ),
-        postgresCpuRatio: ratio(
-          mean(oneStatement, (f) => f.postgresCpuMsPerPayment),
-          mean(twoStep, (f) => f.postgresCpuMsPerPayment),
-        ),
-      });
     }
-    return rows;
+    return measured;
   } finally {
     await db.end();
   }
 }
 
-/** The payment comparison as text lines. */
-function renderPayments(rows: readonly PaymentRow[]): string {
-  if (rows.length === 0) return "";
-  const lines = [
-    "Payments in-process: one statement (after the wallet lock) vs the two-step transaction (two runs each, interleaved)",
-    "c  | variant       | payments/s      | p50 ms    | p99 ms      | PG CPU ms/payment | app CPU ms/payment",
-  ];
-  for (const row of rows) {
-    for (const figures of [...row.twoStep, ...row.oneStatement]) {
-      lines.push(
-        `${String(row.concurrency).padEnd(2)} | ${figures.variant.padEnd(13)} | ${figures.paymentsPerS.toFixed(0).padStart(15)} | ${(figures.latencyP50Ms ?? 0).toFixed(2).padStart(9)} | ${(figures.latencyP99Ms ?? 0).toFixed(2).padStart(11)} | ${figures.postgresCpuMsPerPayment.toFixed(3).padStart(17)} | ${figures.appCpuMsPerPayment.toFixed(3).padStart(18)}`,
-      );
-    }
-    lines.push(
-      `c=${row.concurrency}: one statement / two-step: throughput ${row.throughputRatio?.toFixed(2) ?? "-"}, PostgreSQL CPU per payment ${row.postgresCpuRatio?.toFixed(2) ?? "-"}`,
-    );
-  }
-  return lines.join("\n");
+/** The in-process payments as a table (empty when the part did not run). */
+function renderPayments(measured: readonly PaymentFigures[]): string {
+  if (measured.length === 0) return "";
+  return [
+    `Payments in-process: one statement after the wallet lock (ledger_decide_payment), ${PAYMENT_RUNS} runs per concurrency`,
+    renderTable(
+      ["concurrency", "payments/s", "p50 ms", "p99 ms", "PG CPU ms/payment", "node CPU ms/payment"],
+      measured.map((figures) => [
+        String(figures.concurrency),
+        cell(figures.paymentsPerS),
+        cell(figures.latencyP50Ms, 2),
+        cell(figures.latencyP99Ms, 2),
+        cell(figures.postgresCpuMsPerPayment, 3),
+        cell(figures.appCpuMsPerPayment, 3),
+      ]),
+    ),
+  ].join("\n");
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -644,7 +616,7 @@ in-process versus pgbench; HTTP routes against the framework's empty route; the 
 10k versus 1M ledger rows; the app's peak memory. Everything runs on 127.0.0.1 and is stopped at the end.
   --large            adds the 10M-row point (about 10 more minutes)
   --seconds N        length of each measurement, 3 to 60 (shorter: less stable figures)
-  --only LIST        some parts only: ledger, http, scale, payments (one-statement payments vs two-step)
+  --only LIST        some parts only: ledger, http, scale, payments (payments decided in-process)
 Exit codes: 0 a complete run (targets missed are reported, not failed); 2 cannot run.`;
 
 async function main(): Promise<number> {
