@@ -120,15 +120,11 @@ export async function awaitStoredResponse(
   params: OperationParams,
   waitMs?: number,
 ): Promise<ExistingOutcome | null> {
-  return (await awaitStoredEntry(key, params, waitMs))?.outcome ?? null;
+  return (await awaitStoredEntryOfKey(key, params, waitMs))?.outcome ?? null;
 }
 
-/**
- * {@link awaitStoredResponse}, also returning the row as it was last read (its status says whether the winner's
- * money movement landed: the claim runner's callers settle or release a reservation on it).
- * Returns null only if the row does not exist. Throws database errors.
- */
-export async function awaitStoredEntry(
+/** {@link awaitStoredResponse}, also returning the row as it was last read; null only if the row does not exist. */
+async function awaitStoredEntryOfKey(
   key: OperationKey,
   params: OperationParams,
   waitMs: number = env().IDEMPOTENCY_WAIT_MS,

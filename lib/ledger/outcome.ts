@@ -4,6 +4,7 @@
  * lib/http maps these to responses in one place, and server actions get the same `{ status, body, replayed }`.
  */
 import type { ExistingOutcome } from "./claim";
+import type { CachedRun, ClaimRun } from "./claim-runner";
 import type { StoredResponse } from "./entry";
 
 export type OperationResult =
@@ -34,4 +35,16 @@ export function fromExisting(outcome: ExistingOutcome): OperationResult {
     case "in_progress":
       return { kind: "in_progress", retryAfterS: outcome.retryAfterS };
   }
+}
+
+/**
+ * Maps a claim runner's answer for an operation that answers a request (contract section 3) to an
+ * {@link OperationResult}: the winner's first response (`replayed` when another door stored it first), or the
+ * loser's answer from the row or from the Redis copy. Throws an Error for a winner that stored no response: an
+ * operation that answers a request always stores its first response (a bug otherwise).
+ */
+export function fromClaimRun(run: ClaimRun<unknown> | CachedRun): OperationResult {
+  if (run.kind !== "won") return fromExisting(run.outcome);
+  if (!run.response) throw new Error("the winner of an operation that answers a request stored no first response");
+  return { kind: "response", response: run.response, replayed: run.replayed };
 }

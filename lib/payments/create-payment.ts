@@ -7,6 +7,7 @@ import { countOperation } from "../metrics/registry";
 import { formatMinor } from "../money";
 import {
   decidePaymentUnderWalletLock,
+  fromClaimRun,
   fromExisting,
   jsonResponseTemplate,
   operationKey,
@@ -64,6 +65,8 @@ async function runPayment(input: CreatePaymentInput): Promise<OperationResult> {
   const ran = await runClaimedOperation<DecidedPayment>({
     key,
     params,
+    // The gate has just read the replay copy.
+    replayCopy: "read_by_caller",
     attempt: async ({ mayCommit }) => {
       // One autocommit statement: once sent, it may have committed whatever its answer (a lost connection).
       mayCommit();
@@ -79,10 +82,7 @@ async function runPayment(input: CreatePaymentInput): Promise<OperationResult> {
       return { kind: "decided", response: decided.response, detail: decided };
     },
   });
-  if (ran.kind === "decided") return { kind: "response", response: ran.response, replayed: false };
-  if (ran.kind === "existing") return fromExisting(ran.outcome);
-  // A payment's attempt never abandons (it has no `abandoned` outcome); the type says so, this keeps it checked.
-  return ran satisfies never;
+  return fromClaimRun(ran);
 }
 
 /**

@@ -8,7 +8,7 @@ import { autocommit, withConnection } from "../db";
 import { env } from "../env";
 import { log } from "../log";
 import {
-  awaitStoredResponse,
+  awaitStoredEntry,
   CommitUncertainError,
   decideRewardUnderWalletLock,
   findEntryByKey,
@@ -104,7 +104,8 @@ async function runReward(input: CreditRewardInput, dependencies: CreditRewardDep
 
   // 1. A key with a row is answered from that row, before and without any cap work (contract section 6):
   // a replay at the cap replays instead of answering 429.
-  if (await findEntryByKey(key)) return await answerFromExistingRow(key, params);
+  const existing = await findEntryByKey(key);
+  if (existing) return fromExisting((await awaitStoredEntry(existing, params)).outcome);
 
   // A new key counts once against OPS_PER_MINUTE, before the cap (contract section 9's order of checks); the
   // row was just read as absent, so a refusal here never refuses a key that has a row.
@@ -159,6 +160,8 @@ async function runReward(input: CreditRewardInput, dependencies: CreditRewardDep
     const ran = await runClaimedOperation<DecidedReward, null>({
       key,
       params,
+      // The row was read above, before the cap: a key with a row never gets here.
+      replayCopy: "read_by_caller",
       // A connection first: failing to get one sends nothing, so the runner throws that failure as it is and the
       // reservation is released at once, instead of being held on a ledger read that may fail the same way.
       attempt: ({ mayCommit }) =>
@@ -181,14 +184,14 @@ async function runReward(input: CreditRewardInput, dependencies: CreditRewardDep
           return { kind: "lost" };
         }),
     });
-    if (ran.kind === "decided") {
+    if (ran.kind === "won") {
       // Succeeded: the credit landed. Failed: no room under MAX_BALANCE_MINOR, a stored outcome of a claimed row
       // (contract section 5); the credit did not land, the reservation is released.
       if (ran.detail.entry.status === "succeeded") {
         landed = true;
         ledgerTotalMinor = ran.detail.creditedTodayMinor ?? undefined;
       }
-      return { kind: "response", response: ran.response, replayed: false };
+      return { kind: "response", response: ran.detail.response, replayed: false };
     }
     if (ran.kind === "abandoned") {
       // PostgreSQL refused the credit past the cap and wrote nothing: the day's total as it is now (unknown when the
@@ -244,13 +247,6 @@ async function creditLandedAfterError(key: OperationKey, params: OperationParams
   } catch {
     return "unknown";
   }
-}
-
-async function answerFromExistingRow(key: OperationKey, params: OperationParams): Promise<OperationResult> {
-  const existing = await awaitStoredResponse(key, params);
-  // Read as present, then absent: only a deleted row does that, and rows are never deleted (contract section 2).
-  if (!existing) throw new Error(`reward ${key.refId}: row vanished between two reads`);
-  return fromExisting(existing);
 }
 
 async function releaseQuietly(
