@@ -14,7 +14,9 @@ import { creditMatchingTopup } from "./credit-matching-topup";
 import { getChargeEvidence } from "./get-charge-evidence";
 import { recordWebhookEvent, type ChargeOutcome } from "./record-webhook-event";
 
+/** What became of a charge event, as {@link handleChargeEvent} returns it. */
 export type ChargeEventResult =
+  /** Answer 200: what the event did, recorded with it. */
   | { readonly kind: "received"; readonly outcome: ChargeOutcome }
   /** A failure could not be confirmed with the bank (answer 503; nothing changed, the bank redelivers). */
   | { readonly kind: "bank_unavailable"; readonly about: "charge_failure"; readonly reason: string };
