@@ -54,9 +54,7 @@ export interface RecordedEvent {
   };
 }
 
-// One call of webhook_record_event (prisma/functions/webhook_record_event.sql), arguments by name: the first delivery
-// of an event inserts its row, later ones count themselves, and only a delivery that applied the event replaces its
-// outcome (case C19).
+// One call of webhook_record_event (prisma/functions/webhook_record_event.sql), arguments by name.
 const RECORD_EVENT_SQL = `SELECT webhook_record_event(
   p_event_id => $1, p_type => $2, p_merchant_ref => $3, p_charge_id => $4, p_amount_minor => $5::bigint,
   p_currency => $6, p_outcome => $7, p_payload => $8, p_detail => $9, p_applied => $10::boolean)`;
