@@ -11,7 +11,7 @@ import { differingFields, fingerprint, type OperationParams } from "./fingerprin
 import type { OperationKey } from "./keys";
 import { prepared, type Queryable } from "./queryable";
 import { classifyDbError } from "./db-errors";
-import { cacheStoredResponse, readCachedReplay } from "./replay-cache";
+import { cacheStoredResponse } from "./replay-cache";
 
 export interface ClaimRequest {
   readonly key: OperationKey;
@@ -35,8 +35,6 @@ export type ExistingOutcome =
   | { readonly kind: "replay"; readonly response: StoredResponse }
   | { readonly kind: "mismatch"; readonly fields: string[] }
   | { readonly kind: "in_progress"; readonly retryAfterS: number };
-
-export type ClaimOutcome = { readonly kind: "claimed"; readonly entry: LedgerEntry } | ExistingOutcome;
 
 // The claim is the database function ledger_claim (prisma/functions/ledger_claim.sql): the one INSERT ... ON CONFLICT
 // (user_id, type, ref_id) DO NOTHING of the ledger, with its audit row. Arguments by name.
@@ -151,70 +149,4 @@ async function awaitStoredEntryOfKey(
     await sleep(Math.min(stepMs, remainingMs));
     stepMs = Math.min(stepMs * 2, WAIT_MAX_STEP_MS);
   }
-}
-
-/** Options of {@link claimOperation}. */
-export interface ClaimOptions {
-  /**
-   * The caller has just read the key's Redis replay copy and found none (lib/limits/new-operation-rate.ts
-   * `gateNewOperation`): the claim goes straight to the ledger instead of reading it again. Default false.
-   */
-  readonly replayCopyRead?: boolean;
-  /**
-   * The statement that claims, on `db`: returns the new row, or null when the key already has one (then the loser's
-   * path runs as for the plain claim). Default {@link insertClaimOrLose}; a top-up claims and is admitted in one
-   * statement (./topup-admission.ts `claimAndAdmitTopup`). It must be safe to run again after a lost connection.
-   */
-  readonly insert?: (db: Queryable, request: ClaimRequest) => Promise<LedgerEntry | null>;
-}
-
-/** A claim whose row neither inserts nor reads three times in a row means rows are being deleted: a bug. */
-const CLAIM_ROUNDS_MAX = 3;
-
-/**
- * Claims `request.key` in its own autocommit statement (for operations with an external call, which must
- * commit the claim before the call: a rollback cannot take back a bank charge).
- * Returns `claimed` to exactly one caller per key; every other caller gets `replay`, `mismatch` or
- * `in_progress` (see {@link awaitStoredResponse}), from the Redis copy of the stored response when one exists
- * (unless `options.replayCopyRead`: then from the row).
- *
- * The claim is retried after a lost connection (lib/db.ts `autocommit`). When the lost INSERT had committed, the
- * retry finds the key taken, and the row's lease owner is this request's own (`request.leaseOwner` must be unique
- * per request: lib/ledger/worker.ts `newLeaseOwner`): the request carries on as the winner instead of waiting for
- * a response that only it would store.
- * Throws on database errors.
- */
-export async function claimOperation(
-  request: ClaimRequest,
-  waitMs?: number,
-  options: ClaimOptions = {},
-): Promise<ClaimOutcome> {
-  // Hot replays are answered from the Redis copy of the stored response when there is one (replay-cache.ts).
-  if (!options.replayCopyRead) {
-    const cached = await readCachedReplay(request.key, request.params);
-    if (cached) return cached;
-  }
-  const insert = options.insert ?? insertClaimOrLose;
-  for (let round = 0; round < CLAIM_ROUNDS_MAX; round++) {
-    const entry = await insert(autocommit(), request);
-    if (entry) return { kind: "claimed", entry };
-    const own = await findOwnClaim(request);
-    if (own) return { kind: "claimed", entry: own };
-    const existing = await awaitStoredResponse(request.key, request.params, waitMs);
-    if (existing) return existing;
-  }
-  throw new Error(`claim: key ${request.key.type}/${request.key.refId} neither inserts nor reads`);
-}
-
-/**
- * The row of `request.key` when this very request claimed it: its lease owner is the request's own, its
- * fingerprint matches and no response is stored yet. That happens when the claim's commit succeeded but its answer
- * was lost with the connection and the retried INSERT found the row. Null otherwise, including when the
- * reconciler has taken the row over (another lease owner) or it is terminal (no lease owner).
- */
-async function findOwnClaim(request: ClaimRequest): Promise<LedgerEntry | null> {
-  const entry = await findEntryByKey(request.key);
-  // A stored response means the request finished: it is a replay now, whoever asks.
-  if (!entry || entry.leaseOwner !== request.leaseOwner || entry.response !== null) return null;
-  return entry.fingerprint === fingerprint(request.key.type, request.params) ? entry : null;
 }

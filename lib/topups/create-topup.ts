@@ -7,15 +7,16 @@ import { log } from "../log";
 import { countOperation } from "../metrics/registry";
 import { createCharge } from "../bank/client";
 import { merchantRefFor } from "../bank/merchant-ref";
+import { pool } from "../db";
 import {
-  cacheStoredResponse,
   claimAndAdmitTopup,
-  claimOperation,
+  fromClaimRun,
   fromExisting,
   getEntryById,
   operationKey,
+  runClaimedOperation,
   storeResponse,
-  newLeaseOwner,
+  type FinishedClaim,
   type LedgerEntry,
   type OperationResult,
   type StoredResponse,
@@ -61,7 +62,6 @@ export async function createTopup(input: CreateTopupInput): Promise<OperationRes
 
 /** The top-up itself (see {@link createTopup}). */
 async function runTopup(input: CreateTopupInput): Promise<OperationResult> {
-  const settings = env();
   const key = operationKey(input.userId, "topup", input.refId);
   const params = { amount: input.amountMinor, currency: input.currency };
   // Contract section 9: a key with a row replays and is never rate limited; a new key counts once.
@@ -69,78 +69,101 @@ async function runTopup(input: CreateTopupInput): Promise<OperationResult> {
   if (gate.kind === "cached") return fromExisting(gate.outcome);
   if (gate.kind === "rate_limited") return rateLimitedResult(gate.retryAfterS);
   const ceiling = topupCeiling(input.amountMinor, input.currency);
-  const claim = await claimOperation(
-    {
-      key,
-      amountMinor: input.amountMinor,
-      currency: input.currency,
-      params,
-      leaseOwner: newLeaseOwner(),
-      leaseMs: settings.LEASE_MS,
-      actor: "request",
+  const run = await runClaimedOperation<null>({
+    key,
+    params,
+    // The gate has just read the replay copy.
+    replayCopy: "read_by_caller",
+    attempt: async ({ leaseOwner, mayCommit }) => {
+      // One autocommit statement: the claim and the admission commit together (docs/decisions/044).
+      mayCommit();
+      const entry = await claimAndAdmitTopup(
+        pool(),
+        {
+          key,
+          amountMinor: input.amountMinor,
+          currency: input.currency,
+          params,
+          leaseOwner,
+          leaseMs: env().LEASE_MS,
+          actor: "request",
+        },
+        ceiling,
+      );
+      if (!entry) return { kind: "lost" };
+      // No room under the ceiling: the row was born failed with its 422 stored, and the bank is never called.
+      if (entry.response) return { kind: "decided", response: entry.response, detail: null };
+      return { kind: "claimed", entry };
     },
-    undefined,
-    {
-      // The gate has just read the replay copy.
-      replayCopyRead: true,
-      // The claim and the admission commit together (docs/decisions/044).
-      insert: (db, request) => claimAndAdmitTopup(db, request, ceiling),
-    },
-  );
-  if (claim.kind !== "claimed") return fromExisting(claim);
+    finish: (entry) => finishTopup(input, entry),
+  });
+  return fromClaimRun(run);
+}
 
-  const ref = { userId: input.userId, entryId: claim.entry.id };
-  // Our own row as the claim's statement admitted it; also when the claim's answer was lost with the connection and
-  // the retry found the row (`processing` under our attempt: admitted, and we still own it). `initiated` is not
-  // reachable through ledger_claim_topup, which admits in the claim's commit; such a row is admitted here.
+/**
+ * The top-up's work once its claim has committed (the claim runner's `finish`): the bank's charge of an admitted row,
+ * settled as the lease holder, then the first response, stored first-writer-wins. `claimed` is our own row as the
+ * claim's statement admitted it, also when the claim's answer was lost with the connection and the retry found the
+ * row (`processing` under our attempt: admitted, and we still own it). `initiated` is not reachable through
+ * ledger_claim_topup, which admits in the claim's commit; such a row is admitted here. Throws on database failures.
+ */
+async function finishTopup(input: CreateTopupInput, claimed: LedgerEntry): Promise<FinishedClaim<null>> {
   const admission =
-    claim.entry.status === "initiated"
-      ? await admitTopup(claim.entry, claim.entry.attempt, "request")
-      : admissionOf(claim.entry, claim.entry.attempt);
-  if (admission.kind === "no_room") {
-    await cacheStoredResponse(key, params, admission.response);
-    return { kind: "response", response: admission.response, replayed: false };
-  }
-  let current: LedgerEntry = admission.entry;
-  // The first response, when the settlement stored it together with a pending charge's id.
-  let responded: StoredResponse | null = null;
+    claimed.status === "initiated"
+      ? await admitTopup(claimed, claimed.attempt, "request")
+      : admissionOf(claimed, claimed.attempt);
+  if (admission.kind === "no_room") return { response: admission.response, replayed: false, detail: null };
   // Fenced: our lease was taken over (this request stalled past LEASE_MS before reaching the bank). The new owner
   // drives the row now, so this request must not call the bank; it answers with what the row says.
-  if (admission.kind === "admitted") {
-    const charged = await createCharge(
-      {
-        merchantRef: merchantRefFor(input.userId, input.refId),
-        amountMinor: input.amountMinor,
-        currency: input.currency,
-      },
-      { bankUrl: settings.BANK_URL, timeoutMs: settings.BANK_TIMEOUT_MS },
-    );
-    let evidence: ChargeEvidence | null = null;
-    if (charged.kind === "charge") evidence = { source: "bank", charge: charged.charge };
-    else if (charged.kind === "rejected" && charged.status === 409 && charged.code === "idempotency_key_cancelled")
-      // The key was given up at the bank (by the reconciler, or a failure event the bank could not match): no
-      // charge exists or ever will.
-      evidence = { source: "key_cancelled" };
+  const charged =
+    admission.kind === "admitted"
+      ? await chargeAdmittedTopup(input, admission.entry)
+      : { entry: admission.entry, responded: null };
+  const ref = { userId: input.userId, entryId: claimed.id };
+  const stored = charged.responded
+    ? { stored: true, response: charged.responded }
+    : await storeResponse(ref, topupResponse(charged.entry));
+  return { response: stored.response, replayed: !stored.stored, detail: null };
+}
+
+/**
+ * Calls the bank for an admitted top-up `entry` (`processing` under our lease) with the merchant reference as
+ * `Idempotency-Key`, and hands its answer to the one settlement function as the lease holder. Returns the row as it
+ * is now, and the first response when the settlement stored it together with a pending charge's id.
+ */
+async function chargeAdmittedTopup(
+  input: CreateTopupInput,
+  entry: LedgerEntry,
+): Promise<{ entry: LedgerEntry; responded: StoredResponse | null }> {
+  const settings = env();
+  const charged = await createCharge(
+    {
+      merchantRef: merchantRefFor(input.userId, input.refId),
+      amountMinor: input.amountMinor,
+      currency: input.currency,
+    },
+    { bankUrl: settings.BANK_URL, timeoutMs: settings.BANK_TIMEOUT_MS },
+  );
+  let evidence: ChargeEvidence | null = null;
+  if (charged.kind === "charge") evidence = { source: "bank", charge: charged.charge };
+  else if (charged.kind === "rejected" && charged.status === 409 && charged.code === "idempotency_key_cancelled")
+    // The key was given up at the bank (by the reconciler, or a failure event the bank could not match): no
+    // charge exists or ever will.
+    evidence = { source: "key_cancelled" };
+  if (!evidence) {
     // Unknown outcome (timeout, lost reply, bank down) or a refusal we cannot interpret: the row stays
     // `processing`; the webhook or the reconciler, asking the bank by merchant reference, finishes it.
-    else log().warn({ userId: input.userId, refId: input.refId, bank: charged }, "top-up charge outcome unknown");
-    if (evidence) {
-      const settled = await settleTopup(current, evidence, {
-        actor: "request",
-        guard: { kind: "lease", attempt: claim.entry.attempt },
-        detail: "request: the bank's answer to POST /charges",
-        pendingResponse: topupResponseOnWrite,
-      });
-      if (settled.kind === "anomaly")
-        log().warn({ anomaly: settled.anomaly }, "top-up: the bank's answer disagrees with the row");
-      current = settled.entry;
-      if (settled.kind === "pending") responded = settled.responded ?? null;
-    } else {
-      current = (await getEntryById(ref)) ?? current;
-    }
+    log().warn({ userId: input.userId, refId: input.refId, bank: charged }, "top-up charge outcome unknown");
+    const current = await getEntryById({ userId: entry.userId, entryId: entry.id });
+    return { entry: current ?? entry, responded: null };
   }
-
-  const stored = responded ? { stored: true, response: responded } : await storeResponse(ref, topupResponse(current));
-  await cacheStoredResponse(key, params, stored.response);
-  return { kind: "response", response: stored.response, replayed: !stored.stored };
+  const settled = await settleTopup(entry, evidence, {
+    actor: "request",
+    guard: { kind: "lease", attempt: entry.attempt },
+    detail: "request: the bank's answer to POST /charges",
+    pendingResponse: topupResponseOnWrite,
+  });
+  if (settled.kind === "anomaly")
+    log().warn({ anomaly: settled.anomaly }, "top-up: the bank's answer disagrees with the row");
+  return { entry: settled.entry, responded: settled.kind === "pending" ? (settled.responded ?? null) : null };
 }

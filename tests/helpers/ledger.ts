@@ -7,7 +7,8 @@ import pg from "pg";
 import { randomUUID } from "node:crypto";
 import { testPool } from "./db";
 import { testStack } from "./stack";
-import type { ClaimRequest } from "../../lib/ledger/claim";
+import { insertClaim, type ClaimRequest } from "../../lib/ledger/claim";
+import type { LedgerEntry } from "../../lib/ledger/entry";
 import type { LedgerType } from "../../lib/ledger/keys";
 
 /** A fresh ref id (valid per contract section 1). */
@@ -31,6 +32,16 @@ export function claimRequest(
     leaseMs: overrides.leaseMs ?? 30_000,
     actor: overrides.actor ?? "request",
   };
+}
+
+/**
+ * Claims `request.key` for a test's setup with the ledger's own claim (lib/ledger `insertClaim`, one autocommit
+ * statement on the test pool): the new row, `initiated` under `request.leaseOwner`. Throws when the key is taken.
+ */
+export async function claimEntry(request: ClaimRequest): Promise<LedgerEntry> {
+  const entry = await insertClaim(testPool(), request);
+  if (!entry) throw new Error(`${request.key.type} ${request.key.refId}: the key is already taken`);
+  return entry;
 }
 
 /** A dedicated connection (not from a pool) with an application_name to find it in pg_stat_activity. */

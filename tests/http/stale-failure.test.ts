@@ -5,7 +5,6 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createCharge } from "../../lib/bank/client";
-import { claimOperation } from "../../lib/ledger/claim";
 import { getEntryById, markProcessing } from "../../lib/ledger/transitions";
 import { freePort } from "../../scripts/lib/ports";
 import type { Service } from "../../scripts/lib/processes";
@@ -20,7 +19,7 @@ import {
   waitForTopupStatus,
   type ApiUser,
 } from "../helpers/http";
-import { balanceOf, claimRequest, freshRefId } from "../helpers/ledger";
+import { balanceOf, claimEntry, claimRequest, freshRefId } from "../helpers/ledger";
 import { appUrl, bankUrl } from "../helpers/stack";
 import { waitFor } from "../helpers/wait";
 
@@ -68,10 +67,9 @@ async function succeededAtTheBank(user: ApiUser, amount: number) {
 /** A top-up row waiting for the bank (claimed and `processing`), as a live request leaves it, with no charge made. */
 async function processingRow(userId: string, amountMinor: number) {
   const refId = freshRefId("c14-row");
-  const claim = await claimOperation(claimRequest(userId, { refId, amountMinor }), 0);
-  if (claim.kind !== "claimed") throw new Error("expected a claim");
-  const ref = { userId, entryId: claim.entry.id };
-  await markProcessing(ref, claim.entry.attempt);
+  const claim = await claimEntry(claimRequest(userId, { refId, amountMinor }));
+  const ref = { userId, entryId: claim.id };
+  await markProcessing(ref, claim.attempt);
   return { refId, ref, merchantRef: `topup:${userId}:${refId}` };
 }
 

@@ -8,11 +8,10 @@
  */
 import { describe, expect, it } from "vitest";
 import { listWebhookAnomalies } from "../../lib/admin/list-webhook-anomalies";
-import { claimOperation } from "../../lib/ledger/claim";
 import { markProcessing } from "../../lib/ledger/transitions";
 import { testPool } from "../helpers/db";
 import { api, createApiUser, signWebhookBody } from "../helpers/http";
-import { balanceOf, claimRequest, freshRefId } from "../helpers/ledger";
+import { balanceOf, claimEntry, claimRequest, freshRefId } from "../helpers/ledger";
 import { appUrl } from "../helpers/stack";
 
 function deliver(rawBody: string | Buffer, signature = signWebhookBody(rawBody)) {
@@ -44,9 +43,8 @@ async function recordedEvents(where: string, values: unknown[]) {
 /** A top-up row waiting for the bank's word (claimed, `processing`), as a live request leaves it. */
 async function processingTopup(userId: string, amountMinor: number) {
   const refId = freshRefId("c19");
-  const claim = await claimOperation(claimRequest(userId, { refId, amountMinor }), 0);
-  if (claim.kind !== "claimed") throw new Error("expected a fresh claim");
-  await markProcessing({ userId, entryId: claim.entry.id }, claim.entry.attempt);
+  const claim = await claimEntry(claimRequest(userId, { refId, amountMinor }));
+  await markProcessing({ userId, entryId: claim.id }, claim.attempt);
   return { refId, merchantRef: `topup:${userId}:${refId}` };
 }
 

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runAudit } from "@/lib/audit/run-audit";
 import { createCharge } from "@/lib/bank/client";
 import { signWebhook } from "@/lib/bank/signature";
-import { claimOperation, findEntryByKey } from "@/lib/ledger/claim";
+import { findEntryByKey } from "@/lib/ledger/claim";
 import { failEntry, getEntryById, markProcessing } from "@/lib/ledger/transitions";
 import { resetChargeCursors } from "@/lib/reconciler/charge-cursor";
 import { reconcileOnce } from "@/lib/reconciler/reconcile-once";
@@ -18,7 +18,15 @@ import { storeFinishedTopupResponse } from "@/lib/topups/topup-response";
 import { handleBankWebhook } from "@/lib/webhooks/handle-bank-webhook";
 import { listEntries } from "@/lib/wallet/list-entries";
 import { createTestUser, testPool } from "../helpers/db";
-import { balanceOf, claimRequest, dedicatedClient, freshRefId, seedBalance, transitionsOf } from "../helpers/ledger";
+import {
+  balanceOf,
+  claimEntry,
+  claimRequest,
+  dedicatedClient,
+  freshRefId,
+  seedBalance,
+  transitionsOf,
+} from "../helpers/ledger";
 import { testStack } from "../helpers/stack";
 import {
   BANK_TIMEOUT_MS,
@@ -53,10 +61,9 @@ async function failedTopupWithSucceededCharge(chargeEnds: "succeeded" | "decline
   const user = await createTestUser();
   // The sandbox declines a charge whose ref id starts with sbx-decline- (docs/bank-sandbox.md).
   const refId = freshRefId(chargeEnds === "declined" ? "sbx-decline-adj" : "adj");
-  const claim = await claimOperation(claimRequest(user.id, { refId, amountMinor: AMOUNT_MINOR }), 0);
-  if (claim.kind !== "claimed") throw new Error("expected a claim");
-  const ref = { userId: user.id, entryId: claim.entry.id };
-  await markProcessing(ref, claim.entry.attempt);
+  const claim = await claimEntry(claimRequest(user.id, { refId, amountMinor: AMOUNT_MINOR }));
+  const ref = { userId: user.id, entryId: claim.id };
+  await markProcessing(ref, claim.attempt);
   await failEntry(ref, { actor: "admin", guard: { kind: "status_only" }, reason: "expired" });
   const failed = (await getEntryById(ref))!;
   await storeFinishedTopupResponse(failed);

@@ -6,7 +6,6 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { env } from "@/lib/env";
-import { claimOperation } from "@/lib/ledger/claim";
 import type { LedgerEntry } from "@/lib/ledger/entry";
 import type { Queryable } from "@/lib/ledger/queryable";
 import { markProcessing } from "@/lib/ledger/transitions";
@@ -19,7 +18,15 @@ import { creditReward } from "@/lib/rewards/credit-reward";
 import { admitTopup, topupCeiling } from "@/lib/topups/admit-topup";
 import { createTestUser, testPool } from "../helpers/db";
 import { functionDefinition } from "../helpers/function-files";
-import { balanceOf, claimRequest, dedicatedClient, freshRefId, seedBalance, transitionsOf } from "../helpers/ledger";
+import {
+  balanceOf,
+  claimEntry,
+  claimRequest,
+  dedicatedClient,
+  freshRefId,
+  seedBalance,
+  transitionsOf,
+} from "../helpers/ledger";
 import { creditedRewardsMinor } from "../helpers/rewards";
 import {
   backendPid,
@@ -37,9 +44,7 @@ const maxBalance = () => env().MAX_BALANCE_MINOR;
 
 /** A claimed top-up row (`initiated`, lease held), as the request has it just before the gate. */
 async function claimedTopup(userId: string, amountMinor: number): Promise<LedgerEntry> {
-  const claim = await claimOperation(claimRequest(userId, { refId: freshRefId("c15"), amountMinor }), 0);
-  if (claim.kind !== "claimed") throw new Error("expected a fresh claim");
-  return claim.entry;
+  return claimEntry(claimRequest(userId, { refId: freshRefId("c15"), amountMinor }));
 }
 
 function problemCode(body: string): unknown {

@@ -9,11 +9,10 @@
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { describe, expect, it } from "vitest";
-import { claimOperation } from "../../lib/ledger/claim";
 import { attachCharge, completeEntry, failEntry, getEntryById, markProcessing } from "../../lib/ledger/transitions";
 import { createTestUser, testPool } from "../helpers/db";
 import { functionDefinition } from "../helpers/function-files";
-import { balanceOf, claimRequest, dedicatedClient, freshRefId, transitionsOf } from "../helpers/ledger";
+import { balanceOf, claimEntry, claimRequest, dedicatedClient, freshRefId, transitionsOf } from "../helpers/ledger";
 import { waitForBlockedSessions } from "../helpers/wait";
 import { backendPid } from "./reconciler-fixtures";
 
@@ -59,11 +58,10 @@ async function eventRows(eventId: string): Promise<number> {
 /** A claimed top-up row, moved to `processing` as the request leaves it before the bank's answer. */
 async function processingTopup(userId: string, amountMinor = 1000) {
   const refId = freshRefId("cmt");
-  const claim = await claimOperation(claimRequest(userId, { refId, amountMinor }), 0);
-  if (claim.kind !== "claimed") throw new Error("expected a claim");
-  const ref = { userId, entryId: claim.entry.id };
-  await markProcessing(ref, claim.entry.attempt);
-  return { key: { userId, refId }, ref, attempt: claim.entry.attempt };
+  const claim = await claimEntry(claimRequest(userId, { refId, amountMinor }));
+  const ref = { userId, entryId: claim.id };
+  await markProcessing(ref, claim.attempt);
+  return { key: { userId, refId }, ref, attempt: claim.attempt };
 }
 
 const charge = (overrides: Partial<ReportedCharge> = {}): ReportedCharge => ({
@@ -141,9 +139,8 @@ describe("webhook_credit_topup", () => {
     await failEntry(failed.ref, { actor: "request", guard: { kind: "status_only" }, reason: "declined_by_bank" });
     cases.push({ why: "failed row", key: failed.key, reported: charge() });
     cases.push({ why: "no row", key: { userId: user.id, refId: freshRefId("none") }, reported: charge() });
-    const payment = await claimOperation(claimRequest(user.id, { type: "payment", refId: freshRefId("pay") }), 0);
-    if (payment.kind !== "claimed") throw new Error("expected a claim");
-    cases.push({ why: "a payment's ref id", key: { userId: user.id, refId: payment.entry.refId }, reported: charge() });
+    const payment = await claimEntry(claimRequest(user.id, { type: "payment", refId: freshRefId("pay") }));
+    cases.push({ why: "a payment's ref id", key: { userId: user.id, refId: payment.refId }, reported: charge() });
     const balanceBefore = await balanceOf(user.id);
 
     const results = [];

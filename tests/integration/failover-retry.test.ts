@@ -4,21 +4,25 @@
  * pg_terminate_backend (57P01, what a node being stopped sends).
  *  - A payment whose answer is lost after it committed is retried; the retry finds the key taken by its own commit
  *    and answers from the row: money moved once, never twice.
- *  - A claim whose answer is lost carries on as the winner (same lease owner) instead of answering 409; a top-up's
- *    claim and admission in one statement likewise, admitted once.
+ *  - A claim whose answer is lost carries on as the winner (the claim runner finds its own lease owner on the row)
+ *    instead of answering 409; a top-up's claim and admission in one statement likewise, admitted once.
  *  - 57P01 mid-transaction: the whole transaction runs again and commits; health says "degraded" meanwhile.
  *  - 25006 (a read-only node) is retried only for the bounded time, then thrown.
  *  - The pool's error handler logs the idle connection it drops.
  */
+import { createServer, type AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { closeDb, pool, withTransaction } from "../../lib/db";
 import { checkHealth } from "../../lib/health/check-health";
-import { claimOperation } from "../../lib/ledger/claim";
+import { findEntryByKey, insertClaimOrLose } from "../../lib/ledger/claim";
+import { runClaimedOperation } from "../../lib/ledger/claim-runner";
 import { classifyDbError } from "../../lib/ledger/db-errors";
-import { claimAndAdmitTopup } from "../../lib/ledger/topup-admission";
+import type { LedgerEntry } from "../../lib/ledger/entry";
+import { storeResponse } from "../../lib/ledger/transitions";
 import { failoverRetriesInProgress, withTransactionRetry, type TransactionRetryInfo } from "../../lib/ledger/retry";
 import { log } from "../../lib/log";
 import { createPayment } from "../../lib/payments/create-payment";
+import { createTopup } from "../../lib/topups/create-topup";
 import { createTestUser, testPool } from "../helpers/db";
 import { startCuttingProxy, type CuttingProxy } from "../helpers/cutting-proxy";
 import { balanceOf, claimRequest, countRows, freshRefId, seedBalance, transitionsOf } from "../helpers/ledger";
@@ -32,7 +36,18 @@ beforeAll(async () => {
   proxy = await startCuttingProxy({ host: direct.hostname, port: Number(direct.port) });
   // lib/env.ts reads the environment on first use, which comes after this in this file's own module registry.
   process.env.DATABASE_URL = proxy.via(testStack().databaseUrl);
+  // A port nobody listens on: a top-up's bank call fails at once, and its outcome is unknown.
+  process.env.BANK_URL = `http://127.0.0.1:${await closedPort()}`;
 });
+
+/** A local TCP port that was free a moment ago and has nothing listening on it now. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
 
 afterAll(async () => {
   await closeDb();
@@ -58,33 +73,49 @@ describe("a lost answer is settled by the operation's key, never by running it t
 
   it("a claim whose answer is lost carries on as the winner (its own lease owner), not as a 409 loser", async () => {
     const user = await createTestUser();
-    const request = claimRequest(user.id, { leaseOwner: `request-${freshRefId()}` });
+    const request = claimRequest(user.id);
+    const finished: LedgerEntry[] = [];
     await pool().query("SELECT 1");
-    // The claim is a CTE ending in SELECT: its CommandComplete is "SELECT 1", sent after the autocommit.
+    // The claim is one statement ending in SELECT: its CommandComplete is "SELECT 1", sent after the autocommit.
     proxy.arm("SELECT 1\0");
     const cutsBefore = proxy.cuts();
-    const outcome = await claimOperation(request, 0);
+    const run = await runClaimedOperation<null>({
+      key: request.key,
+      params: request.params,
+      replayCopy: "read_by_caller",
+      attempt: async ({ leaseOwner, mayCommit }) => {
+        mayCommit();
+        const entry = await insertClaimOrLose(pool(), { ...request, leaseOwner });
+        return entry ? { kind: "claimed", entry } : { kind: "lost" };
+      },
+      finish: async (entry) => {
+        finished.push(entry);
+        const stored = await storeResponse({ userId: user.id, entryId: entry.id }, { status: 201, body: "{}" });
+        return { response: stored.response, replayed: false, detail: null };
+      },
+    });
     expect(proxy.cuts()).toBe(cutsBefore + 1);
-    expect(outcome).toMatchObject({ kind: "claimed", entry: { status: "initiated", leaseOwner: request.leaseOwner } });
+    expect(run).toMatchObject({ kind: "won", response: { status: 201, body: "{}" } });
+    expect(finished).toEqual([expect.objectContaining({ status: "initiated", attempt: 1, response: null })]);
     expect(await countRows(user.id, "topup", request.key.refId)).toBe(1);
   });
 
-  it("a top-up's claim and admission whose answer is lost carries on as the winner, admitted once", async () => {
+  it("a top-up whose claim and admission's answer is lost carries on as the winner: admitted once, answered 201", async () => {
     const user = await createTestUser();
-    const request = claimRequest(user.id, { leaseOwner: `request-${freshRefId()}` });
+    const refId = freshRefId("lost-answer");
     await pool().query("SELECT 1");
     // One autocommit statement (docs/decisions/044) returning the admitted row: "SELECT 1" after the commit.
     proxy.arm("SELECT 1\0");
     const cutsBefore = proxy.cuts();
-    const outcome = await claimOperation(request, 0, {
-      insert: (db, claim) =>
-        claimAndAdmitTopup(db, claim, { maxBalanceMinor: 10_000_000, refusal: { status: 422, body: "{}" } }),
-    });
+    // The bank cannot be reached (BANK_URL is a closed port here): the row stays `processing`, answered as such.
+    const result = await createTopup({ userId: user.id, refId, amountMinor: 500, currency: "USD" });
     expect(proxy.cuts()).toBe(cutsBefore + 1);
-    expect(outcome).toMatchObject({ kind: "claimed", entry: { status: "processing", leaseOwner: request.leaseOwner } });
-    expect(await countRows(user.id, "topup", request.key.refId)).toBe(1);
-    const entryId = outcome.kind === "claimed" ? outcome.entry.id : -1;
-    expect((await transitionsOf(user.id, entryId)).map((t) => t.to)).toEqual(["initiated", "processing"]);
+    expect(result).toMatchObject({ kind: "response", replayed: false, response: { status: 201 } });
+    if (result.kind !== "response") return;
+    expect(JSON.parse(result.response.body)).toMatchObject({ topup: { refId, status: "processing" } });
+    expect(await countRows(user.id, "topup", refId)).toBe(1);
+    const row = await findEntryByKey({ userId: user.id, type: "topup", refId });
+    expect((await transitionsOf(user.id, row!.id)).map((t) => t.to)).toEqual(["initiated", "processing"]);
   });
 });
 

@@ -6,18 +6,16 @@
  */
 import { describe, expect, it } from "vitest";
 import { listFlaggedTopups } from "../../lib/admin/list-flagged-topups";
-import { claimOperation } from "../../lib/ledger/claim";
 import { completeEntry, recordSettleFailure } from "../../lib/ledger/transitions";
 import { createTestUser } from "../helpers/db";
-import { claimRequest, freshRefId } from "../helpers/ledger";
+import { claimEntry, claimRequest, freshRefId } from "../helpers/ledger";
 
 const ATTEMPTS_MAX = 3;
 
 async function topupWithFailures(userId: string, failures: number) {
   const refId = freshRefId("flag");
-  const claim = await claimOperation(claimRequest(userId, { refId }), 0);
-  if (claim.kind !== "claimed") throw new Error("expected a claim");
-  const ref = { userId, entryId: claim.entry.id };
+  const claim = await claimEntry(claimRequest(userId, { refId }));
+  const ref = { userId, entryId: claim.id };
   for (let i = 1; i <= failures; i++) await recordSettleFailure(ref, `credit refused (${i})`, ATTEMPTS_MAX);
   return { refId, ref };
 }

@@ -5,11 +5,10 @@
  * control shows the loss is real: a feed that does not reconnect hears nothing after the kill.
  */
 import { afterAll, describe, expect, it } from "vitest";
-import { claimOperation } from "../../lib/ledger/claim";
 import { completeEntry, markProcessing } from "../../lib/ledger/transitions";
 import { type FeedEvent, LISTENER_APPLICATION_NAME, LedgerChangeFeed } from "../../lib/live/ledger-change-feed";
 import { createTestUser, testPool } from "../helpers/db";
-import { claimRequest, freshRefId } from "../helpers/ledger";
+import { claimEntry, claimRequest, freshRefId } from "../helpers/ledger";
 import { testStack } from "../helpers/stack";
 import { waitFor } from "../helpers/wait";
 
@@ -43,10 +42,9 @@ const kinds = (heard: FeedEvent[]) => heard.map((event) => event.kind);
 
 /** Claims a top-up, marks it processing and completes it: three announced states. */
 async function topupThroughItsStates(userId: string, refId: string) {
-  const claim = await claimOperation(claimRequest(userId, { refId }), 0);
-  if (claim.kind !== "claimed") throw new Error("expected a claim");
-  const ref = { userId, entryId: claim.entry.id };
-  await markProcessing(ref, claim.entry.attempt);
+  const claim = await claimEntry(claimRequest(userId, { refId }));
+  const ref = { userId, entryId: claim.id };
+  await markProcessing(ref, claim.attempt);
   await completeEntry(ref, { actor: "webhook", guard: { kind: "status_only" }, credit: true });
 }
 
@@ -103,12 +101,11 @@ describe("ledger change feed", () => {
     } finally {
       client.release();
     }
-    const payment = await claimOperation(claimRequest(user.id, { type: "payment" }), 0);
-    expect(payment.kind).toBe("claimed");
+    expect(await claimEntry(claimRequest(user.id, { type: "payment" }))).toMatchObject({ type: "payment" });
     // A later top-up's announcement arrives after anything the statements above would have sent (NOTIFY is
     // delivered in commit order), so its arrival proves the others were never sent.
     const marker = freshRefId("marker");
-    await claimOperation(claimRequest(user.id, { refId: marker }), 0);
+    await claimEntry(claimRequest(user.id, { refId: marker }));
     await until(heard, (events) => changes(events).length >= 1);
     expect(changes(heard)).toEqual([`topup ${marker} initiated`]);
   });
@@ -124,7 +121,7 @@ describe("ledger change feed", () => {
     expect(feed.isListening).toBe(true);
     expect(kinds(heard).slice(0, 3)).toEqual(["ready", "down", "ready"]);
     const refId = freshRefId("after-kill");
-    await claimOperation(claimRequest(user.id, { refId }), 0);
+    await claimEntry(claimRequest(user.id, { refId }));
     await until(heard, (events) => changes(events).length >= 1);
     expect(changes(heard)).toEqual([`topup ${refId} initiated`]);
   });
@@ -139,7 +136,7 @@ describe("ledger change feed", () => {
     const { heard: witness } = subscribed(user.id);
     await until(witness, (events) => events.some((event) => event.kind === "ready"));
     const refId = freshRefId("unheard");
-    await claimOperation(claimRequest(user.id, { refId }), 0);
+    await claimEntry(claimRequest(user.id, { refId }));
     await until(witness, (events) => changes(events).length >= 1);
     expect(changes(heard)).toEqual([]);
     expect(feed.isListening).toBe(false);

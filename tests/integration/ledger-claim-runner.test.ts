@@ -23,7 +23,7 @@ import { readCachedReplay } from "../../lib/ledger/replay-cache";
 import { completeEntry, storeResponse } from "../../lib/ledger/transitions";
 import { jsonStoredResponse } from "../../lib/ledger/views";
 import { createTestUser, testPool } from "../helpers/db";
-import { claimRequest, countRows, dedicatedClient, freshRefId, transitionsOf } from "../helpers/ledger";
+import { claimRequest, countRows, freshRefId, transitionsOf } from "../helpers/ledger";
 
 const params = { amount: 10, currency: "USD" };
 
@@ -547,28 +547,6 @@ describe("awaitStoredEntry", () => {
     await expect(awaitStoredEntry(ghost, params, { waitMs: 1_000 })).rejects.toThrow(
       `topup ${key.refId}: claimed row vanished`,
     );
-  });
-
-  it("C11: ten claims for one key issued on one connection before any reply is read: one execution, nine replays", async () => {
-    const user = await createTestUser();
-    const request = claimRequest(user.id);
-    const client = await dedicatedClient("c11");
-    try {
-      // pg queues the ten queries on the one connection; none of their replies has been read when all are sent.
-      const results = await Promise.all(Array.from({ length: 10 }, () => insertClaim(client, request)));
-      const winners = results.filter((r) => r !== null);
-      expect(winners).toHaveLength(1);
-      await storeResponse({ userId: user.id, entryId: winners[0]!.id }, { status: 201, body: "once" });
-      const row = await findEntryByKey(request.key);
-      const replays = await Promise.all(
-        results.filter((r) => r === null).map(() => awaitStoredEntry(row!, request.params, { waitMs: 0 })),
-      );
-      expect(replays).toHaveLength(9);
-      for (const replay of replays)
-        expect(replay.outcome).toMatchObject({ kind: "replay", response: { status: 201, body: "once" } });
-    } finally {
-      await client.end();
-    }
   });
 });
 

@@ -4,19 +4,14 @@
  * pg_stat_activity.
  */
 import { describe, expect, it } from "vitest";
-import {
-  awaitStoredResponse,
-  claimOperation,
-  findEntryByKey,
-  insertClaim,
-  insertClaimOrLose,
-} from "../../lib/ledger/claim";
+import { findEntryByKey, insertClaim, insertClaimOrLose } from "../../lib/ledger/claim";
+import { awaitStoredEntry } from "../../lib/ledger/claim-runner";
 import { CLAIM_INDEX } from "../../lib/ledger/constants";
 import type { Queryable } from "../../lib/ledger/queryable";
 import { storeResponse } from "../../lib/ledger/transitions";
 import { functionDefinition } from "../helpers/function-files";
 import { createTestUser, testPool } from "../helpers/db";
-import { claimRequest, countRows, dedicatedClient, freshRefId, transitionsOf } from "../helpers/ledger";
+import { claimEntry, claimRequest, countRows, dedicatedClient, freshRefId, transitionsOf } from "../helpers/ledger";
 import { waitForBlockedSessions } from "../helpers/wait";
 
 describe("insertClaim", () => {
@@ -73,117 +68,11 @@ describe("insertClaim", () => {
   }
 });
 
-describe("claimOperation and the loser's path", () => {
-  it("replays the stored response to a loser, byte for byte", async () => {
-    const user = await createTestUser();
-    const request = claimRequest(user.id);
-    const first = await claimOperation(request, 0);
-    expect(first.kind).toBe("claimed");
-    if (first.kind !== "claimed") return;
-    const body = '{"topup":{"refId":"x","amount":1000}}';
-    await storeResponse({ userId: user.id, entryId: first.entry.id }, { status: 201, body });
-    const second = await claimOperation(request, 0);
-    expect(second).toMatchObject({ kind: "replay", response: { status: 201, body } });
-  });
-
-  it("refuses the same key with another amount, listing the field, before the in-progress check", async () => {
-    const user = await createTestUser();
-    const request = claimRequest(user.id);
-    expect((await claimOperation(request, 0)).kind).toBe("claimed");
-    // The winner has not stored a response: a mismatching request is still refused at once, not told to wait.
-    const started = Date.now();
-    const other = await claimOperation(
-      { ...request, amountMinor: 2000, params: { amount: 2000, currency: "USD" } },
-      5_000,
-    );
-    expect(other).toEqual({ kind: "mismatch", fields: ["amount"] });
-    expect(Date.now() - started).toBeLessThan(2_000);
-    expect(await countRows(user.id, "topup", request.key.refId)).toBe(1);
-  });
-
-  it("lists every differing field (currency too)", async () => {
-    const user = await createTestUser();
-    const request = claimRequest(user.id);
-    await claimOperation(request, 0);
-    const other = await awaitStoredResponse(request.key, { amount: 5, currency: "EUR" }, 0);
-    expect(other).toEqual({ kind: "mismatch", fields: ["amount", "currency"] });
-  });
-
-  it("tells a loser the request is in progress when the winner does not store within the wait, and never claims twice", async () => {
-    const user = await createTestUser();
-    const request = claimRequest(user.id);
-    expect((await claimOperation(request, 0)).kind).toBe("claimed");
-    const started = Date.now();
-    // Another request (its own lease owner, as every request has: lib/ledger/worker.ts newLeaseOwner).
-    const loser = await claimOperation({ ...request, leaseOwner: "another-request" }, 300);
-    expect(loser).toMatchObject({ kind: "in_progress", retryAfterS: 1 });
-    expect(Date.now() - started).toBeGreaterThanOrEqual(290);
-    expect(await countRows(user.id, "topup", request.key.refId)).toBe(1);
-  });
-
-  it("a waiting loser replays as soon as the winner stores its response", async () => {
-    const user = await createTestUser();
-    const request = claimRequest(user.id);
-    const first = await claimOperation(request, 0);
-    if (first.kind !== "claimed") throw new Error("expected a claim");
-    const waiting = claimOperation({ ...request, leaseOwner: "another-request" }, 5_000);
-    await storeResponse({ userId: user.id, entryId: first.entry.id }, { status: 201, body: "{}" });
-    expect(await waiting).toMatchObject({ kind: "replay", response: { status: 201, body: "{}" } });
-  });
-
-  it("a waiting loser replays promptly after the store, not at the end of its wait budget", async () => {
-    const user = await createTestUser();
-    const request = claimRequest(user.id);
-    const first = await claimOperation(request, 0);
-    if (first.kind !== "claimed") throw new Error("expected a claim");
-    let storedAt = 0;
-    const waiting = claimOperation({ ...request, leaseOwner: "another-request" }, 10_000).then((outcome) => ({
-      outcome,
-      answeredAt: Date.now(),
-    }));
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    await storeResponse({ userId: user.id, entryId: first.entry.id }, { status: 201, body: "{}" });
-    storedAt = Date.now();
-    const { outcome, answeredAt } = await waiting;
-    expect(outcome.kind).toBe("replay");
-    // The polling step is capped at 200 ms; a 10 s budget must not be slept through.
-    expect(answeredAt - storedAt).toBeLessThan(2_000);
-  });
-
-  it("a request that finds its own claim committed (same lease owner, no response yet) carries on as the winner", async () => {
-    const user = await createTestUser();
-    const request = claimRequest(user.id, { leaseOwner: "request-a" });
-    // The claim commits but its answer is lost (a failover): the request's retry finds the key taken.
-    const committed = await insertClaim(testPool(), request);
-    expect(committed).not.toBeNull();
-    const retried = await claimOperation(request, 0);
-    expect(retried).toMatchObject({ kind: "claimed", entry: { id: committed!.id, leaseOwner: "request-a" } });
-    // Another request on the same key is a loser as before: in progress, never a second winner.
-    expect(await claimOperation({ ...request, leaseOwner: "request-b" }, 0)).toMatchObject({ kind: "in_progress" });
-    // Once the winner stored its response, even its own lease owner gets the replay.
-    await storeResponse({ userId: user.id, entryId: committed!.id }, { status: 201, body: "{}" });
-    expect(await claimOperation(request, 0)).toMatchObject({ kind: "replay" });
-    expect(await countRows(user.id, "topup", request.key.refId)).toBe(1);
-  });
-
-  it("a request that finds its own claim but sends other parameters is refused (mismatch), never carried on as the winner", async () => {
-    const user = await createTestUser();
-    const request = claimRequest(user.id, { leaseOwner: "request-c" });
-    expect(await insertClaim(testPool(), request)).not.toBeNull();
-    const other = { ...request, amountMinor: 2000, params: { amount: 2000, currency: "USD" } };
-    expect(await claimOperation(other, 0)).toEqual({ kind: "mismatch", fields: ["amount"] });
-  });
-
-  it("reading a key that has no row gives null (the caller claims again)", async () => {
-    const user = await createTestUser();
-    expect(await awaitStoredResponse(claimRequest(user.id).key, { amount: 1000, currency: "USD" }, 0)).toBeNull();
-  });
-
+describe("the stored response and a queue of claims on one connection", () => {
   it("stores only the first response (first writer wins)", async () => {
     const user = await createTestUser();
-    const first = await claimOperation(claimRequest(user.id), 0);
-    if (first.kind !== "claimed") throw new Error("expected a claim");
-    const ref = { userId: user.id, entryId: first.entry.id };
+    const first = await claimEntry(claimRequest(user.id));
+    const ref = { userId: user.id, entryId: first.id };
     const a = await storeResponse(ref, { status: 201, body: "first" });
     const b = await storeResponse(ref, { status: 201, body: "second" });
     expect(a).toEqual({ stored: true, response: { status: 201, body: "first" } });
@@ -200,12 +89,14 @@ describe("claimOperation and the loser's path", () => {
       const winners = results.filter((r) => r !== null);
       expect(winners).toHaveLength(1);
       await storeResponse({ userId: user.id, entryId: winners[0]!.id }, { status: 201, body: "once" });
+      // Each loser reads the row in its own statement and replays (the claim runner's loser path).
+      const row = await findEntryByKey(request.key);
       const replays = await Promise.all(
-        results.filter((r) => r === null).map(() => awaitStoredResponse(request.key, request.params, 0)),
+        results.filter((r) => r === null).map(() => awaitStoredEntry(row!, request.params, { waitMs: 0 })),
       );
       expect(replays).toHaveLength(9);
       for (const replay of replays)
-        expect(replay).toMatchObject({ kind: "replay", response: { status: 201, body: "once" } });
+        expect(replay.outcome).toMatchObject({ kind: "replay", response: { status: 201, body: "once" } });
     } finally {
       await client.end();
     }
@@ -269,13 +160,12 @@ describe("insertClaimOrLose: a duplicate raised as an error", () => {
       ...claimRequest(user.id, { type: "adjustment", refId }),
       adjustsEntryId: topup!.id,
     });
-    expect(await claimOperation(adjustment(freshRefId("ch")), 0)).toMatchObject({ kind: "claimed" });
+    await claimEntry(adjustment(freshRefId("ch")));
     const second = adjustment(freshRefId("ch"));
-    await expect(claimOperation(second, 0)).rejects.toMatchObject({
+    await expect(insertClaimOrLose(testPool(), second)).rejects.toMatchObject({
       code: "23505",
       constraint: "ledger_entries_user_id_adjusts_entry_id_key",
     });
-    await expect(insertClaimOrLose(testPool(), second)).rejects.toMatchObject({ code: "23505" });
     expect(await countRows(user.id, "adjustment", second.key.refId)).toBe(0);
   });
 });

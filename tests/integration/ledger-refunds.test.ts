@@ -6,13 +6,13 @@
  * mutation test set (vitest.stryker.config.mts).
  */
 import { describe, expect, it } from "vitest";
-import { claimOperation, findEntryByKey } from "@/lib/ledger/claim";
+import { findEntryByKey } from "@/lib/ledger/claim";
 import type { StoredResponse } from "@/lib/ledger/entry";
 import { fingerprint } from "@/lib/ledger/fingerprint";
 import { claimRefund, listRefundsOf, releaseRefund, type RefundClaimRequest } from "@/lib/ledger/refunds";
 import { completeEntry, getEntryById, markProcessing } from "@/lib/ledger/transitions";
 import { createTestUser, testPool } from "../helpers/db";
-import { claimRequest, freshRefId, transitionsOf } from "../helpers/ledger";
+import { claimEntry, claimRequest, freshRefId, transitionsOf } from "../helpers/ledger";
 
 const REFUSALS = {
   insufficientFunds: { status: 402, body: '{"code":"insufficient_funds"}' },
@@ -23,13 +23,12 @@ const REFUSALS = {
 
 /** A succeeded top-up of `amountMinor` credited to `userId`'s wallet through the ledger's own transitions. */
 async function succeededTopup(userId: string, amountMinor: number) {
-  const claimed = await claimOperation(claimRequest(userId, { amountMinor }), 0);
-  if (claimed.kind !== "claimed") throw new Error("expected a claim");
+  const claimed = await claimEntry(claimRequest(userId, { amountMinor }));
   const done = await completeEntry(
-    { userId, entryId: claimed.entry.id },
+    { userId, entryId: claimed.id },
     {
       actor: "request",
-      guard: { kind: "lease", attempt: claimed.entry.attempt },
+      guard: { kind: "lease", attempt: claimed.attempt },
       credit: true,
       bankChargeId: freshRefId("ch"),
     },
@@ -244,17 +243,15 @@ describe("claimRefund", () => {
     const other = await createTestUser();
     const topup = await succeededTopup(user.id, 1000);
     const othersTopup = await succeededTopup(other.id, 1000);
-    const unfinished = await claimOperation(claimRequest(user.id, { amountMinor: 1000 }), 0);
-    if (unfinished.kind !== "claimed") throw new Error("expected a claim");
-    const reward = await claimOperation(claimRequest(user.id, { type: "reward", amountMinor: 10 }), 0);
-    if (reward.kind !== "claimed") throw new Error("expected a claim");
+    const unfinished = await claimEntry(claimRequest(user.id, { amountMinor: 1000 }));
+    const reward = await claimEntry(claimRequest(user.id, { type: "reward", amountMinor: 10 }));
     await completeEntry(
-      { userId: user.id, entryId: reward.entry.id },
+      { userId: user.id, entryId: reward.id },
       { actor: "request", guard: { kind: "status_only" }, credit: true },
     );
     for (const target of [
-      unfinished.entry, // a top-up still initiated
-      { id: reward.entry.id, refId: reward.entry.refId }, // a succeeded row that is no top-up
+      unfinished, // a top-up still initiated
+      { id: reward.id, refId: reward.refId }, // a succeeded row that is no top-up
       { id: othersTopup.id, refId: othersTopup.refId }, // another user's top-up
     ]) {
       const request = refundRequest(user.id, target, 1);
@@ -337,9 +334,8 @@ describe("releaseRefund", () => {
 
   it("only releases refund rows: an unfinished top-up under the same call is left alone", async () => {
     const user = await createTestUser();
-    const claimed = await claimOperation(claimRequest(user.id, { amountMinor: 500 }), 0);
-    if (claimed.kind !== "claimed") throw new Error("expected a claim");
-    const ref = { userId: user.id, entryId: claimed.entry.id };
+    const claimed = await claimEntry(claimRequest(user.id, { amountMinor: 500 }));
+    const ref = { userId: user.id, entryId: claimed.id };
     expect(await releaseRefund(ref, { actor: "webhook", detail: "not a refund" })).toEqual({ kind: "unchanged" });
     expect((await getEntryById(ref))?.status).toBe("initiated");
   });

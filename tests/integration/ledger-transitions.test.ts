@@ -3,7 +3,6 @@
  * audit trail. Real PostgreSQL.
  */
 import { describe, expect, it } from "vitest";
-import { claimOperation } from "../../lib/ledger/claim";
 import { jsonResponseTemplate } from "../../lib/ledger/response-template";
 import { jsonStoredResponse } from "../../lib/ledger/views";
 import {
@@ -17,12 +16,11 @@ import {
   storeResponse,
 } from "../../lib/ledger/transitions";
 import { createTestUser, testPool } from "../helpers/db";
-import { balanceOf, claimRequest, transitionsOf } from "../helpers/ledger";
+import { balanceOf, claimEntry, claimRequest, transitionsOf } from "../helpers/ledger";
 
 async function claimed(userId: string, amountMinor = 1000) {
-  const outcome = await claimOperation(claimRequest(userId, { amountMinor }), 0);
-  if (outcome.kind !== "claimed") throw new Error("expected a claim");
-  return { entry: outcome.entry, ref: { userId, entryId: outcome.entry.id } };
+  const entry = await claimEntry(claimRequest(userId, { amountMinor }));
+  return { entry, ref: { userId, entryId: entry.id } };
 }
 
 describe("lifecycle", () => {

@@ -7,9 +7,8 @@
  */
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { claimOperation } from "../../lib/ledger/claim";
 import { createTestUser, testPool } from "../helpers/db";
-import { claimRequest, dedicatedClient, freshRefId } from "../helpers/ledger";
+import { claimEntry, claimRequest, dedicatedClient, freshRefId } from "../helpers/ledger";
 import { waitFor, waitForBlockedSessions } from "../helpers/wait";
 
 /** The registration without its lock, for the negative control (dropped after the file). */
@@ -45,9 +44,8 @@ afterAll(async () => {
 async function userWithTopup(): Promise<{ userId: string; entryId: string; refId: string }> {
   const user = await createTestUser();
   const refId = freshRefId("watch");
-  const claim = await claimOperation(claimRequest(user.id, { refId }), 0);
-  if (claim.kind !== "claimed") throw new Error("expected a claim");
-  return { userId: user.id, entryId: String(claim.entry.id), refId };
+  const claim = await claimEntry(claimRequest(user.id, { refId }));
+  return { userId: user.id, entryId: String(claim.id), refId };
 }
 
 async function register(userId: string, fn = "live_watchers_register", db: pg.ClientBase | pg.Pool = testPool()) {

@@ -4,14 +4,13 @@
  * other test files, some of which credit wallets directly on purpose).
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { claimOperation } from "@/lib/ledger/claim";
 import { completeEntry } from "@/lib/ledger/transitions";
 import { runAudit } from "@/lib/audit/run-audit";
 import { resetChargeCursors } from "@/lib/reconciler/charge-cursor";
 import { reconcileOnce } from "@/lib/reconciler/reconcile-once";
 import { freePort } from "@/scripts/lib/ports";
 import { createTestUser, testPool } from "../helpers/db";
-import { claimRequest, freshRefId } from "../helpers/ledger";
+import { claimEntry, claimRequest, freshRefId } from "../helpers/ledger";
 import { BANK_TIMEOUT_MS, passOptions, startTestBank, stuckTopup, type TestBank } from "./reconciler-fixtures";
 
 let bank: TestBank;
@@ -97,10 +96,9 @@ describe("audit", () => {
   it("7.2 fails for a top-up credited without a bank charge, and for a succeeded charge without its top-up", async () => {
     const user = await cleanUser();
     // Credited with no charge at the bank (what a forged webhook or a bug would do).
-    const claim = await claimOperation(claimRequest(user.id, { refId: freshRefId("ghost"), amountMinor: 40 }), 0);
-    if (claim.kind !== "claimed") throw new Error("expected a claim");
+    const claim = await claimEntry(claimRequest(user.id, { refId: freshRefId("ghost"), amountMinor: 40 }));
     await completeEntry(
-      { userId: user.id, entryId: claim.entry.id },
+      { userId: user.id, entryId: claim.id },
       { actor: "admin", guard: { kind: "status_only" }, credit: true },
     );
     // Charged at the bank, with no row (the reconciler has not run since).

@@ -5,13 +5,13 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createCharge } from "@/lib/bank/client";
 import { merchantRefFor } from "@/lib/bank/merchant-ref";
-import { claimOperation, findEntryByKey } from "@/lib/ledger/claim";
+import { findEntryByKey } from "@/lib/ledger/claim";
 import { failEntry } from "@/lib/ledger/transitions";
 import { createTopup } from "@/lib/topups/create-topup";
 import { reconcileOnce } from "@/lib/reconciler/reconcile-once";
 import { resetChargeCursors } from "@/lib/reconciler/charge-cursor";
 import { createTestUser, testPool } from "../helpers/db";
-import { balanceOf, claimRequest, countRows, freshRefId } from "../helpers/ledger";
+import { balanceOf, claimEntry, claimRequest, countRows, freshRefId } from "../helpers/ledger";
 import {
   auditTrail,
   BANK_TIMEOUT_MS,
@@ -99,15 +99,14 @@ describe("reconciler: bank → ledger", () => {
   it("completes an unfinished row whose charge succeeded (status-only, like the webhook) and leaves the response to its live request", async () => {
     const user = await createTestUser();
     const refId = freshRefId("live");
-    const claim = await claimOperation(claimRequest(user.id, { refId, amountMinor: 900 }), 0);
-    if (claim.kind !== "claimed") throw new Error("expected a claim");
+    const claim = await claimEntry(claimRequest(user.id, { refId, amountMinor: 900 }));
     await charge(syncBank.url, user.id, refId, 900);
 
     const result = await reconcileOnce(passOptions(syncBank.url, [user.id]));
     expect(result).toMatchObject({ examined: 1, completed: 1 });
     expect(await balanceOf(user.id)).toBe(900);
     // The request still holds its lease: it stores its own first response (contract section 3).
-    expect(await storedResponseOf(user.id, claim.entry.id)).toBeNull();
+    expect(await storedResponseOf(user.id, claim.id)).toBeNull();
   });
 
   it("a charge still pending holds the cursor: the next pass sees it again and completes it once it has succeeded", async () => {
@@ -135,10 +134,9 @@ describe("reconciler: bank → ledger", () => {
   it("a succeeded charge for a row that already failed is credited once by an adjustment; the row stays failed", async () => {
     const user = await createTestUser();
     const refId = freshRefId("failed-row");
-    const claim = await claimOperation(claimRequest(user.id, { refId, amountMinor: 500 }), 0);
-    if (claim.kind !== "claimed") throw new Error("expected a claim");
+    const claim = await claimEntry(claimRequest(user.id, { refId, amountMinor: 500 }));
     await failEntry(
-      { userId: user.id, entryId: claim.entry.id },
+      { userId: user.id, entryId: claim.id },
       { actor: "request", guard: { kind: "status_only" }, reason: "declined_by_bank" },
     );
     const made = await charge(syncBank.url, user.id, refId, 500);
@@ -163,8 +161,7 @@ describe("reconciler: bank → ledger", () => {
   it("amount or currency mismatches are anomalies and credit nothing", async () => {
     const user = await createTestUser();
     const refId = freshRefId("amount");
-    const claim = await claimOperation(claimRequest(user.id, { refId, amountMinor: 1000 }), 0);
-    if (claim.kind !== "claimed") throw new Error("expected a claim");
+    await claimEntry(claimRequest(user.id, { refId, amountMinor: 1000 }));
     await charge(syncBank.url, user.id, refId, 999);
     const euroRef = freshRefId("euro");
     await charge(syncBank.url, user.id, euroRef, 1000, "EUR");
@@ -182,16 +179,14 @@ describe("reconciler: bank → ledger", () => {
     const user = await createTestUser();
     const refId = freshRefId("row-error");
     // The row is claimed and in flight (live lease): only the bank-to-ledger direction looks at it.
-    const claim = await claimOperation(claimRequest(user.id, { refId, amountMinor: 700 }), 0);
-    if (claim.kind !== "claimed") throw new Error("expected a claim");
+    await claimEntry(claimRequest(user.id, { refId, amountMinor: 700 }));
     const made = await charge(syncBank.url, user.id, refId, 700);
     // Another row of the user already records that charge id, so completing this row with it breaks the unique
     // index (user_id, bank_charge_id): a constraint violation on this row, which the pass reports and survives.
-    const other = await claimOperation(claimRequest(user.id, { refId: freshRefId("holder"), amountMinor: 1 }), 0);
-    if (other.kind !== "claimed") throw new Error("expected a claim");
+    const other = await claimEntry(claimRequest(user.id, { refId: freshRefId("holder"), amountMinor: 1 }));
     await testPool().query("UPDATE ledger_entries SET bank_charge_id = $3 WHERE user_id = $1 AND id = $2", [
       user.id,
-      other.entry.id,
+      other.id,
       made.id,
     ]);
 

@@ -12,14 +12,13 @@ import type pg from "pg";
 import { startBank, type RunningBank } from "@/scripts/lib/stack";
 import { createCharge, getCharge, type BankCharge } from "@/lib/bank/client";
 import { merchantRefFor } from "@/lib/bank/merchant-ref";
-import { claimOperation } from "@/lib/ledger/claim";
 import { getEntryById, markProcessing } from "@/lib/ledger/transitions";
 import type { LedgerEntry } from "@/lib/ledger/entry";
 import type { ReconcileLogger, ReconcileOptions } from "@/lib/reconciler/reconcile-once";
 import { freePort } from "@/scripts/lib/ports";
 import { randomWebhookSecret } from "@/scripts/lib/secrets";
 import { testPool } from "../helpers/db";
-import { claimRequest, freshRefId } from "../helpers/ledger";
+import { claimEntry, claimRequest, freshRefId } from "../helpers/ledger";
 import { waitFor } from "../helpers/wait";
 
 /** Budget of one bank call in these tests: a local bank answers in milliseconds; 5 s only bounds a hang. */
@@ -140,10 +139,9 @@ export async function stuckTopup(
 ): Promise<StuckTopup> {
   const refId = options.refId ?? freshRefId("stuck");
   const amountMinor = options.amountMinor ?? 1000;
-  const claim = await claimOperation(claimRequest(userId, { refId, amountMinor, leaseOwner: "dead-worker" }), 0);
-  if (claim.kind !== "claimed") throw new Error("stuckTopup: expected a fresh claim");
-  const ref = { userId, entryId: claim.entry.id };
-  if (options.processing ?? true) await markProcessing(ref, claim.entry.attempt);
+  const claim = await claimEntry(claimRequest(userId, { refId, amountMinor, leaseOwner: "dead-worker" }));
+  const ref = { userId, entryId: claim.id };
+  if (options.processing ?? true) await markProcessing(ref, claim.attempt);
   const merchantRef = merchantRefFor(userId, refId);
   if (options.chargeAt) {
     const charged = await createCharge(
@@ -157,7 +155,7 @@ export async function stuckTopup(
         SET lease_expires_at = now() - interval '1 second',
             created_at = now() - $3::int * interval '1 second'
       WHERE user_id = $1 AND id = $2`,
-    [userId, claim.entry.id, options.ageS ?? 0],
+    [userId, claim.id, options.ageS ?? 0],
   );
   const entry = await getEntryById(ref);
   if (!entry) throw new Error("stuckTopup: row vanished");

@@ -13,10 +13,11 @@ import {
   readCachedReplay,
   replayCacheKey,
 } from "../../lib/ledger/replay-cache";
-import { claimOperation } from "../../lib/ledger/claim";
+import { insertClaimOrLose } from "../../lib/ledger/claim";
+import { runClaimedOperation } from "../../lib/ledger/claim-runner";
 import { storeResponse } from "../../lib/ledger/transitions";
 import { createTestUser, testPool } from "../helpers/db";
-import { claimRequest } from "../helpers/ledger";
+import { claimEntry, claimRequest } from "../helpers/ledger";
 
 let server: RedisServer;
 let client: Redis;
@@ -37,11 +38,10 @@ afterAll(async () => {
 async function finishedOperation() {
   const user = await createTestUser();
   const request = claimRequest(user.id);
-  const claimed = await claimOperation(request, 0);
-  if (claimed.kind !== "claimed") throw new Error("expected a claim");
+  const claimed = await claimEntry(request);
   const response = { status: 201, body: `{"topup":{"refId":"${request.key.refId}","amount":1000}}` };
-  await storeResponse({ userId: user.id, entryId: claimed.entry.id }, response);
-  return { request, response, entryId: claimed.entry.id };
+  await storeResponse({ userId: user.id, entryId: claimed.id }, response);
+  return { request, response, entryId: claimed.id };
 }
 
 describe("replay cache", () => {
@@ -70,7 +70,16 @@ describe("replay cache", () => {
     await cacheStoredResponse(request.key, request.params, response, client);
     await client.flushall();
     expect(await readCachedReplay(request.key, request.params, client)).toBeNull();
-    expect(await claimOperation(request, 0)).toEqual({ kind: "replay", response });
+    const fromLedger = await runClaimedOperation<null>({
+      key: request.key,
+      params: request.params,
+      replayCopy: "read_by_caller",
+      attempt: async ({ leaseOwner }) =>
+        (await insertClaimOrLose(testPool(), { ...request, leaseOwner }))
+          ? { kind: "decided", response: null, detail: null }
+          : { kind: "lost" },
+    });
+    expect(fromLedger).toMatchObject({ kind: "existing", outcome: { kind: "replay", response } });
   });
 
   it("garbage at the key is ignored, never replayed: each field of the record is checked", async () => {
@@ -112,34 +121,6 @@ describe("replay cache", () => {
     await client.del(replayCacheKey(request.key));
     await client.sadd(replayCacheKey(request.key), "not a string");
     expect(await readCachedReplay(request.key, request.params, client)).toBeNull();
-  });
-
-  it("claimOperation answers a replay from the copy (the ledger's body changed behind its back is not read)", async () => {
-    const { request, response, entryId } = await finishedOperation();
-    // The process's own client (lib/redis.ts, the stack's Redis): writing the copy connects it.
-    await cacheStoredResponse(request.key, request.params, response);
-    await testPool().query("UPDATE ledger_entries SET response_body = 'tampered' WHERE user_id = $1 AND id = $2", [
-      request.key.userId,
-      entryId,
-    ]);
-    expect(await claimOperation(request, 0)).toEqual({ kind: "replay", response });
-    expect(await claimOperation({ ...request, params: { amount: 1, currency: "USD" } }, 0)).toEqual({
-      kind: "mismatch",
-      fields: ["amount"],
-    });
-  });
-
-  it("claimOperation with replayCopyRead (its caller has just read the copy) answers from the row, not the copy", async () => {
-    const { request, response, entryId } = await finishedOperation();
-    await cacheStoredResponse(request.key, request.params, response);
-    await testPool().query("UPDATE ledger_entries SET response_body = 'tampered' WHERE user_id = $1 AND id = $2", [
-      request.key.userId,
-      entryId,
-    ]);
-    expect(await claimOperation(request, 0, { replayCopyRead: true })).toEqual({
-      kind: "replay",
-      response: { status: response.status, body: "tampered" },
-    });
   });
 
   it("no client, or a client that is not connected: null, and writing is a silent no-op", async () => {

@@ -5,13 +5,12 @@
  */
 import { describe, expect, it } from "vitest";
 import type { BankCharge } from "@/lib/bank/client";
-import { claimOperation } from "@/lib/ledger/claim";
 import { completeEntry, failEntry, getEntryById, markProcessing, storeResponse } from "@/lib/ledger/transitions";
 import type { LedgerEntry } from "@/lib/ledger/entry";
 import { settleTopup, type ChargeEvidence, type SettleDoor } from "@/lib/topups/settle-topup";
 import { topupResponse, topupResponseOnWrite } from "@/lib/topups/topup-response";
 import { createTestUser, testPool } from "../helpers/db";
-import { balanceOf, claimRequest, freshRefId, seedBalance } from "../helpers/ledger";
+import { balanceOf, claimEntry, claimRequest, freshRefId, seedBalance } from "../helpers/ledger";
 
 const WEBHOOK: SettleDoor = { actor: "webhook", guard: { kind: "status_only" }, detail: "test: webhook" };
 
@@ -37,10 +36,9 @@ function bankSays(
 /** A top-up row in `state`, built with the ledger's own functions. */
 async function topupRow(state: "processing" | "succeeded" | "failed", amountMinor = 1200): Promise<LedgerEntry> {
   const user = await createTestUser();
-  const claim = await claimOperation(claimRequest(user.id, { refId: freshRefId("settle"), amountMinor }), 0);
-  if (claim.kind !== "claimed") throw new Error("expected a claim");
-  const ref = { userId: user.id, entryId: claim.entry.id };
-  await markProcessing(ref, claim.entry.attempt);
+  const claim = await claimEntry(claimRequest(user.id, { refId: freshRefId("settle"), amountMinor }));
+  const ref = { userId: user.id, entryId: claim.id };
+  await markProcessing(ref, claim.attempt);
   const guard = { kind: "status_only" } as const;
   if (state === "succeeded") await completeEntry(ref, { actor: "webhook", guard, credit: true });
   if (state === "failed") await failEntry(ref, { actor: "webhook", guard, reason: "declined_by_bank" });

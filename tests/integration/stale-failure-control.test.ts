@@ -8,11 +8,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createCharge } from "@/lib/bank/client";
 import { signWebhook } from "@/lib/bank/signature";
-import { claimOperation } from "@/lib/ledger/claim";
 import { failEntry, getEntryById, markProcessing } from "@/lib/ledger/transitions";
 import { handleBankWebhook } from "@/lib/webhooks/handle-bank-webhook";
 import { createTestUser } from "../helpers/db";
-import { balanceOf, claimRequest, freshRefId, transitionsOf } from "../helpers/ledger";
+import { balanceOf, claimEntry, claimRequest, freshRefId, transitionsOf } from "../helpers/ledger";
 import { testStack } from "../helpers/stack";
 import { BANK_TIMEOUT_MS, startTestBank, waitForChargeStatus, type TestBank } from "./reconciler-fixtures";
 
@@ -56,10 +55,9 @@ const trustingHandler: Delivery = async (rawBody, event) => {
 async function staleFailureFirst(deliver: Delivery) {
   const user = await createTestUser();
   const refId = freshRefId("c14-control");
-  const claim = await claimOperation(claimRequest(user.id, { refId, amountMinor: 990 }), 0);
-  if (claim.kind !== "claimed") throw new Error("expected a claim");
-  const ref = { userId: user.id, entryId: claim.entry.id };
-  await markProcessing(ref, claim.entry.attempt);
+  const claim = await claimEntry(claimRequest(user.id, { refId, amountMinor: 990 }));
+  const ref = { userId: user.id, entryId: claim.id };
+  await markProcessing(ref, claim.attempt);
   const merchantRef = `topup:${user.id}:${refId}`;
   const charged = await createCharge(
     { merchantRef, amountMinor: 990, currency: "USD" },
@@ -71,7 +69,7 @@ async function staleFailureFirst(deliver: Delivery) {
   for (const type of ["charge.failed", "charge.succeeded"]) {
     await deliver(JSON.stringify({ id: `evt_${type}_${refId}`, type, data }), { type, merchantRef, refId });
   }
-  const credits = (await transitionsOf(user.id, claim.entry.id)).filter((t) => t.to === "succeeded").length;
+  const credits = (await transitionsOf(user.id, claim.id)).filter((t) => t.to === "succeeded").length;
   return { status: (await getEntryById(ref))?.status, balance: await balanceOf(user.id), credits };
 }
 
