@@ -38,7 +38,7 @@ function observeWithin(running: Promise<OperationResult>, waitMs: number): Promi
  *   first response never changes once written (contract section 3);
  * - `in_progress` (the first response was not stored within the running request's wait), or still running when
  *   `waitMs` has passed: `in_progress` with Retry-After 1 s, as the ledger's own wait answers
- *   (lib/ledger/claim.ts `awaitStoredResponse`);
+ *   (lib/ledger/claim-runner.ts `awaitStoredEntry`);
  * - anything else (`refused`, `mismatch`) or a thrown error: nothing is shared, the waiting request runs `run`
  *   itself, exactly as it would have without this function.
  * Requests of other processes are not seen here; the ledger's claim decides between them as always.

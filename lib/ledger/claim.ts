@@ -2,16 +2,14 @@
  * The claim (contract section 1): `INSERT ... ON CONFLICT (user_id, type, ref_id) DO NOTHING RETURNING`
  * at READ COMMITTED decides, in PostgreSQL, which request does the work. Losers read the row in a
  * separate statement and replay its stored response, wait for it, or are refused when their parameters
- * differ. Never check-then-act.
+ * differ (the claim runner's loser path, ./claim-runner.ts). Never check-then-act.
  */
-import { env } from "../env";
 import { autocommit } from "../db";
 import { ENTRY_COLUMNS, toLedgerEntry, type LedgerEntry, type StoredResponse, type TransitionActor } from "./entry";
-import { differingFields, fingerprint, type OperationParams } from "./fingerprint";
+import { fingerprint, type OperationParams } from "./fingerprint";
 import type { OperationKey } from "./keys";
 import { prepared, type Queryable } from "./queryable";
 import { classifyDbError } from "./db-errors";
-import { cacheStoredResponse } from "./replay-cache";
 
 export interface ClaimRequest {
   readonly key: OperationKey;
@@ -96,57 +94,4 @@ export async function findEntryByKey(key: OperationKey, db: Queryable = autocomm
   const result = await db.query(prepared("ledger_select_by_key", SELECT_BY_KEY_SQL, [key.userId, key.type, key.refId]));
   const row = result.rows[0];
   return row ? toLedgerEntry(row) : null;
-}
-
-/** Polling schedule of a waiting loser: starts at 10 ms (a fast winner finishes in a few ms) and doubles
- * up to 200 ms, so 1000 waiting duplicates cost at most ~5 reads per second each. */
-const WAIT_FIRST_MS = 10;
-const WAIT_MAX_STEP_MS = 200;
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
-/**
- * The loser's path for a key that has a row: compares fingerprints first (so a mismatch is refused even
- * while the winner is still running, contract section 3), then replays the stored response, waiting up to
- * `waitMs` for the winner to store it. Holds no transaction and no connection while waiting.
- * Returns `replay` (and refreshes the response's Redis copy), `mismatch` (with the differing field names) or
- * `in_progress` (with Retry-After seconds).
- * Returns null only if the row does not exist (the caller then claims again).
- */
-export async function awaitStoredResponse(
-  key: OperationKey,
-  params: OperationParams,
-  waitMs?: number,
-): Promise<ExistingOutcome | null> {
-  return (await awaitStoredEntryOfKey(key, params, waitMs))?.outcome ?? null;
-}
-
-/** {@link awaitStoredResponse}, also returning the row as it was last read; null only if the row does not exist. */
-async function awaitStoredEntryOfKey(
-  key: OperationKey,
-  params: OperationParams,
-  waitMs: number = env().IDEMPOTENCY_WAIT_MS,
-): Promise<{ readonly outcome: ExistingOutcome; readonly entry: LedgerEntry } | null> {
-  const expected = fingerprint(key.type, params);
-  const deadline = Date.now() + waitMs;
-  let stepMs = WAIT_FIRST_MS;
-  for (;;) {
-    const entry = await findEntryByKey(key);
-    if (!entry) return null;
-    if (entry.fingerprint !== expected) {
-      return { outcome: { kind: "mismatch", fields: differingFields(entry.params, params) }, entry };
-    }
-    if (entry.response) {
-      await cacheStoredResponse(key, params, entry.response);
-      return { outcome: { kind: "replay", response: entry.response }, entry };
-    }
-    const remainingMs = deadline - Date.now();
-    if (remainingMs <= 0) {
-      // One second: the winner is alive (or its lease will expire and the reconciler finishes the row);
-      // a client retrying after a second either replays or waits again, and never runs the work twice.
-      return { outcome: { kind: "in_progress", retryAfterS: 1 }, entry };
-    }
-    await sleep(Math.min(stepMs, remainingMs));
-    stepMs = Math.min(stepMs * 2, WAIT_MAX_STEP_MS);
-  }
 }

@@ -4,25 +4,25 @@
  * `(top-up owner, "refund", refundId)`, so two admins sending the same refundId get one refund and identical answers.
  */
 import { createRefund as postBankRefund } from "../bank/refunds-client";
+import { pool } from "../db";
 import { env } from "../env";
 import { log } from "../log";
 import { countOperation } from "../metrics/registry";
 import { formatMinor } from "../money";
 import {
-  awaitStoredResponse,
-  cacheStoredResponse,
   claimRefund,
   findEntryByKey,
-  fingerprint,
-  fromExisting,
+  fromClaimRun,
   getEntryById,
   markProcessing,
-  newLeaseOwner,
   operationKey,
-  readCachedReplay,
+  runClaimedOperation,
+  type ClaimAttempt,
+  type FinishedClaim,
   type LedgerEntry,
   type OperationParams,
   type OperationResult,
+  type RefundClaimRequest,
 } from "../ledger";
 import { problemStoredResponse } from "../problems";
 import { refundMerchantRefFor } from "./refund-ref";
@@ -72,110 +72,130 @@ export async function createRefund(input: CreateRefundInput): Promise<RefundResu
 }
 
 async function runRefund(input: CreateRefundInput): Promise<RefundResult> {
-  const settings = env();
   const topup = await findEntryByKey(operationKey(input.userId, "topup", input.topupRefId));
   if (!topup) return { kind: "topup_not_found" };
   const key = operationKey(input.userId, "refund", input.refundId);
   const params: OperationParams = { amount: input.amountMinor, currency: topup.currency, topupRefId: topup.refId };
-  const cached = await readCachedReplay(key, params);
-  if (cached) return fromExisting(cached);
-  const leaseOwner = newLeaseOwner();
-
-  const claim =
-    topup.status === "succeeded" && topup.bankChargeId !== null
-      ? await claimRefund({
-          key,
-          topupEntryId: topup.id,
-          amountMinor: input.amountMinor,
-          currency: topup.currency,
-          params,
-          leaseOwner,
-          leaseMs: settings.LEASE_MS,
-          actor: "admin",
-          refusals: {
-            insufficientFunds: problemStoredResponse(
-              "insufficient_funds",
-              `The balance does not cover a refund of ${formatMinor(input.amountMinor)} ${topup.currency}.`,
-            ),
-            debtOutstanding: problemStoredResponse(
-              "debt_outstanding",
-              "The wallet owes money from a disputed top-up; no refund is made until credits have repaid the debt.",
-            ),
-            exceedsTopup: problemStoredResponse(
-              "refund_exceeds_topup",
-              `A refund of ${formatMinor(input.amountMinor)} ${topup.currency} is more than what is left to refund of top-up ${topup.refId}.`,
-            ),
-            // Case C26: while the dispute is open or lost nothing is refundable (the dispute returns the money).
-            topupDisputed: problemStoredResponse(
-              "topup_disputed",
-              `Top-up ${topup.refId} has a dispute at the bank that is open or was lost: the dispute returns the ` +
-                `cardholder's money, so no refund is made. Refundable now: ${formatMinor(0)} ${topup.currency} of ` +
-                `${formatMinor(topup.amountMinor)} ${topup.currency}.`,
-              { refundableMinor: 0 },
-            ),
-          },
-        })
-      : ({ kind: "topup_not_refundable" } as const);
-
-  let entry: LedgerEntry;
-  switch (claim.kind) {
-    case "stored_refusal":
-      await cacheStoredResponse(key, params, claim.entry.response!);
-      return { kind: "response", response: claim.entry.response!, replayed: false };
-    case "reserved":
-      entry = claim.entry;
-      break;
-    case "topup_not_refundable":
-    case "taken": {
-      const own = await findEntryByKey(key);
-      // Our own claim whose commit's answer was lost with the connection (autocommit retried it): carry on.
-      if (
-        own &&
-        own.leaseOwner === leaseOwner &&
-        own.response === null &&
-        own.fingerprint === fingerprint("refund", params)
-      ) {
-        entry = own;
-        break;
+  // Nothing to claim on a top-up that is not a succeeded charge; a row under the refund's key still answers first.
+  const notRefundable = { kind: "abandoned", detail: topup.status, unlessKeyTaken: true } as const;
+  const run = await runClaimedOperation<null, string>({
+    key,
+    params,
+    replayCopy: "read",
+    attempt: async ({ leaseOwner, mayCommit }): Promise<ClaimAttempt<null, string>> => {
+      if (topup.status !== "succeeded" || topup.bankChargeId === null) return notRefundable;
+      // One autocommit statement claims the key and reserves the money, or stores the refusal.
+      mayCommit();
+      const claim = await claimRefund(refundClaimRequest(input, topup, params, leaseOwner), pool());
+      switch (claim.kind) {
+        case "reserved":
+          return { kind: "claimed", entry: claim.entry };
+        case "stored_refusal":
+          return { kind: "decided", response: claim.entry.response, detail: null };
+        case "taken":
+          return { kind: "lost" };
+        case "topup_not_refundable":
+          return notRefundable;
       }
-      if (!own && claim.kind === "topup_not_refundable") return { kind: "topup_not_refundable", status: topup.status };
-      const existing = await awaitStoredResponse(key, params);
-      if (!existing) throw new Error(`refund ${input.refundId}: claimed row vanished`);
-      return fromExisting(existing);
-    }
-  }
+    },
+    finish: (entry) => finishRefund(input, topup, entry),
+  });
+  if (run.kind === "abandoned") return { kind: "topup_not_refundable", status: run.detail };
+  return fromClaimRun(run);
+}
 
-  const ref = { userId: entry.userId, entryId: entry.id };
+/**
+ * What the refund's claim is asked (lib/ledger `claimRefund`): the key, the top-up's row, the amount in the top-up's
+ * currency, the fingerprinted `params`, this run's `leaseOwner`, and the refusals it stores when it cannot reserve.
+ */
+function refundClaimRequest(
+  input: CreateRefundInput,
+  topup: LedgerEntry,
+  params: OperationParams,
+  leaseOwner: string,
+): RefundClaimRequest {
+  const amount = `${formatMinor(input.amountMinor)} ${topup.currency}`;
+  return {
+    key: operationKey(input.userId, "refund", input.refundId),
+    topupEntryId: topup.id,
+    amountMinor: input.amountMinor,
+    currency: topup.currency,
+    params,
+    leaseOwner,
+    leaseMs: env().LEASE_MS,
+    actor: "admin",
+    refusals: {
+      insufficientFunds: problemStoredResponse(
+        "insufficient_funds",
+        `The balance does not cover a refund of ${amount}.`,
+      ),
+      debtOutstanding: problemStoredResponse(
+        "debt_outstanding",
+        "The wallet owes money from a disputed top-up; no refund is made until credits have repaid the debt.",
+      ),
+      exceedsTopup: problemStoredResponse(
+        "refund_exceeds_topup",
+        `A refund of ${amount} is more than what is left to refund of top-up ${topup.refId}.`,
+      ),
+      // Case C26: while the dispute is open or lost nothing is refundable (the dispute returns the money).
+      topupDisputed: problemStoredResponse(
+        "topup_disputed",
+        `Top-up ${topup.refId} has a dispute at the bank that is open or was lost: the dispute returns the ` +
+          `cardholder's money, so no refund is made. Refundable now: ${formatMinor(0)} ${topup.currency} of ` +
+          `${formatMinor(topup.amountMinor)} ${topup.currency}.`,
+        { refundableMinor: 0 },
+      ),
+    },
+  };
+}
+
+/**
+ * The refund's work once its claim has reserved the money (the claim runner's `finish`, also run on this request's
+ * own claim found after a lost connection): `processing`, then the bank's `POST /refunds`, settled from its answer,
+ * then the first response, stored first-writer-wins. A row taken over meanwhile (fenced) is left to the reconciler,
+ * and answered with what it says. Throws database errors.
+ */
+async function finishRefund(
+  input: CreateRefundInput,
+  topup: LedgerEntry,
+  claimed: LedgerEntry,
+): Promise<FinishedClaim<null>> {
+  const ref = { userId: claimed.userId, entryId: claimed.id };
+  let entry = claimed;
   const processing = await markProcessing(ref, entry.attempt, { actor: "admin" });
   // Fenced: the reconciler took the row over while this request stalled; it drives the row now.
-  if (processing.kind === "moved") {
-    entry = processing.entry;
-    const answered = await postBankRefund(
-      {
-        merchantRef: refundMerchantRefFor(input.userId, input.refundId),
-        chargeId: topup.bankChargeId!,
-        amountMinor: input.amountMinor,
-      },
-      { bankUrl: settings.BANK_URL, timeoutMs: settings.BANK_TIMEOUT_MS },
-    );
-    let evidence: RefundEvidence | null = null;
-    if (answered.kind === "refund") evidence = { source: "bank", refund: answered.refund };
-    else if (answered.kind === "rejected")
-      evidence = { source: "bank_refused", detail: `POST /refunds answered ${answered.status} ${answered.code}` };
-    else log().warn({ userId: input.userId, refundId: input.refundId, bank: answered }, "refund outcome unknown");
-    if (evidence) {
-      const settled = await settleRefund(entry, evidence, {
-        actor: "admin",
-        guard: { kind: "lease", attempt: entry.attempt },
-        detail: "request: the bank's answer to POST /refunds",
-      });
-      if (settled.kind === "anomaly")
-        log().warn({ detail: settled.detail }, "refund: the bank's answer disagrees with the row");
-      entry = settled.entry;
-    }
-  }
+  if (processing.kind === "moved") entry = await refundAtBank(input, topup, processing.entry);
   entry = (await getEntryById(ref)) ?? entry;
-  const response = await storeRefundResponse(entry);
-  await cacheStoredResponse(key, params, response);
-  return { kind: "response", response, replayed: false };
+  return { response: await storeRefundResponse(entry), replayed: false, detail: null };
+}
+
+/**
+ * Asks the bank to refund `entry` (`processing` under our lease) on the top-up's charge, with the refund's own
+ * merchant reference as `Idempotency-Key`, and settles its answer as the lease holder. Returns the row as the
+ * settlement left it (unchanged when the outcome is unknown: the reconciler asks the bank later).
+ */
+async function refundAtBank(input: CreateRefundInput, topup: LedgerEntry, entry: LedgerEntry): Promise<LedgerEntry> {
+  const settings = env();
+  const answered = await postBankRefund(
+    {
+      merchantRef: refundMerchantRefFor(input.userId, input.refundId),
+      chargeId: topup.bankChargeId!,
+      amountMinor: input.amountMinor,
+    },
+    { bankUrl: settings.BANK_URL, timeoutMs: settings.BANK_TIMEOUT_MS },
+  );
+  let evidence: RefundEvidence | null = null;
+  if (answered.kind === "refund") evidence = { source: "bank", refund: answered.refund };
+  else if (answered.kind === "rejected")
+    evidence = { source: "bank_refused", detail: `POST /refunds answered ${answered.status} ${answered.code}` };
+  else log().warn({ userId: input.userId, refundId: input.refundId, bank: answered }, "refund outcome unknown");
+  if (!evidence) return entry;
+  const settled = await settleRefund(entry, evidence, {
+    actor: "admin",
+    guard: { kind: "lease", attempt: entry.attempt },
+    detail: "request: the bank's answer to POST /refunds",
+  });
+  if (settled.kind === "anomaly")
+    log().warn({ detail: settled.detail }, "refund: the bank's answer disagrees with the row");
+  return settled.entry;
 }

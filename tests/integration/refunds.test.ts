@@ -10,6 +10,8 @@ import { merchantRefFor } from "@/lib/bank/merchant-ref";
 import { applyBankDispute } from "@/lib/chargebacks/apply-dispute";
 import { claimRefund } from "@/lib/ledger/refunds";
 import { findEntryByKey } from "@/lib/ledger/claim";
+import { replayCacheKey } from "@/lib/ledger/replay-cache";
+import { redis } from "@/lib/redis";
 import { problemStoredResponse } from "@/lib/problems";
 import { createPayment } from "@/lib/payments/create-payment";
 import { resetChargeCursors } from "@/lib/reconciler/charge-cursor";
@@ -172,6 +174,16 @@ describe("refunds: exactly once", () => {
       kind: "topup_not_refundable",
     });
     expect(await findEntryByKey({ userId: user.id, type: "refund", refId: refundId })).toBeNull();
+    // A refundId already used answers as its row, before the top-up's own check (contract section 9's order): the
+    // same refundId on the declined top-up is another operation under that key (422), not a 409.
+    const used = await succeededTopup(user.id, 500);
+    const first = responseOf(await createRefund({ userId: user.id, topupRefId: used.refId, refundId, amountMinor: 1 }));
+    expect(first.status).toBe(201);
+    const again = { userId: user.id, topupRefId: declinedRef, refundId, amountMinor: 1 };
+    expect(await createRefund(again)).toEqual({ kind: "mismatch", fields: ["topupRefId"] });
+    // The same from the row itself, without the response's Redis copy.
+    await redis()!.del(replayCacheKey({ userId: user.id, type: "refund", refId: refundId }));
+    expect(await createRefund(again)).toEqual({ kind: "mismatch", fields: ["topupRefId"] });
   });
 
   it("a payment racing a refund cannot spend the money being refunded (the claim debits)", async () => {
