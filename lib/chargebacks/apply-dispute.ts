@@ -19,11 +19,11 @@ import type { BankDispute } from "../bank/disputes";
 import { pool, withTransaction } from "../db";
 import {
   findEntryByKey,
-  fingerprint,
   isValidRefId,
   landDisputeEntry,
   noteDisputeStatus,
   operationKey,
+  runClaimedOperation,
   withTransactionRetry,
   type LedgerEntry,
   type OperationKey,
@@ -138,9 +138,10 @@ export async function applyBankDispute(dispute: BankDispute, door: DisputeDoor):
 }
 
 /**
- * Claims one entry of the dispute and moves its money in the same call (lib/ledger `landDisputeEntry`): a chargeback
- * debits (into debt where the balance is short), a reversal credits (repaying debt first). Returns the entry and
- * whether this call landed it, or a description when an entry under the key has other parameters (nothing moved).
+ * Claims one entry of the dispute and moves its money in the same call (lib/ledger `landDisputeEntry`), through the
+ * claim runner on the dispute's transaction `db`: a chargeback debits (into debt where the balance is short), a
+ * reversal credits (repaying debt first). Returns the entry and whether this call landed it, or a description when an
+ * entry under the key has other parameters (nothing moved).
  */
 async function landEntry(
   db: Queryable,
@@ -149,19 +150,28 @@ async function landEntry(
   door: DisputeDoor,
 ): Promise<{ result: "landed" | "already"; entry: LedgerEntry } | string> {
   const params = { amount: dispute.amount, currency: dispute.currency, chargeId: dispute.chargeId };
-  const landed = await landDisputeEntry(db, {
+  const run = await runClaimedOperation<LedgerEntry>({
     key,
-    amountMinor: dispute.amount,
-    currency: dispute.currency,
     params,
-    actor: door.actor,
-    detail: door.detail,
+    replayCopy: "none",
+    // Born succeeded, and storing no response: a loser reads the winner's row once.
+    waitMs: 0,
+    db,
+    attempt: async () => {
+      const landed = await landDisputeEntry(db, {
+        key,
+        amountMinor: dispute.amount,
+        currency: dispute.currency,
+        params,
+        actor: door.actor,
+        detail: door.detail,
+      });
+      // No row back: another caller's claim committed first (this one waited on it); the runner reads it.
+      return landed ? { kind: "decided", response: null, detail: landed } : { kind: "lost" };
+    },
   });
-  if (landed) return { result: "landed", entry: landed };
-  // Another caller's claim committed first (this one waited on it): read it in its own statement.
-  const existing = await findEntryByKey(key, db);
-  if (!existing) throw new Error(`${key.type} ${key.refId} of user ${key.userId}: neither inserted nor found`);
-  return existing.fingerprint === fingerprint(key.type, params)
-    ? { result: "already", entry: existing }
-    : `${key.type} ${key.refId}: an entry under this dispute id has other parameters`;
+  if (run.kind === "won") return { result: "landed", entry: run.detail };
+  return run.outcome.kind === "mismatch"
+    ? `${key.type} ${key.refId}: an entry under this dispute id has other parameters`
+    : { result: "already", entry: run.entry };
 }

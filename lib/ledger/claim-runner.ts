@@ -53,6 +53,9 @@ export interface AttemptContext {
   /**
    * Call right before the attempt's writes may commit (the transaction's body finished; or the single statement is
    * about to be sent). From then on a failure cannot prove that nothing landed ({@link CommitUncertainError}).
+   * Operations that answer a request call it (a reward releases its reservation by it); an entry applied from the
+   * bank's word (an adjustment, a dispute's entry, the reconciler's missing row) need not: its door applies the
+   * bank's word again after any failure, and reports the database's own error.
    */
   readonly mayCommit: () => void;
 }

@@ -8,18 +8,18 @@ import { env } from "../env";
 import {
   completeEntry,
   ENTRY_COLUMNS,
-  findEntryByKey,
-  fingerprint,
-  insertClaim,
-  newLeaseOwner,
+  insertClaimOrLose,
+  movedOrThrow,
   operationKey,
+  runClaimedOperation,
+  toLedgerEntry,
+  type ClaimAttempt,
+  type ClaimRequest,
   type LedgerEntry,
   type OperationKey,
   type OperationParams,
-  toLedgerEntry,
-  type TransitionActor,
   type Queryable,
-  withTransactionRetry,
+  type TransitionActor,
 } from "../ledger";
 
 /** The succeeded charge being credited: the bank's id, and its amount (minor units) and currency (ISO 4217). */
@@ -62,17 +62,27 @@ export async function findAdjustmentOf(
   return row ? toLedgerEntry(row) : null;
 }
 
+/** Who credits an adjustment, for the audit trail (contract section 2), and where. */
+export interface AdjustmentDoor {
+  /** "webhook" or "reconciler" (or "request"). */
+  readonly actor: TransitionActor;
+  /** Goes on the adjustment's audit transition. */
+  readonly detail: string;
+  /** Run in the caller's open transaction (the webhook records its event in the same commit). */
+  readonly db?: Queryable;
+}
+
 /**
  * Credits `charge` to the owner of `topup` (a `failed` top-up row) through an `adjustment` entry keyed by the
- * charge id, exactly once per charge and at most once per top-up: one transaction first reads the top-up's linked
- * adjustment (another charge's: `mismatch`, nothing claimed), then claims the adjustment's key (INSERT ... ON CONFLICT DO NOTHING, contract section 1),
- * moves it to `succeeded` and raises the balance in the same statement. A concurrent caller blocks on the claim
- * until the winner commits, then reads the winner's row in a separate statement. Never refused for the balance
- * ceiling: the money was already taken (contract section 5).
+ * charge id, exactly once per charge and at most once per top-up, through the claim runner (lib/ledger
+ * `runClaimedOperation`): one transaction first reads the top-up's linked adjustment (another charge's: `mismatch`,
+ * nothing claimed), then claims the adjustment's key (INSERT ... ON CONFLICT DO NOTHING, contract section 1), moves
+ * it to `succeeded` and raises the balance in the same statement. A concurrent caller blocks on the claim until the
+ * winner commits, then reads the winner's row in a separate statement. Never refused for the balance ceiling: the
+ * money was already taken (contract section 5).
  *
- * `door.actor` is "webhook" or "reconciler" (or "request"); `door.detail` goes on the audit transition; with
- * `door.db` the work runs in the caller's open transaction (the webhook records its event in the same commit),
- * otherwise in its own, retried after a conflict or a lost connection.
+ * With `door.db` the work runs in the caller's open transaction, otherwise in its own, retried after a conflict or a
+ * lost connection.
  *
  * Returns `credited`, `already_credited` or `mismatch` (the top-up is adjusted by another charge, or the existing
  * adjustment's fingerprint differs: another amount or currency). Throws database errors (a second charge for the
@@ -82,43 +92,65 @@ export async function findAdjustmentOf(
 export async function creditAdjustment(
   topup: LedgerEntry,
   charge: AdjustedCharge,
-  door: { readonly actor: TransitionActor; readonly detail: string; readonly db?: Queryable },
+  door: AdjustmentDoor,
 ): Promise<AdjustmentOutcome> {
   if (topup.type !== "topup" || topup.status !== "failed")
     throw new Error(`adjustment: entry ${topup.id} is a ${topup.status} ${topup.type}, not a failed top-up`);
   const key = adjustmentKey(topup, charge.chargeId);
   const params: OperationParams = { amount: charge.amountMinor, currency: charge.currency, chargeId: charge.chargeId };
-  const work = async (db: Queryable): Promise<AdjustmentOutcome> => {
-    const linked = await findAdjustmentOf(topup, db);
-    if (linked && linked.refId !== key.refId) return { kind: "mismatch", adjustment: linked };
-    const claimed = await insertClaim(db, {
-      key,
-      amountMinor: charge.amountMinor,
-      currency: charge.currency,
-      params,
-      leaseOwner: newLeaseOwner(),
-      leaseMs: env().LEASE_MS,
-      actor: door.actor,
-      adjustsEntryId: topup.id,
-    });
-    // No row back: another caller's claim committed first (this one waited on it). Read it in its own statement.
-    if (!claimed) {
-      const existing = await findEntryByKey(key, db);
-      if (!existing) throw new Error(`adjustment ${key.refId} of user ${key.userId}: neither inserted nor found`);
-      return existing.fingerprint === fingerprint("adjustment", params)
-        ? { kind: "already_credited", adjustment: existing }
-        : { kind: "mismatch", adjustment: existing };
-    }
-    const moved = await completeEntry(
-      { userId: claimed.userId, entryId: claimed.id },
-      { actor: door.actor, guard: { kind: "lease", attempt: claimed.attempt }, credit: true, detail: door.detail },
-      db,
-    );
-    // The row was inserted by this transaction and nobody else can see it yet: the guard cannot refuse.
-    if (moved.kind !== "moved")
-      throw new Error(`adjustment ${key.refId}: the fresh claim's transition did not move the row`);
-    return { kind: "credited", adjustment: moved.entry };
-  };
-  if (door.db) return work(door.db);
-  return withTransactionRetry(() => withTransaction(work));
+  const run = await runClaimedOperation<LedgerEntry, LedgerEntry>({
+    key,
+    params,
+    replayCopy: "none",
+    // Born succeeded, and storing no response: a loser reads the winner's row once.
+    waitMs: 0,
+    db: door.db,
+    attempt: ({ leaseOwner }) => {
+      const request: ClaimRequest = {
+        key,
+        amountMinor: charge.amountMinor,
+        currency: charge.currency,
+        params,
+        leaseOwner,
+        leaseMs: env().LEASE_MS,
+        actor: door.actor,
+        adjustsEntryId: topup.id,
+      };
+      return door.db
+        ? claimAdjustment(door.db, topup, request, door.detail)
+        : withTransaction((tx) => claimAdjustment(tx, topup, request, door.detail));
+    },
+  });
+  switch (run.kind) {
+    case "won":
+      return { kind: "credited", adjustment: run.detail };
+    case "abandoned":
+      return { kind: "mismatch", adjustment: run.detail };
+    case "existing":
+      return run.outcome.kind === "mismatch"
+        ? { kind: "mismatch", adjustment: run.entry }
+        : { kind: "already_credited", adjustment: run.entry };
+  }
+}
+
+/**
+ * One attempt of an adjustment on `db`, a transaction: the top-up's linked adjustment under another key (abandoned
+ * with it, nothing claimed), else the claim of `request.key` and its move to `succeeded` with the credit, the audit
+ * transition carrying `detail`. `lost` when the key already had a row. Throws database errors.
+ */
+async function claimAdjustment(
+  db: Queryable,
+  topup: LedgerEntry,
+  request: ClaimRequest,
+  detail: string,
+): Promise<ClaimAttempt<LedgerEntry, LedgerEntry>> {
+  const linked = await findAdjustmentOf(topup, db);
+  if (linked && linked.refId !== request.key.refId) return { kind: "abandoned", detail: linked };
+  const claimed = await insertClaimOrLose(db, request);
+  // No row back: another caller's claim committed first (this one waited on it); the runner reads it.
+  if (!claimed) return { kind: "lost" };
+  const ref = { userId: claimed.userId, entryId: claimed.id };
+  const guard = { kind: "lease", attempt: claimed.attempt } as const;
+  const moved = await completeEntry(ref, { actor: request.actor, guard, credit: true, detail }, db);
+  return { kind: "decided", response: null, detail: movedOrThrow(moved, `adjustment ${request.key.refId}`) };
 }

@@ -122,6 +122,32 @@ describe("chargebacks and debt", () => {
     expect(await auditOf(user.id)).toEqual([]);
   });
 
+  it("applied again, each entry is already there and nothing moves; another amount under the same dispute id is an anomaly", async () => {
+    const user = await createTestUser();
+    const merchantRef = await topUp(user.id, freshRefId("sbx-dispute-reversed-a"), 2000);
+    const reversed = await bankDisputeOf(bank.url, merchantRef, "won");
+    const door = { actor: "reconciler", detail: "test: applied twice" } as const;
+    const first = await applyBankDispute(reversed, door);
+    expect(first).toMatchObject({
+      kind: "applied",
+      entries: [
+        { type: "chargeback", result: "landed" },
+        { type: "chargeback_reversal", result: "landed" },
+      ],
+    });
+    const again = await applyBankDispute(reversed, door);
+    if (first.kind !== "applied") throw new Error("expected applied");
+    expect(again).toEqual({
+      kind: "applied",
+      entries: first.entries.map((landed) => ({ ...landed, result: "already" })),
+    });
+    expect(await applyBankDispute({ ...reversed, amount: reversed.amount - 1 }, door)).toEqual({
+      kind: "anomaly",
+      detail: `chargeback ${reversed.id}: an entry under this dispute id has other parameters`,
+    });
+    expect(await ledgerOf(user.id)).toMatchObject({ balance: 2000, debt: 0 });
+  });
+
   it("dispute events delivered several times at once, racing the reconciler: one chargeback, one debit", async () => {
     const user = await createTestUser();
     const merchantRef = await topUp(user.id, freshRefId("sbx-dispute-race"), 2500);

@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import type { BankCharge } from "@/lib/bank/client";
 import { completeEntry, failEntry, getEntryById, markProcessing, storeResponse } from "@/lib/ledger/transitions";
 import type { LedgerEntry } from "@/lib/ledger/entry";
+import { creditAdjustment } from "@/lib/topups/credit-adjustment";
 import { settleTopup, type ChargeEvidence, type SettleDoor } from "@/lib/topups/settle-topup";
 import { topupResponse, topupResponseOnWrite } from "@/lib/topups/topup-response";
 import { createTestUser, testPool } from "../helpers/db";
@@ -232,6 +233,18 @@ describe("settleTopup: a terminal row never moves", () => {
     });
     expect(await balanceOf(row.userId)).toBe(1200);
     expect(await getEntryById({ userId: row.userId, entryId: row.id })).toMatchObject({ status: "failed" });
+    // The same charge's adjustment asked with another amount: the existing entry differs, nothing is credited.
+    const door = { actor: "webhook", detail: "test: other amount" } as const;
+    const chargeId = `ch_${row.refId}`;
+    expect(await creditAdjustment(row, { chargeId, amountMinor: 1100, currency: "USD" }, door)).toEqual({
+      kind: "mismatch",
+      adjustment: first.adjustment,
+    });
+    expect(await creditAdjustment(row, { chargeId, amountMinor: 1200, currency: "USD" }, door)).toEqual({
+      kind: "already_credited",
+      adjustment: first.adjustment,
+    });
+    expect(await balanceOf(row.userId)).toBe(1200);
   });
 });
 
