@@ -30,6 +30,7 @@ import {
   isTerminal,
   operationKey,
   recordSettleFailure,
+  runClaimedOperation,
   takeOverExpiredEntry,
   WORKER_ID,
   type LedgerEntry,
@@ -798,26 +799,8 @@ async function reconcileCharge(ctx: PassContext, charge: BankCharge): Promise<bo
       // A declined charge without a row moved no money: nothing to record.
       if (charge.status !== "succeeded") return "done";
       ctx.tally.examined += 1;
-      const claimed = await claimMissingRow(ctx, charge, key);
-      subject.entry = claimed.kind === "skipped" ? null : claimed.entry;
-      if (claimed.kind === "claimed") {
-        // Ours from the claim on: no request is waiting for this row, so its response is stored at once.
-        await applySettle(
-          ctx,
-          await settleAsReconciler(
-            ctx,
-            claimed.entry,
-            { source: "bank", charge },
-            "reconciler: claimed from a succeeded bank charge",
-          ),
-          {
-            storeResponse: true,
-            pendingCounts: "skipped",
-          },
-        );
-        return "done";
-      }
-      if (claimed.kind === "skipped") return "done";
+      const claimed = await claimMissingRow(ctx, charge, key, subject);
+      if (claimed.kind !== "lost") return "done";
       // Someone else's: a live request (or another reconciler) committed the row while our claim waited on it.
       entry = claimed.entry;
       claimedOrFound = "lost_claim";
@@ -830,19 +813,25 @@ async function reconcileCharge(ctx: PassContext, charge: BankCharge): Promise<bo
 }
 
 type MissingRowClaim =
-  | { kind: "claimed"; entry: LedgerEntry }
+  /** This pass claimed the row and settled it from the charge (counted). */
+  | { kind: "claimed" }
+  /** Someone else's: a live request (or another reconciler) committed the row while our claim waited on it. */
   | { kind: "lost"; entry: LedgerEntry }
   | { kind: "skipped" };
 
 /**
- * Claims the key of a succeeded charge that has no row, exactly as a request would (INSERT ... ON CONFLICT DO
- * NOTHING at READ COMMITTED): if a request holds an uncommitted claim on the key, this waits for it; its commit
- * makes this a loser that reads the request's row, its rollback lets this claim (contract section 1).
+ * Claims the key of a succeeded charge that has no row, exactly as a request would, through the claim runner
+ * (lib/ledger `runClaimedOperation`: INSERT ... ON CONFLICT DO NOTHING at READ COMMITTED): if a request holds an
+ * uncommitted claim on the key, this waits for it; its commit makes this a loser that reads the request's row without
+ * waiting for its response, its rollback lets this claim (contract section 1). A row this pass claimed is ours from
+ * the claim on: no request is waiting for it, so it is settled from the charge and its response stored at once.
+ * `subject.entry` is the claimed row as soon as there is one (a failure of its settlement is counted on it).
  */
 async function claimMissingRow(
   ctx: PassContext,
   charge: BankCharge,
   key: ReturnType<typeof operationKey>,
+  subject: Subject,
 ): Promise<MissingRowClaim> {
   if (charge.currency !== ctx.walletCurrency) {
     ctx.tally.skipped += 1;
@@ -854,22 +843,35 @@ async function claimMissingRow(
     });
     return { kind: "skipped" };
   }
-  const claimed = await insertClaimOrLose(pool(), {
+  // The same parameters as the request path (lib/topups/create-topup.ts), so a later retry of the user's own
+  // request with the same amount replays this row instead of being refused as a different operation.
+  const params = { amount: charge.amount, currency: charge.currency };
+  const run = await runClaimedOperation<null>({
     key,
-    amountMinor: charge.amount,
-    currency: charge.currency,
-    // The same parameters as the request path (lib/topups/create-topup.ts), so a later retry of the user's own
-    // request with the same amount replays this row instead of being refused as a different operation.
-    params: { amount: charge.amount, currency: charge.currency },
+    params,
+    replayCopy: "none",
+    waitMs: 0,
     leaseOwner: ctx.workerId,
-    leaseMs: ctx.leaseMs,
-    actor: "reconciler",
+    attempt: async ({ leaseOwner }) => {
+      const request = { key, amountMinor: charge.amount, currency: charge.currency, params, leaseMs: ctx.leaseMs };
+      const entry = await insertClaimOrLose(pool(), { ...request, leaseOwner, actor: "reconciler" });
+      return entry ? { kind: "claimed", entry } : { kind: "lost" };
+    },
+    finish: async (entry) => {
+      subject.entry = entry;
+      const settled = await settleAsReconciler(
+        ctx,
+        entry,
+        { source: "bank", charge },
+        "reconciler: claimed from a succeeded bank charge",
+      );
+      await applySettle(ctx, settled, { storeResponse: true, pendingCounts: "skipped" });
+      return { response: null, replayed: false, detail: null };
+    },
   });
-  // A row back: this claim, and no other, created the row. Null: another transaction committed one first.
-  if (claimed) return { kind: "claimed", entry: claimed };
-  const existing = await findEntryByKey(key);
-  if (!existing) throw new Error(`reconciler: key ${key.userId}/${key.refId} neither inserts nor reads`);
-  return { kind: "lost", entry: existing };
+  if (run.kind === "won") return { kind: "claimed" };
+  subject.entry = run.entry;
+  return { kind: "lost", entry: run.entry };
 }
 
 /**
