@@ -24,3 +24,4 @@ export * from "./view-schemas";
 export * from "./refunds";
 export * from "./dispute-entries";
 export * from "./response-template";
+export * from "./webhook-credit";

@@ -44,6 +44,7 @@ import { readRewardDayCredited } from "../../lib/rewards/raise-reward-day-credit
 import { decideRewardUnderWalletLock } from "../../lib/ledger/reward-statement";
 import type { OperationKey } from "../../lib/ledger/keys";
 import { pool } from "../../lib/db";
+import { creditTopupFromWebhook } from "../../lib/ledger/webhook-credit";
 import { createScratchDatabase, dropScratchDatabases } from "../helpers/db";
 import { claimRequest } from "../helpers/ledger";
 
@@ -72,12 +73,6 @@ const MONEY_PATH_STATEMENTS = [
 
 /** The debt body of a payment: the wallet's debt is its template's slot. */
 const debtTemplate = () => jsonResponseTemplate(402, (debt) => ({ code: "debt_outstanding", debt }));
-
-/** webhook_credit_topup as the webhook calls it (lib/webhooks/credit-matching-topup.ts), named, on `session`. */
-const WEBHOOK_CREDIT_SQL = `SELECT (c.entry).id
-  FROM webhook_credit_topup(
-         p_user_id => $1, p_ref_id => $2, p_event_id => $3, p_type => 'charge.succeeded', p_merchant_ref => $4,
-         p_charge_id => $5, p_amount_minor => $6::bigint, p_currency => $7, p_payload => '{}') AS c`;
 
 const FILL_USERS = 1000;
 const FILL_ROWS = 100_000;
@@ -300,20 +295,21 @@ async function moneyPathRound(session: pg.Client, userId: string): Promise<void>
   // The webhook's common case: a signed success credited by key in one statement, with its event record.
   const webhookTopup = await insertClaim(session, claimRequest(userId, { type: "topup" }));
   if (!webhookTopup) throw new Error("C25: a fresh top-up key was not claimed");
-  const webhookCredit = await session.query({
-    name: "webhook_credit_topup",
-    text: WEBHOOK_CREDIT_SQL,
-    values: [
+  const webhookCredited = await creditTopupFromWebhook(
+    {
       userId,
-      webhookTopup.refId,
-      `evt_${randomUUID()}`,
-      `topup:${userId}:${webhookTopup.refId}`,
-      `ch_${randomUUID()}`,
-      webhookTopup.amountMinor,
-      webhookTopup.currency,
-    ],
-  });
-  if (webhookCredit.rows.length !== 1) throw new Error("C25: the one-statement credit was refused");
+      refId: webhookTopup.refId,
+      eventId: `evt_${randomUUID()}`,
+      eventType: "charge.succeeded",
+      merchantRef: `topup:${userId}:${webhookTopup.refId}`,
+      chargeId: `ch_${randomUUID()}`,
+      amountMinor: webhookTopup.amountMinor,
+      currency: webhookTopup.currency,
+      payload: "{}",
+    },
+    session,
+  );
+  if (!webhookCredited) throw new Error("C25: the one-statement credit was refused");
   // The request's path: claim and admission in one statement (docs/decisions/044); its key again gets nothing.
   const requestTopup = claimRequest(userId, { type: "topup" });
   const ceiling = { maxBalanceMinor: Number.MAX_SAFE_INTEGER, refusal: jsonStoredResponse(422, { code: "x" }) };
