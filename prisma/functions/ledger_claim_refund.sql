@@ -13,8 +13,9 @@
 --    lib/chargebacks/apply-dispute.ts under the same lock);
 -- 2. the wallet's lock (ledger_lock_wallet), read as the lock left it;
 -- 3. the verdict, in this order: a dispute open or lost (case C26: the dispute returns the cardholder's money, so a
---    refund would return it twice; the bank refuses it too), more than the remainder, a debt open (a refund waits,
---    like a payment, until credits have repaid it), more than the balance;
+--    refund would return it twice; the bank refuses it too), more than the remainder, then the wallet's word
+--    (ledger_debit_verdict, as for a payment: a debt open, a refund waits until credits have repaid it; more than the
+--    balance);
 -- 4. the claim (ledger_claim);
 -- 5. for a claim that reserved: the remainder raised on the top-up, and the debit (ledger_debit_wallet) under the
 --    lock the verdict was taken under.
@@ -42,6 +43,7 @@ DECLARE
   v_remaining_minor bigint;
   v_dispute_status text;
   v_wallet wallets;
+  v_debit text;
 BEGIN
   SELECT t.amount_minor - t.refunded_minor, t.dispute_status INTO v_remaining_minor, v_dispute_status
     FROM ledger_entries t
@@ -52,11 +54,11 @@ BEGIN
     RETURN;
   END IF;
   v_wallet := ledger_lock_wallet(p_user_id => p_user_id, p_currency => p_currency);
+  v_debit := ledger_debit_verdict(p_wallet => v_wallet, p_amount_minor => p_amount_minor);
   verdict := CASE
     WHEN v_dispute_status IN ('open', 'lost') THEN 'topup_disputed'
     WHEN v_remaining_minor < p_amount_minor THEN 'refund_exceeds_topup'
-    WHEN v_wallet.debt_minor > 0 THEN 'debt_outstanding'
-    WHEN v_wallet.balance_minor < p_amount_minor THEN 'insufficient_funds'
+    WHEN v_debit <> 'covered' THEN v_debit
     ELSE 'reserved' END;
   SELECT * INTO entry FROM ledger_claim(
     p_user_id => p_user_id, p_type => 'refund', p_ref_id => p_ref_id, p_amount_minor => p_amount_minor,

@@ -15,8 +15,9 @@
 -- Statements, in order:
 -- 1. the wallet's lock (ledger_lock_wallet; the wallet created with 0 when missing, so a wallet a credit creates
 --    meanwhile is always the locked one), which returns the row as the lock left it;
--- 2. the decision on that version: covered when the balance covers the amount and no debt is open (contract section 8:
---    insufficient funds is decided by the debit itself; section 12: nothing is spent while a debt is open);
+-- 2. the decision on that version (ledger_debit_verdict: covered when the balance covers the amount and no debt is
+--    open; contract section 8: insufficient funds is decided by the debit itself; section 12: nothing is spent while a
+--    debt is open);
 -- 3. the claim (ledger_claim), born terminal: `succeeded` with the stored 201 (its times written as the row's), or
 --    `failed` with `debt_outstanding` (the debt written into its body) or `insufficient_funds`; nothing when the key
 --    has a row;
@@ -43,28 +44,27 @@ CREATE OR REPLACE FUNCTION ledger_decide_payment(
 LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   v_wallet wallets;
-  v_covered boolean;
+  v_verdict text;
   v_entry ledger_entries;
 BEGIN
   v_wallet := ledger_lock_wallet(p_user_id => p_user_id, p_currency => p_currency);
-  v_covered := v_wallet.balance_minor >= p_amount_minor AND v_wallet.debt_minor = 0;
+  v_verdict := ledger_debit_verdict(p_wallet => v_wallet, p_amount_minor => p_amount_minor);
   SELECT * INTO v_entry FROM ledger_claim(
     p_user_id => p_user_id, p_type => 'payment', p_ref_id => p_ref_id, p_amount_minor => p_amount_minor,
     p_currency => p_currency, p_fingerprint => p_fingerprint, p_params => p_params, p_actor => 'request',
-    p_status => CASE WHEN v_covered THEN 'succeeded' ELSE 'failed' END,
-    p_failure_reason => CASE WHEN v_covered THEN NULL
-                             WHEN v_wallet.debt_minor > 0 THEN 'debt_outstanding' ELSE 'insufficient_funds' END,
-    p_response_status => CASE WHEN v_covered THEN p_succeeded_status
-                              WHEN v_wallet.debt_minor > 0 THEN p_debt_status ELSE p_insufficient_status END,
-    p_response_body => CASE WHEN v_covered THEN ledger_fill_body(p_succeeded_body, ledger_iso_ms(now()))
-                            WHEN v_wallet.debt_minor > 0
-                            THEN ledger_fill_body(p_debt_body, ledger_minor_text(v_wallet.debt_minor))
-                            ELSE p_insufficient_body END);
+    p_status => CASE v_verdict WHEN 'covered' THEN 'succeeded' ELSE 'failed' END,
+    p_failure_reason => CASE v_verdict WHEN 'covered' THEN NULL ELSE v_verdict END,
+    p_response_status => CASE v_verdict WHEN 'covered' THEN p_succeeded_status
+                                        WHEN 'debt_outstanding' THEN p_debt_status ELSE p_insufficient_status END,
+    p_response_body => CASE v_verdict WHEN 'covered' THEN ledger_fill_body(p_succeeded_body, ledger_iso_ms(now()))
+                                      WHEN 'debt_outstanding'
+                                      THEN ledger_fill_body(p_debt_body, ledger_minor_text(v_wallet.debt_minor))
+                                      ELSE p_insufficient_body END);
   -- No row: the key already had one (another request's claim, or this request's own earlier attempt).
   IF NOT FOUND THEN
     RETURN;
   END IF;
-  IF v_covered AND ledger_debit_wallet(p_user_id => p_user_id, p_amount_minor => p_amount_minor) IS NULL THEN
+  IF v_verdict = 'covered' AND ledger_debit_wallet(p_user_id => p_user_id, p_amount_minor => p_amount_minor) IS NULL THEN
     RAISE EXCEPTION 'payment % of user %: decided under the wallet lock, then not debited', p_ref_id, p_user_id;
   END IF;
   RETURN NEXT v_entry;

@@ -182,7 +182,7 @@ describe("chargeback negative controls", () => {
     const outcome = await creditAfterDebt(balanceOnlyCredit);
     expect(() => assertDebtRepaidFirst(outcome)).toThrow();
     expect(outcome.wallet).toEqual({ balance: 3500, debt: 3000, currency: "USD" });
-    // The payment guard (debt_minor = 0 in the debit) is what refused it, although the balance covers it ...
+    // The payment guard (ledger_debit_verdict: no debt open) is what refused it, although the balance covers it ...
     expect(outcome.payment).toEqual({ status: 402, code: "debt_outstanding" });
     // ... and the debit without it pays from money that is owed.
     const paid = await testPool().query(BALANCE_ONLY_DEBIT_SQL, [outcome.userId, 100]);

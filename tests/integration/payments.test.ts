@@ -294,6 +294,28 @@ describe("createPayment", () => {
       expect(await balanceOf(user.id)).toBe(5000);
     });
 
+    it("negative control of the spending rule: with ledger_debit_verdict blind to the debt, a payment from a wallet that owes is debited", async () => {
+      // The debt test above, through the one statement of the rule with its debt clause removed: the decision and the
+      // debit's own guard both call it, so the payment succeeds and the owed money is spent (that test would fail).
+      const user = await createTestUser();
+      await seedBalance(user.id, 1000);
+      await testPool().query("UPDATE wallets SET debt_minor = 300 WHERE user_id = $1", [user.id]);
+      const blindToDebt = (definition: string) =>
+        definition.replace("WHEN (p_wallet).debt_minor > 0 THEN 'debt_outstanding'", "WHEN false THEN NULL");
+      const { decided, seen } = await decideWithRewrittenFunction(
+        "ledger_debit_verdict",
+        request(user.id, freshRefId("order")),
+        blindToDebt,
+        async (client) =>
+          Number(
+            (await client.query({ text: "SELECT balance_minor FROM wallets WHERE user_id = $1", values: [user.id] }))
+              .rows[0]?.balance_minor,
+          ),
+      );
+      expect(decided?.response.status).toBe(201);
+      expect(seen).toBe(900);
+    });
+
     it("any other error is thrown as it comes (a user that does not exist: 23503), and nothing is written", async () => {
       const userId = `missing_${freshRefId("u").replaceAll("-", "")}`;
       await expect(
