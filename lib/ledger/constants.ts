@@ -11,9 +11,3 @@
  * (contract section 8, case C01).
  */
 export const CLAIM_INDEX = "ledger_entries_user_id_type_ref_id_key";
-
-/**
- * `UNIQUE (user_id, bank_charge_id)` on ledger_entries: a bank charge belongs to exactly one top-up.
- * A 23505 on this index is a bug (two rows claim one charge), never a replay (contract section 8).
- */
-export const BANK_CHARGE_INDEX = "ledger_entries_user_id_bank_charge_id_key";

@@ -179,23 +179,6 @@ export function classifyDbError(error: unknown, options: ClassifyDbErrorOptions 
   return decide(findings, driverFailure);
 }
 
-/**
- * True when `error` is a serialization failure (40001) or a deadlock (40P01) anywhere in its chain, i.e. when
- * {@link classifyDbError} says `retryable`. The whole transaction may then be run again (contract section 8).
- * Never throws.
- */
-export function isRetryableTransactionError(error: unknown): boolean {
-  return classifyDbError(error).kind === "retryable";
-}
-
-/**
- * True when `error` says the database connection was lost or points at a node that cannot take writes (see
- * `connection_lost` in {@link DbErrorVerdict}). Never throws.
- */
-export function isConnectionLostError(error: unknown): boolean {
-  return classifyDbError(error).kind === "connection_lost";
-}
-
 function isConnectionLostSqlstate(sqlstate: string): boolean {
   return CONNECTION_LOST_SQLSTATES.has(sqlstate) || sqlstate.startsWith(CONNECTION_EXCEPTION_CLASS);
 }

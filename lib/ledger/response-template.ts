@@ -6,7 +6,6 @@
  * Nothing is searched for in SQL, so no text a user chose (a reference, a note) can be taken for a slot.
  */
 import { randomBytes } from "node:crypto";
-import type { StoredResponse } from "./entry";
 
 /** A response whose body is `segments` joined by the value SQL decides. */
 export interface ResponseTemplate {
@@ -25,9 +24,4 @@ export function jsonResponseTemplate(status: number, build: (slot: string) => un
   // 128 random bits, hex: a body that held it by chance is as likely as a guessed API token.
   const slot = `slot-${randomBytes(16).toString("hex")}`;
   return { status, segments: JSON.stringify(build(slot)).split(slot) };
-}
-
-/** The response a template becomes with `value` in every slot: what SQL's ledger_fill_body stores. Pure. */
-export function fillResponseTemplate(template: ResponseTemplate, value: string): StoredResponse {
-  return { status: template.status, body: template.segments.join(value) };
 }

@@ -84,8 +84,8 @@ export async function admitTopupUnderWalletLock(db: Queryable, request: TopupAdm
 /**
  * Claims a top-up key and admits the new row in one statement on `db` (contract sections 1 and 5; case C15): the
  * claim of ./claim.ts `insertClaim` (`request.key.type` must be "topup"), then, in the same statement and commit,
- * {@link admitTopupUnderWalletLock} of the new row under its own attempt. For ./claim.ts `claimOperation`'s
- * `insert` option: safe to run again after a lost connection (the claim then finds its own row).
+ * {@link admitTopupUnderWalletLock} of the new row under its own attempt. The top-up's attempt for the claim runner
+ * (lib/topups/create-topup.ts): safe to run again after a lost connection (the claim then finds its own row).
  *
  * Returns the new row as the admission left it (`processing`, or `failed` for `balance_limit_exceeded` with its
  * stored 422), or null when the key already has a row (also for a unique violation of the claim index itself,

@@ -36,14 +36,3 @@ export function isFormRefId(refId: string): boolean {
 export function inFormRefNamespace(refId: string): boolean {
   return refId.startsWith(FORM_REF_PREFIX);
 }
-
-/**
- * Parses an amount typed in major units ("25", "25.5", "25.50") into integer minor units with two decimals,
- * exactly (no floating point). Returns null for anything else, including 0 and more than two decimals.
- */
-export function parseMajorAmount(text: string): number | null {
-  const match = /^(0|[1-9][0-9]{0,9})(?:\.([0-9]{1,2}))?$/.exec(text.trim());
-  if (!match) return null;
-  const minor = Number(match[1]) * 100 + Number((match[2] ?? "").padEnd(2, "0"));
-  return minor > 0 ? minor : null;
-}

@@ -14,10 +14,16 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { beforeAll, describe, expect, it } from "vitest";
 import { DatabaseError, type PoolClient } from "pg";
 import { pool, prisma, withTransaction } from "../../lib/db";
-import { BANK_CHARGE_INDEX, CLAIM_INDEX } from "../../lib/ledger/constants";
-import { classifyDbError, isRetryableTransactionError, type DbErrorVerdict } from "../../lib/ledger/db-errors";
+import { CLAIM_INDEX } from "../../lib/ledger/constants";
+import { classifyDbError, type DbErrorVerdict } from "../../lib/ledger/db-errors";
 import { withTransactionRetry, type TransactionRetryInfo } from "../../lib/ledger/retry";
 import { waitFor } from "../helpers/wait";
+
+/**
+ * `UNIQUE (user_id, bank_charge_id)` on ledger_entries (migration 20261129000000_init): a bank charge belongs to one
+ * row. A 23505 on it is a bug, never a lost claim (contract section 8).
+ */
+const BANK_CHARGE_INDEX = "ledger_entries_user_id_bank_charge_id_key";
 
 /** Longest wait for another session to show up as blocked. Lock waits begin within milliseconds; 10 s is slack. */
 const BLOCKED_WAIT_MS_MAX = 10_000;
@@ -374,7 +380,7 @@ describe("withTransactionRetry on real PostgreSQL errors", () => {
     expect(retries).toHaveLength(1);
     expect(retries[0]).toMatchObject({ attempt: 1, sqlstate: "40P01" });
     expectPgShape(retries[0]?.error, "40P01");
-    expect(isRetryableTransactionError(retries[0]?.error)).toBe(true);
+    expect(classifyDbError(retries[0]?.error)).toEqual({ kind: "retryable", sqlstate: "40P01" });
     // X's +1 and the retry's +10 landed on both rows; the aborted attempt's +10 on B did not.
     expect(await balanceOf(userA)).toBe(1011);
     expect(await balanceOf(userB)).toBe(1011);

@@ -12,13 +12,8 @@ import { describe, expect, it, vi } from "vitest";
 import { DatabaseError } from "pg";
 import { log } from "../../lib/log";
 import { PrismaClientKnownRequestError } from "@prisma/client/runtime/client";
-import { BANK_CHARGE_INDEX, CLAIM_INDEX } from "../../lib/ledger/constants";
-import {
-  DB_ERRORS_MAX_DEPTH,
-  DB_ERRORS_MAX_NODES,
-  classifyDbError,
-  isRetryableTransactionError,
-} from "../../lib/ledger/db-errors";
+import { CLAIM_INDEX } from "../../lib/ledger/constants";
+import { DB_ERRORS_MAX_DEPTH, DB_ERRORS_MAX_NODES, classifyDbError } from "../../lib/ledger/db-errors";
 import {
   FAILOVER_RETRY_MAX_DELAY_MS,
   failoverRetryDelayMs,
@@ -27,6 +22,12 @@ import {
   type TransactionRetryInfo,
   withTransactionRetry,
 } from "../../lib/ledger/retry";
+
+/**
+ * `UNIQUE (user_id, bank_charge_id)` on ledger_entries (migration 20261129000000_init): a bank charge belongs to one
+ * row. A 23505 on it is a bug, never a lost claim (contract section 8).
+ */
+const BANK_CHARGE_INDEX = "ledger_entries_user_id_bank_charge_id_key";
 
 /** The adapter's payload, as @prisma/adapter-pg 7.10 builds it in `convertDriverError`. */
 type AdapterCause = Record<string, unknown> & { kind: string; originalCode: string; originalMessage: string };
@@ -433,7 +434,7 @@ describe("classifyDbError: 40001 and 40P01", () => {
       expect(classifyDbError(wrap(pgError(sqlstate), 3))).toEqual(verdict);
       expect(classifyDbError(prismaError("P2010", retryableCause(sqlstate)))).toEqual(verdict);
       expect(classifyDbError(prismaError("P2034", retryableCause(sqlstate), { modelName: "Wallet" }))).toEqual(verdict);
-      expect(isRetryableTransactionError(wrap(prismaError("P2034", retryableCause(sqlstate)), 2))).toBe(true);
+      expect(classifyDbError(wrap(prismaError("P2034", retryableCause(sqlstate)), 2))).toEqual(verdict);
     }
     // A mix of the two is still retryable; the outermost one is reported.
     expect(classifyDbError(new AggregateError([pgError("40P01"), pgError("40001")]))).toEqual({
@@ -443,11 +444,11 @@ describe("classifyDbError: 40001 and 40P01", () => {
   });
 
   it("nothing else is retryable", () => {
-    expect(isRetryableTransactionError(pgError("23505", CLAIM_INDEX))).toBe(false);
-    expect(isRetryableTransactionError(new Error("deadlock detected (40P01)"))).toBe(false);
-    expect(isRetryableTransactionError(pgError("40002"))).toBe(false); // transaction_integrity_constraint_violation
-    expect(isRetryableTransactionError(pgError("55P03"))).toBe(false); // lock_not_available
-    expect(isRetryableTransactionError(undefined)).toBe(false);
+    expect(classifyDbError(pgError("23505", CLAIM_INDEX)).kind).not.toBe("retryable");
+    expect(classifyDbError(new Error("deadlock detected (40P01)")).kind).not.toBe("retryable");
+    expect(classifyDbError(pgError("40002")).kind).not.toBe("retryable"); // transaction_integrity_constraint_violation
+    expect(classifyDbError(pgError("55P03")).kind).not.toBe("retryable"); // lock_not_available
+    expect(classifyDbError(undefined).kind).not.toBe("retryable");
   });
 });
 
