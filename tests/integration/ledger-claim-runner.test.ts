@@ -299,6 +299,7 @@ describe("runClaimedOperation: an operation with an outside call (claimed, then 
       },
     });
     expect(ran).toMatchObject({ kind: "won", response: earlier, replayed: true });
+    expect(fromClaimRun(ran)).toEqual({ kind: "response", response: earlier, replayed: true });
   });
 
   it("losers of a claim still being worked on: a mismatch at once, else in progress after the wait, never a second finish", async () => {
@@ -519,6 +520,31 @@ describe("runClaimedOperation: refusals, the caller's transaction, the Redis cop
     });
   });
 
+  it("replayCopy none: a winner's response gets no copy", async () => {
+    const key = await freshKey();
+    const { operation } = outsideCallOperation(key);
+    expect(await runClaimedOperation({ ...operation, replayCopy: "none" })).toMatchObject({ kind: "won" });
+    expect(await readCachedReplay(key, params)).toBeNull();
+  });
+
+  it("the attempt writes the operation's lease owner when it has one (the reconciler's worker id), else a fresh one per run", async () => {
+    const owners: string[] = [];
+    for (const leaseOwner of ["worker-1", undefined, undefined]) {
+      const key = await freshKey("topup");
+      const { operation } = outsideCallOperation(key, { leaseOwner });
+      await runClaimedOperation({
+        ...operation,
+        attempt: (context) => {
+          owners.push(context.leaseOwner);
+          return operation.attempt(context);
+        },
+      });
+      expect((await findEntryByKey(key))?.leaseOwner).toBe(owners.at(-1));
+    }
+    expect(owners[0]).toBe("worker-1");
+    expect(new Set(owners).size).toBe(3);
+  });
+
   it("replayCopy none: a loser's replay leaves no copy behind; read_by_caller refreshes it", async () => {
     const key = await freshKey();
     const claimed = await insertClaim(testPool(), requestOf(key, "the-winner"));
@@ -537,6 +563,17 @@ describe("awaitStoredEntry", () => {
     const claimed = await insertClaim(testPool(), requestOf(key, "w"));
     const other = await awaitStoredEntry(claimed!, { amount: 5, currency: "EUR" }, { waitMs: 0 });
     expect(other.outcome).toEqual({ kind: "mismatch", fields: ["amount", "currency"] });
+  });
+
+  it("a replay refreshes the response's Redis copy unless told not to", async () => {
+    const key = await freshKey("topup");
+    const claimed = await insertClaim(testPool(), requestOf(key, "w"));
+    await storeResponse({ userId: key.userId, entryId: claimed!.id }, { status: 201, body: "{}" });
+    const row = (await findEntryByKey(key))!;
+    expect((await awaitStoredEntry(row, params, { refreshReplayCopy: false })).outcome.kind).toBe("replay");
+    expect(await readCachedReplay(key, params)).toBeNull();
+    expect((await awaitStoredEntry(row, params)).outcome.kind).toBe("replay");
+    expect(await readCachedReplay(key, params)).toEqual({ kind: "replay", response: { status: 201, body: "{}" } });
   });
 
   it("a row that disappears while the loser waits is the one 'claimed row vanished' bug, thrown", async () => {
