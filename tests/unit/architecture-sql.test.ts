@@ -11,7 +11,7 @@
  * a domain folder), and must see or ignore each as the rule says.
  */
 import { readdirSync, readFileSync, statSync } from "node:fs";
-import { join, relative } from "node:path";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 
 const ROOT = join(__dirname, "../..");
@@ -189,8 +189,14 @@ describe("negative controls of the finders", () => {
   it("a second copy of a rule is a second place", () => {
     const claim = /ON CONFLICT \(user_id, type, ref_id\)/;
     const files = [
-      fake(`${FUNCTIONS_DIR}/ledger_claim.sql`, "INSERT INTO ledger_entries ON CONFLICT (user_id, type, ref_id) DO NOTHING"),
-      fake("lib/topups/x.ts", "const SQL = `INSERT INTO ledger_entries ON CONFLICT (user_id, type, ref_id) DO NOTHING`;"),
+      fake(
+        `${FUNCTIONS_DIR}/ledger_claim.sql`,
+        "INSERT INTO ledger_entries ON CONFLICT (user_id, type, ref_id) DO NOTHING",
+      ),
+      fake(
+        "lib/topups/x.ts",
+        "const SQL = `INSERT INTO ledger_entries ON CONFLICT (user_id, type, ref_id) DO NOTHING`;",
+      ),
     ];
     expect(placesOf(claim, files)).toEqual(["lib/topups/x.ts", `${FUNCTIONS_DIR}/ledger_claim.sql`]);
   });
