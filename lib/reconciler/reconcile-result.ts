@@ -5,6 +5,7 @@
  * shape). A pass that met errors reports what it did anyway: partial results, never an exception (case C29).
  */
 import { z } from "zod";
+import type { UnknownOutcome } from "../bank/client";
 import { SETTLEMENT_ANOMALY_KINDS } from "../topups/settle-topup";
 
 /**
@@ -106,40 +107,87 @@ export type ReconcileResult = z.infer<typeof reconcileResultSchema>;
  */
 export const RECONCILE_ANOMALIES_MAX = 100;
 
-/** Mutable counters of one pass (not shared between passes); {@link ReconcileTally.toResult} gives the reported shape. */
-export class ReconcileTally {
-  examined = 0;
-  completed = 0;
-  failed = 0;
-  redriven = 0;
-  skipped = 0;
-  readonly anomalies: ReconcileAnomaly[] = [];
-  bankUnreachable: BankUnreachableReport | null = null;
-  /** Rows, charges and disputes whose work failed with an error (case C29). */
-  errored = 0;
-  databaseUnreachable: DatabaseUnreachableReport | null = null;
+/**
+ * What a pass did with one row, charge, dispute or step, noted as it happened (lib/reconciler/pass-context.ts
+ * `note`). The pass's result is derived from the list of these alone, by {@link tallyPass}.
+ */
+export type PassOutcome =
+  /** A row taken over, or a bank charge that needed a decision. */
+  | { readonly kind: "examined" }
+  /** The pass moved a row to `succeeded`, or credited an adjustment (each credited once). */
+  | { readonly kind: "completed" }
+  /** The pass moved a row to `failed` (declined, `expired` after a confirmed cancel, or no room under the ceiling). */
+  | { readonly kind: "failed" }
+  /** The pass sent a row's charge to the bank again (same Idempotency-Key). */
+  | { readonly kind: "redriven" }
+  /** A row or charge looked at and left as it was; `anomaly` when an admin must look at what was found. */
+  | { readonly kind: "left"; readonly anomaly?: ReconcileAnomaly }
+  /** Something an admin must look at that left no row (the bank refused the charge list). */
+  | { readonly kind: "reported"; readonly anomaly: ReconcileAnomaly }
+  /** The work on a row, charge, dispute or step failed with an error (case C29): `anomaly` is its `row_error`. */
+  | { readonly kind: "errored"; readonly anomaly: ReconcileAnomaly }
+  /** The bank did not answer: `rowsLeft` rows it left (1 for a row, 0 for the charge list). */
+  | { readonly kind: "bank_unknown"; readonly outcome: UnknownOutcome; readonly rowsLeft: number }
+  /** Unfinished rows with an expired lease that the pass did not reach because the bank did not answer. */
+  | { readonly kind: "rows_left"; readonly rowsLeft: number }
+  /** The bank's charge list could not be read: the bank-to-ledger direction did not run. */
+  | { readonly kind: "charges_unlisted" }
+  /** The database could not be reached at all: the pass stopped in `step`. */
+  | { readonly kind: "database_unreachable"; readonly step: ReconcileStep; readonly reason: string };
 
-  /** Counts an anomaly and keeps it for the result, up to {@link RECONCILE_ANOMALIES_MAX}. */
-  addAnomaly(anomaly: ReconcileAnomaly): void {
-    if (this.anomalies.length < RECONCILE_ANOMALIES_MAX) this.anomalies.push(anomaly);
+/**
+ * The result of a pass that did `outcomes`, in the order they happened (contract section 4): each count is the number
+ * of its outcome (`skipped` counts the rows and charges left as they were); `anomalies` the first
+ * {@link RECONCILE_ANOMALIES_MAX} anomalies; `bankUnreachable` when the bank did not answer or its charge list could
+ * not be read (the first unknown outcome's reason, every row it left); `errored` the failed works; and
+ * `databaseUnreachable` where the pass stopped. The last four only when there is something in them: a quiet pass is
+ * exactly the contract's five counts. Pure.
+ */
+export function tallyPass(outcomes: readonly PassOutcome[]): ReconcileResult {
+  const counts = { examined: 0, completed: 0, failed: 0, redriven: 0, skipped: 0 };
+  const anomalies: ReconcileAnomaly[] = [];
+  let errored = 0;
+  for (const outcome of outcomes) {
+    switch (outcome.kind) {
+      case "examined":
+      case "completed":
+      case "failed":
+      case "redriven":
+        counts[outcome.kind] += 1;
+        break;
+      case "left":
+        counts.skipped += 1;
+        break;
+      case "errored":
+        errored += 1;
+        break;
+    }
+    if ("anomaly" in outcome && outcome.anomaly) anomalies.push(outcome.anomaly);
   }
+  const result: ReconcileResult = { ...counts };
+  if (anomalies.length > 0) result.anomalies = anomalies.slice(0, RECONCILE_ANOMALIES_MAX);
+  const bankUnreachable = bankUnreachableOf(outcomes);
+  if (bankUnreachable) result.bankUnreachable = bankUnreachable;
+  if (errored > 0) result.errored = errored;
+  const stopped = outcomes.find((outcome) => outcome.kind === "database_unreachable");
+  if (stopped) result.databaseUnreachable = { step: stopped.step, reason: stopped.reason };
+  return result;
+}
 
-  /**
-   * The counts as reported; `anomalies`, `bankUnreachable`, `errored` and `databaseUnreachable` only when there is
-   * something in them (a quiet pass is exactly the contract's five counts).
-   */
-  toResult(): ReconcileResult {
-    const result: ReconcileResult = {
-      examined: this.examined,
-      completed: this.completed,
-      failed: this.failed,
-      redriven: this.redriven,
-      skipped: this.skipped,
-    };
-    if (this.anomalies.length > 0) result.anomalies = [...this.anomalies];
-    if (this.bankUnreachable) result.bankUnreachable = this.bankUnreachable;
-    if (this.errored > 0) result.errored = this.errored;
-    if (this.databaseUnreachable) result.databaseUnreachable = this.databaseUnreachable;
-    return result;
+/** The bank's part of a pass's result, or null when the bank answered every call and listed its charges. */
+function bankUnreachableOf(outcomes: readonly PassOutcome[]): BankUnreachableReport | null {
+  let first: UnknownOutcome | null = null;
+  let rowsLeft = 0;
+  let chargesUnlisted = false;
+  for (const outcome of outcomes) {
+    if (outcome.kind === "bank_unknown") first ??= outcome.outcome;
+    if (outcome.kind === "bank_unknown" || outcome.kind === "rows_left") rowsLeft += outcome.rowsLeft;
+    if (outcome.kind === "charges_unlisted") chargesUnlisted = true;
   }
+  if (!first && !chargesUnlisted) return null;
+  return { reason: first ? describeUnknown(first) : "charge list unreadable", rowsLeft, chargesUnlisted };
+}
+
+function describeUnknown(outcome: UnknownOutcome): string {
+  return outcome.detail ? `${outcome.reason}: ${outcome.detail}` : outcome.reason;
 }
