@@ -113,15 +113,55 @@ async function runReward(input: CreditRewardInput, dependencies: CreditRewardDep
   if (!admitted.allowed) return rateLimitedResult(admitted.retryAfterS);
 
   // 2. Reserve. The attempt id makes this request's reserve, release and settle idempotent (C06).
-  const capStore = dependencies.capStore ?? rewardCapStore();
-  const operation: CapOperation = {
-    userId: input.userId,
+  const reward: RewardAttempt = {
+    input,
+    rules,
     day,
-    adId: input.adId,
-    attemptId: randomUUID(),
-    keysExpireAtS: capKeysExpireAtS(day, rules.timeZone),
+    key,
+    params,
+    capStore: dependencies.capStore ?? rewardCapStore(),
+    ledgerCap: dependencies.ledgerCap ?? true,
+    operation: {
+      userId: input.userId,
+      day,
+      adId: input.adId,
+      attemptId: randomUUID(),
+      keysExpireAtS: capKeysExpireAtS(day, rules.timeZone),
+    },
   };
-  let reserved: Awaited<ReturnType<RewardCapStore["reserve"]>>;
+  const reserved = await reserveCap(reward);
+  if (!reserved.ok) return reserved.result;
+  // 3 and 4. Claim and credit; settle or release in every case.
+  return creditReserved(reward, reserved.reservation);
+}
+
+/** One reward request past its key check: what it credits, and its reservation's operation in the cap store. */
+interface RewardAttempt {
+  readonly input: CreditRewardInput;
+  readonly rules: RewardRules;
+  /** The reward's day, `YYYY-MM-DD` in the rules' zone. */
+  readonly day: string;
+  readonly key: OperationKey;
+  readonly params: OperationParams;
+  readonly capStore: RewardCapStore;
+  /** Whether PostgreSQL holds the cap too (see {@link CreditRewardDependencies.ledgerCap}). */
+  readonly ledgerCap: boolean;
+  readonly operation: CapOperation;
+}
+
+type Reservation = Awaited<ReturnType<RewardCapStore["reserve"]>>;
+
+/**
+ * Reserves the reward's amount in the cap store (case C13). Returns the reservation, or the answer when there is
+ * none: 503 `cap_store_unavailable` (the reservation released at once, in case the reserve still runs) or 429
+ * `daily_cap_reached`. Throws what the store throws otherwise, and an Error when a fresh attempt id finds its own
+ * tombstone (a bug).
+ */
+async function reserveCap(
+  reward: RewardAttempt,
+): Promise<{ ok: true; reservation: Reservation } | { ok: false; result: OperationResult }> {
+  const { capStore, operation, rules } = reward;
+  let reserved: Reservation;
   try {
     reserved = await capStore.reserve(operation, rules.amountMinor, rules.dailyCapMinor);
     metrics().rewardReservations.inc({ outcome: reserved.kind });
@@ -130,60 +170,37 @@ async function runReward(input: CreditRewardInput, dependencies: CreditRewardDep
     // The reserve may still run after its timeout (docs/development.md note 21): release now, so that when it runs it
     // finds the tombstone, or (same connection, in order) is undone right after it.
     await releaseQuietly(capStore, operation, "reserve failed");
-    if (error instanceof CapStoreUnavailableError) {
-      log().warn({ err: error, userId: input.userId, day, reason: error.reason }, "reward cap store unavailable");
-      return {
-        kind: "refused",
-        code: "cap_store_unavailable",
-        detail: "Rewards are unavailable right now; nothing was credited. Try again shortly.",
-      };
-    }
-    throw error;
+    if (!(error instanceof CapStoreUnavailableError)) throw error;
+    log().warn(
+      { err: error, userId: operation.userId, day: operation.day, reason: error.reason },
+      "reward cap store unavailable",
+    );
+    const detail = "Rewards are unavailable right now; nothing was credited. Try again shortly.";
+    return { ok: false, result: { kind: "refused", code: "cap_store_unavailable", detail } };
   }
-  if (reserved.kind === "over_cap") {
-    // Nothing was reserved and this attempt id is never sent again (no resend: lib/redis.ts), so there is
-    // nothing to release.
-    return dailyCapReached(rules);
-  }
-  if (reserved.kind === "after_release") {
-    // A fresh attempt id cannot have been released already.
-    throw new Error(`reward ${key.refId}: fresh reservation attempt found its own tombstone`);
-  }
+  // Nothing was reserved and this attempt id is never sent again (no resend: lib/redis.ts), so there is nothing to
+  // release.
+  if (reserved.kind === "over_cap") return { ok: false, result: dailyCapReached(rules) };
+  // A fresh attempt id cannot have been released already.
+  if (reserved.kind === "after_release")
+    throw new Error(`reward ${reward.key.refId}: fresh reservation attempt found its own tombstone`);
+  return { ok: true, reservation: reserved };
+}
 
-  // 3 and 4. Claim and credit; settle or release in every case.
+/**
+ * Claims and credits a reserved reward in one statement (lib/ledger reward-statement.ts, run by the claim runner),
+ * then settles the reservation when the credit landed and releases it on every other path, in a `finally`. Returns
+ * the first response (201, or the stored 422 balance_limit_exceeded), the loser's answer, or 429 `daily_cap_reached`
+ * when PostgreSQL refused the credit past the cap (`reservation`'s counter was below the ledger). Throws what the
+ * runner throws (the reservation settled or released as the ledger then says).
+ */
+async function creditReserved(reward: RewardAttempt, reservation: Reservation): Promise<OperationResult> {
+  const { input, rules, day, key, params, capStore, operation } = reward;
   let landed: boolean | "unknown" = false;
   // The day's credited total in the ledger, when known: the counter is never left below it.
   let ledgerTotalMinor: number | undefined;
-  const ledgerCap = dependencies.ledgerCap ?? true;
   try {
-    const maxBalanceMinor = env().MAX_BALANCE_MINOR;
-    const ran = await runClaimedOperation<DecidedReward, null>({
-      key,
-      params,
-      // The row was read above, before the cap: a key with a row never gets here.
-      replayCopy: "read_by_caller",
-      // A connection first: failing to get one sends nothing, so the runner throws that failure as it is and the
-      // reservation is released at once, instead of being held on a ledger read that may fail the same way.
-      attempt: ({ mayCommit }) =>
-        withConnection(async (client) => {
-          // One autocommit statement: once sent, it may have committed whatever its answer (a lost connection).
-          mayCommit();
-          const decided = await decideRewardUnderWalletLock(client, {
-            key,
-            amountMinor: rules.amountMinor,
-            currency: rules.currency,
-            params,
-            day,
-            capMinor: ledgerCap ? rules.dailyCapMinor : null,
-            maxBalanceMinor,
-            succeeded: succeededRewardResponse(params, rules.amountMinor, rules.currency),
-            refusal: balanceLimitResponse(rules.amountMinor, rules.currency, maxBalanceMinor),
-          });
-          if (decided.kind === "decided") return { kind: "decided", response: decided.response, detail: decided };
-          if (decided.kind === "over_cap") return { kind: "abandoned", detail: null };
-          return { kind: "lost" };
-        }),
-    });
+    const ran = await decideRewardRun(reward);
     if (ran.kind === "won") {
       // Succeeded: the credit landed. Failed: no room under MAX_BALANCE_MINOR, a stored outcome of a claimed row
       // (contract section 5); the credit did not land, the reservation is released.
@@ -197,13 +214,9 @@ async function runReward(input: CreditRewardInput, dependencies: CreditRewardDep
       // PostgreSQL refused the credit past the cap and wrote nothing: the day's total as it is now (unknown when the
       // read fails: the release then has no floor, and the answer is still the 429).
       ledgerTotalMinor = await readRewardDayCredited(input.userId, day, autocommit()).catch(() => undefined);
+      const counterMinor = "counterMinor" in reservation ? reservation.counterMinor : null;
       log().warn(
-        {
-          userId: input.userId,
-          day,
-          ledgerTotalMinor,
-          counterMinor: "counterMinor" in reserved ? reserved.counterMinor : null,
-        },
+        { userId: input.userId, day, ledgerTotalMinor, counterMinor },
         "reward cap store counter was below the ledger: refused by PostgreSQL, counter raised",
       );
       return dailyCapReached(rules);
@@ -218,13 +231,50 @@ async function runReward(input: CreditRewardInput, dependencies: CreditRewardDep
   } finally {
     // A settle that did not run the credit itself still raises the counter to the ledger's total, so that a lost
     // reservation is not counted twice (once by the credit's own settle or a repair, once by this INCRBY).
-    if (landed === true && ledgerTotalMinor === undefined && ledgerCap) {
+    if (landed === true && ledgerTotalMinor === undefined && reward.ledgerCap) {
       ledgerTotalMinor = await readRewardDayCredited(input.userId, day, autocommit()).catch(() => undefined);
     }
     if (landed === true) await settleQuietly(capStore, operation, rules.amountMinor, ledgerTotalMinor);
     else if (landed === false) await releaseQuietly(capStore, operation, "credit did not land", ledgerTotalMinor);
     // "unknown": the ledger could not be read; the reservation stays counted (never exceeds the cap).
   }
+}
+
+/**
+ * The reward's claim and credit through the claim runner: one autocommit statement (lib/ledger
+ * `decideRewardUnderWalletLock`) decides it (`won`), refuses it past PostgreSQL's cap (`abandoned`, nothing written),
+ * or finds the key taken (`existing`). Throws what the runner throws.
+ */
+function decideRewardRun(reward: RewardAttempt) {
+  const { rules, day, key, params } = reward;
+  const maxBalanceMinor = env().MAX_BALANCE_MINOR;
+  return runClaimedOperation<DecidedReward, null>({
+    key,
+    params,
+    // The row was read before the cap: a key with a row never gets here.
+    replayCopy: "read_by_caller",
+    // A connection first: failing to get one sends nothing, so the runner throws that failure as it is and the
+    // reservation is released at once, instead of being held on a ledger read that may fail the same way.
+    attempt: ({ mayCommit }) =>
+      withConnection(async (client) => {
+        // One autocommit statement: once sent, it may have committed whatever its answer (a lost connection).
+        mayCommit();
+        const decided = await decideRewardUnderWalletLock(client, {
+          key,
+          amountMinor: rules.amountMinor,
+          currency: rules.currency,
+          params,
+          day,
+          capMinor: reward.ledgerCap ? rules.dailyCapMinor : null,
+          maxBalanceMinor,
+          succeeded: succeededRewardResponse(params, rules.amountMinor, rules.currency),
+          refusal: balanceLimitResponse(rules.amountMinor, rules.currency, maxBalanceMinor),
+        });
+        if (decided.kind === "decided") return { kind: "decided", response: decided.response, detail: decided };
+        if (decided.kind === "over_cap") return { kind: "abandoned", detail: null };
+        return { kind: "lost" };
+      }),
+  });
 }
 
 function dailyCapReached(rules: RewardRules): OperationResult {
