@@ -34,9 +34,15 @@ function create() {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const sources: ScrapeSources = {};
-  const metrics = {
-    registry,
-    sources,
+  // Registered in this order, the families keep the order of the scrape's text.
+  const metrics = { registry, sources, ...requestCounters(registry), ...recoveryCounters(registry) };
+  registerScrapeGauges(registry, sources);
+  return metrics;
+}
+
+/** The counters and histogram of requests, operations and webhook deliveries. */
+function requestCounters(registry: Registry) {
+  return {
     httpRequests: new Counter({
       name: "wallet_http_requests_total",
       help: "HTTP requests answered, by route template, method and status.",
@@ -62,6 +68,12 @@ function create() {
       labelNames: ["outcome"] as const,
       registers: [registry],
     }),
+  };
+}
+
+/** The counters of the reconciler's passes and of the reward cap's reservations. */
+function recoveryCounters(registry: Registry) {
+  return {
     reconcilerPasses: new Counter({
       name: "wallet_reconciler_passes_total",
       help: "Reconciler passes run by this process.",
@@ -97,6 +109,10 @@ function create() {
       registers: [registry],
     }),
   };
+}
+
+/** The gauges read at scrape time from `sources` (the pool's counts, the rows that need a person). */
+function registerScrapeGauges(registry: Registry, sources: ScrapeSources): void {
   new Gauge({
     name: "wallet_db_pool_connections",
     help: "Connections of this process's PostgreSQL pool by state: in_use, idle, and waiting (requests queued for one).",
@@ -120,7 +136,6 @@ function create() {
       for (const [reason, count] of Object.entries(await sources.flaggedRows())) this.set({ reason }, count);
     },
   });
-  return metrics;
 }
 
 type Metrics = ReturnType<typeof create>;

@@ -29,7 +29,6 @@ import {
   type LedgerEntry,
   type TransitionActor,
   type TransitionGuard,
-  type TransitionOutcome,
   type Queryable,
   type ResponseTemplate,
   type StoredResponse,
@@ -215,6 +214,14 @@ export async function settleTopup(
 /** A row judged again after a refused move is terminal (or fenced): one more round is all it can take. */
 const SETTLE_ROUNDS_MAX = 2;
 
+/** The charge as {@link chargeOf} describes it. */
+type EvidencedCharge = NonNullable<ReturnType<typeof chargeOf>>;
+
+/**
+ * One round of {@link settleTopup}: the evidence checked against the row, then the row's move. A move refused because
+ * another door finished the row first is judged again on the row as it now is (at most {@link SETTLE_ROUNDS_MAX}
+ * rounds).
+ */
 async function settle(
   entry: LedgerEntry,
   evidence: ChargeEvidence,
@@ -222,69 +229,102 @@ async function settle(
   round: number,
 ): Promise<SettlementOutcome> {
   const charge = chargeOf(evidence);
-  if (charge) {
-    if (charge.amountMinor !== entry.amountMinor)
-      return anomaly(
-        entry,
-        "amount_mismatch",
-        charge.id,
-        `the bank charged ${charge.amountMinor} but the row is for ${entry.amountMinor}`,
-      );
-    if (charge.currency !== entry.currency)
-      return anomaly(
-        entry,
-        "currency_mismatch",
-        charge.id,
-        `the bank charged in ${charge.currency} but the row is in ${entry.currency}`,
-      );
-    if (entry.bankChargeId !== null && entry.bankChargeId !== charge.id)
-      return anomaly(
-        entry,
-        "charge_mismatch",
-        charge.id,
-        `the row records charge ${entry.bankChargeId}, the bank reports ${charge.id}`,
-      );
-  }
+  const mismatch = charge ? mismatchOf(entry, charge) : null;
+  if (mismatch) return mismatch;
+  if (isTerminal(entry.status)) return await settleFinishedRow(entry, charge, evidence, door);
+  const moved = await moveUnfinishedRow(entry, charge, door);
+  if (moved.kind !== "refused") return moved;
+  // Refused: another door finished the row first (judge it again as it is now), or a take-over fenced this lease.
+  if (!isTerminal(moved.entry.status) || round + 1 >= SETTLE_ROUNDS_MAX)
+    return { kind: "unchanged", entry: moved.entry, why: "fenced" };
+  return settle(moved.entry, evidence, door, round + 1);
+}
+
+/** An anomaly when the charge's amount, currency or id differ from the row's; null when they agree. */
+function mismatchOf(entry: LedgerEntry, charge: EvidencedCharge): SettlementOutcome | null {
+  if (charge.amountMinor !== entry.amountMinor)
+    return anomaly(
+      entry,
+      "amount_mismatch",
+      charge.id,
+      `the bank charged ${charge.amountMinor} but the row is for ${entry.amountMinor}`,
+    );
+  if (charge.currency !== entry.currency)
+    return anomaly(
+      entry,
+      "currency_mismatch",
+      charge.id,
+      `the bank charged in ${charge.currency} but the row is in ${entry.currency}`,
+    );
+  if (entry.bankChargeId !== null && entry.bankChargeId !== charge.id)
+    return anomaly(
+      entry,
+      "charge_mismatch",
+      charge.id,
+      `the row records charge ${entry.bankChargeId}, the bank reports ${charge.id}`,
+    );
+  return null;
+}
+
+/**
+ * The evidence about a finished row: a success for a failed row is credited through its adjustment (on the bank's
+ * own answer only); a decline or a missing charge for a credited row is an anomaly; anything else leaves it.
+ */
+async function settleFinishedRow(
+  entry: LedgerEntry,
+  charge: EvidencedCharge | null,
+  evidence: ChargeEvidence,
+  door: SettleDoor,
+): Promise<SettlementOutcome> {
   const status = charge?.status ?? "cancelled";
   const chargeId = charge?.id ?? null;
-
-  if (isTerminal(entry.status)) {
-    if (status === "succeeded" && charge) {
-      if (entry.status === "succeeded") return { kind: "unchanged", entry, why: "already_succeeded" };
-      if (evidence.source !== "bank")
-        return anomaly(
-          entry,
-          "success_for_failed_row",
-          chargeId,
-          "a signed success for a row that had already failed: an adjustment needs the bank's own answer",
-        );
-      return await adjust(
+  if (status === "succeeded" && charge) {
+    if (entry.status === "succeeded") return { kind: "unchanged", entry, why: "already_succeeded" };
+    if (evidence.source !== "bank")
+      return anomaly(
         entry,
-        { chargeId: charge.id, amountMinor: charge.amountMinor, currency: charge.currency },
-        door,
+        "success_for_failed_row",
+        chargeId,
+        "a signed success for a row that had already failed: an adjustment needs the bank's own answer",
       );
-    }
-    if (status === "pending")
-      return { kind: "unchanged", entry, why: entry.status === "succeeded" ? "already_succeeded" : "already_failed" };
-    if (entry.status === "failed") return { kind: "unchanged", entry, why: "already_failed" };
-    return status === "declined"
-      ? anomaly(
-          entry,
-          "decline_for_succeeded_row",
-          chargeId,
-          "the row was credited but the bank reports the charge as declined",
-        )
-      : anomaly(
-          entry,
-          "no_charge_for_succeeded_row",
-          null,
-          "the row was credited but the bank has no charge for its key",
-        );
+    return await adjust(
+      entry,
+      { chargeId: charge.id, amountMinor: charge.amountMinor, currency: charge.currency },
+      door,
+    );
   }
+  if (status === "pending")
+    return { kind: "unchanged", entry, why: entry.status === "succeeded" ? "already_succeeded" : "already_failed" };
+  if (entry.status === "failed") return { kind: "unchanged", entry, why: "already_failed" };
+  return status === "declined"
+    ? anomaly(
+        entry,
+        "decline_for_succeeded_row",
+        chargeId,
+        "the row was credited but the bank reports the charge as declined",
+      )
+    : anomaly(
+        entry,
+        "no_charge_for_succeeded_row",
+        null,
+        "the row was credited but the bank has no charge for its key",
+      );
+}
 
+/**
+ * The evidence about an unfinished row, as `door`: a pending charge's id recorded (with the request's first response
+ * when it has one to give), a success credited, a decline or a cancelled key failed. `refused` with the row as it is
+ * when the move's guard did not hold (another door finished it, or this lease was fenced).
+ */
+async function moveUnfinishedRow(
+  entry: LedgerEntry,
+  charge: EvidencedCharge | null,
+  door: SettleDoor,
+): Promise<SettlementOutcome | { readonly kind: "refused"; readonly entry: LedgerEntry }> {
+  const status = charge?.status ?? "cancelled";
+  const chargeId = charge?.id ?? null;
   const options = { actor: door.actor, guard: door.guard, detail: door.detail };
   const db = door.db;
-  let moved: TransitionOutcome;
   if (status === "pending") {
     if (entry.bankChargeId !== null || !chargeId) return { kind: "pending", entry };
     if (door.pendingResponse) {
@@ -296,17 +336,12 @@ async function settle(
     return { kind: "pending", entry: attached ?? entry };
   }
   if (status === "succeeded") {
-    moved = await completeEntry(refOf(entry), { ...options, credit: true, bankChargeId: chargeId }, db);
-    if (moved.kind === "moved") return { kind: "credited", entry: moved.entry };
-  } else {
-    const reason: FailureReason = status === "declined" ? "declined_by_bank" : "expired";
-    moved = await failEntry(refOf(entry), { ...options, reason, bankChargeId: chargeId }, db);
-    if (moved.kind === "moved") return { kind: "failed", entry: moved.entry };
+    const moved = await completeEntry(refOf(entry), { ...options, credit: true, bankChargeId: chargeId }, db);
+    return moved.kind === "moved" ? { kind: "credited", entry: moved.entry } : { kind: "refused", entry: moved.entry };
   }
-  // Refused: another door finished the row first (judge it again as it is now), or a take-over fenced this lease.
-  if (!isTerminal(moved.entry.status) || round + 1 >= SETTLE_ROUNDS_MAX)
-    return { kind: "unchanged", entry: moved.entry, why: "fenced" };
-  return settle(moved.entry, evidence, door, round + 1);
+  const reason: FailureReason = status === "declined" ? "declined_by_bank" : "expired";
+  const moved = await failEntry(refOf(entry), { ...options, reason, bankChargeId: chargeId }, db);
+  return moved.kind === "moved" ? { kind: "failed", entry: moved.entry } : { kind: "refused", entry: moved.entry };
 }
 
 /** A failed row whose charge succeeded: credited once through its adjustment entry (contract section 5). */
