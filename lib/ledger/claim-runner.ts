@@ -177,24 +177,22 @@ export async function runClaimedOperation<T, A = never>(
   }
   const leaseOwner = operation.leaseOwner ?? newLeaseOwner();
   const { attempt, attempts } = await runAttempt(operation, leaseOwner);
+  const run = { leaseOwner, retried: attempts > 1 };
   switch (attempt.kind) {
     case "decided":
       return won(operation, { response: attempt.response, replayed: false, detail: attempt.detail });
     case "claimed":
       return won(operation, await finishClaim(operation, attempt.entry));
     case "abandoned": {
-      if (!attempt.unlessKeyTaken) return { kind: "abandoned", detail: attempt.detail } as Abandoned<A>;
-      // Nothing was claimed; a row under the key answers first.
-      const entry = await findEntryByKey(operation.key, operation.db);
-      if (!entry) return { kind: "abandoned", detail: attempt.detail } as Abandoned<A>;
-      return answerTakenKey(operation, entry, { leaseOwner, retried: attempts > 1 });
+      // Nothing was claimed. With `unlessKeyTaken`, a row under the key answers first.
+      const entry = attempt.unlessKeyTaken ? await findEntryByKey(operation.key, operation.db) : null;
+      return entry
+        ? answerTakenKey(operation, entry, run)
+        : ({ kind: "abandoned", detail: attempt.detail } as Abandoned<A>);
     }
     case "lost":
       // The claim saw the key taken: its row is read in a separate statement (a fresh snapshot, contract section 1).
-      return answerTakenKey(operation, await findClaimedEntry(operation.key, operation.db), {
-        leaseOwner,
-        retried: attempts > 1,
-      });
+      return answerTakenKey(operation, await findClaimedEntry(operation.key, operation.db), run);
   }
 }
 

@@ -452,6 +452,14 @@ describe("runClaimedOperation: refusals, the caller's transaction, the Redis cop
       kind: "existing",
       outcome: { kind: "mismatch", fields: ["amount"] },
     });
+    // Without `unlessKeyTaken` the operation's own refusal stands, whatever the key holds.
+    const abandoned = await runClaimedOperation<number, string>({
+      key,
+      params,
+      replayCopy: "read_by_caller",
+      attempt: async () => ({ kind: "abandoned", detail: "over the cap" }),
+    });
+    expect(abandoned).toEqual({ kind: "abandoned", detail: "over the cap" });
   });
 
   it("on the caller's open transaction: the attempt runs once, and a loser reads the row on that transaction", async () => {
