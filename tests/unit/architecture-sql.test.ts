@@ -1,5 +1,5 @@
 /**
- * ARCHITECTURE.md's two tables about the SQL, held to the code (issue 25: docs that are current, not logs):
+ * ARCHITECTURE.md's two tables about the SQL, held to the code (docs that are current, not logs; decision 053):
  *  - "Where the SQL lives": one row per database function, linking its file in prisma/functions and naming every
  *    caller: the functions whose bodies call it and the lib/ and app/ files that send it; a trigger's function names
  *    the tables whose triggers run it (their CREATE TRIGGER in prisma/migrations). The callers are found in the code
@@ -157,7 +157,7 @@ describe("ARCHITECTURE.md, where the SQL lives", () => {
 describe("ARCHITECTURE.md, each money rule and its one place", () => {
   const rows = tableRows(architecture, "Each money rule, and its one place");
 
-  it("lists the rules issue 25 counted, each with its places and the pattern that finds it", () => {
+  it("lists the rules, each with its places and the pattern that finds it", () => {
     expect(rows.length).toBeGreaterThanOrEqual(7);
     for (const row of rows) expect(row).toHaveLength(3);
   });
