@@ -11,7 +11,7 @@ export interface TimelineTransition {
   from: string | null;
   to: string;
   actor: string;
-  attempt: number;
+  fencingToken: number;
   detail: string | null;
 }
 
@@ -42,7 +42,7 @@ export interface TopupTimeline {
     chargeId: string | null;
     leaseOwner: string | null;
     leaseExpiresAt: string | null;
-    attempt: number;
+    fencingToken: number;
   };
   merchantRef: string | null;
   /** The stored first response (status and exact body), or null when none was stored yet. */
@@ -124,7 +124,7 @@ export async function getTopupTimeline(userId: string, refId: string): Promise<T
       chargeId: entry.bankChargeId,
       leaseOwner: entry.leaseOwner,
       leaseExpiresAt: entry.leaseExpiresAt?.toISOString() ?? null,
-      attempt: entry.attempt,
+      fencingToken: entry.fencingToken,
     },
     merchantRef,
     response: entry.response,
@@ -133,7 +133,7 @@ export async function getTopupTimeline(userId: string, refId: string): Promise<T
       from: (row.from_status as string | null) ?? null,
       to: row.to_status as string,
       actor: row.actor as string,
-      attempt: row.attempt as number,
+      fencingToken: row.attempt as number,
       detail: (row.detail as string | null) ?? null,
     })),
     webhooks: webhooks.rows.map((row) => ({

@@ -95,6 +95,6 @@ export function adminTopupView(entry: LedgerEntry, userEmail: string): AdminTopu
     chargeId: entry.bankChargeId,
     leaseExpiresAt: entry.leaseExpiresAt?.toISOString() ?? null,
     leaseOwner: entry.leaseOwner,
-    attempt: entry.attempt,
+    attempt: entry.fencingToken,
   };
 }

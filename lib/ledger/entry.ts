@@ -63,8 +63,11 @@ export interface LedgerEntry {
   readonly response: StoredResponse | null;
   readonly leaseOwner: string | null;
   readonly leaseExpiresAt: Date | null;
-  /** The fencing token: raised on every take-over; a lease holder's writes are conditional on it. */
-  readonly attempt: number;
+  /**
+   * The fencing token: raised on every take-over; a lease holder's writes are conditional on it. Stored in the
+   * column `attempt` (contract section 2 names it so); in TypeScript "attempt" means only a request's try.
+   */
+  readonly fencingToken: number;
   readonly bankChargeId: string | null;
   /** Failed attempts to settle the row from the bank's word (a refused credit, a lost connection), contract 5. */
   readonly settleFailures: number;
@@ -114,7 +117,7 @@ export function toLedgerEntry(row: Record<string, unknown>): LedgerEntry {
     response: responseStatus === null ? null : { status: responseStatus, body: row.response_body as string },
     leaseOwner: (row.lease_owner as string | null) ?? null,
     leaseExpiresAt: (row.lease_expires_at as Date | null) ?? null,
-    attempt: row.attempt as number,
+    fencingToken: row.attempt as number,
     bankChargeId: (row.bank_charge_id as string | null) ?? null,
     settleFailures: row.settle_failures as number,
     settleLastError: (row.settle_last_error as string | null) ?? null,

@@ -43,7 +43,7 @@ export interface TopupAdmissionRequest extends TopupCeiling {
   readonly amountMinor: number;
   readonly currency: string;
   /** The caller's fencing token: the row moves only while its `attempt` is this one. */
-  readonly attempt: number;
+  readonly fencingToken: number;
   readonly actor: Extract<TransitionActor, "request" | "reconciler">;
 }
 
@@ -69,7 +69,7 @@ export async function admitTopupUnderWalletLock(db: Queryable, request: TopupAdm
       ref.entryId,
       request.amountMinor,
       request.currency,
-      request.attempt,
+      request.fencingToken,
       request.actor,
       request.maxBalanceMinor,
       request.refusal.status,

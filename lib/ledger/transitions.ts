@@ -21,7 +21,7 @@ import type { ResponseTemplate } from "./response-template";
 
 /** Who may move the row: a lease holder (fenced by its attempt) or the bank's word (status-guarded only). */
 export type TransitionGuard =
-  | { readonly kind: "lease"; readonly attempt: number }
+  | { readonly kind: "lease"; readonly fencingToken: number }
   /** Webhooks and the reconciler's completion: the bank is the source of truth (contract section 2). */
   | { readonly kind: "status_only" };
 
@@ -70,7 +70,7 @@ async function transition(ref: EntryRef, spec: TransitionSpec, db: Queryable): P
       spec.to,
       spec.failureReason,
       spec.bankChargeId,
-      spec.guard.kind === "lease" ? spec.guard.attempt : null,
+      spec.guard.kind === "lease" ? spec.guard.fencingToken : null,
       spec.credit,
       spec.actor,
       spec.detail,
@@ -106,7 +106,7 @@ export async function getEntryById(ref: EntryRef, db: Queryable = autocommit()):
  */
 export function markProcessing(
   ref: EntryRef,
-  attempt: number,
+  fencingToken: number,
   options: { readonly actor?: TransitionActor; readonly db?: Queryable } = {},
 ): Promise<TransitionOutcome> {
   return transition(
@@ -117,7 +117,7 @@ export function markProcessing(
       bankChargeId: null,
       credit: false,
       actor: options.actor ?? "request",
-      guard: { kind: "lease", attempt },
+      guard: { kind: "lease", fencingToken },
       detail: null,
     },
     options.db ?? autocommit(),

@@ -123,7 +123,7 @@ async function redrive(pass: PassContext, entry: LedgerEntry, merchantRef: strin
   if (entry.status === "initiated") {
     // Records that the bank may be called from here on, or fails the row with its stored 422 when there is no room.
     const admission = await inRowTransaction(pass.rowStatementTimeoutMs, (db) =>
-      admitTopup(entry, entry.attempt, "reconciler", db),
+      admitTopup(entry, entry.fencingToken, "reconciler", db),
     );
     if (admission.kind !== "admitted") {
       note(pass, { kind: admission.kind === "no_room" ? "failed" : "left" });

@@ -162,7 +162,7 @@ async function finishRefund(
 ): Promise<FinishedClaim<null>> {
   const ref = { userId: claimed.userId, entryId: claimed.id };
   let entry = claimed;
-  const processing = await markProcessing(ref, entry.attempt, { actor: "admin" });
+  const processing = await markProcessing(ref, entry.fencingToken, { actor: "admin" });
   // Fenced: the reconciler took the row over while this request stalled; it drives the row now.
   if (processing.kind === "moved") entry = await refundAtBank(input, topup, processing.entry);
   entry = (await getEntryById(ref)) ?? entry;
@@ -192,7 +192,7 @@ async function refundAtBank(input: CreateRefundInput, topup: LedgerEntry, entry:
   if (!evidence) return entry;
   const settled = await settleRefund(entry, evidence, {
     actor: "admin",
-    guard: { kind: "lease", attempt: entry.attempt },
+    guard: { kind: "lease", fencingToken: entry.fencingToken },
     detail: "request: the bank's answer to POST /refunds",
   });
   if (settled.kind === "anomaly")

@@ -29,7 +29,7 @@ export async function reconcileRefundEntry(entry: LedgerEntry, bank: BankCallOpt
   if (!topup?.bankChargeId) return { kind: "anomaly", detail: `refund ${entry.refId}: its top-up has no bank charge` };
   let current = entry;
   if (current.status === "initiated") {
-    const moved = await markProcessing(ref, current.attempt, { actor: "reconciler" });
+    const moved = await markProcessing(ref, current.fencingToken, { actor: "reconciler" });
     if (moved.kind !== "moved") return { kind: "fenced" };
     current = moved.entry;
   }
@@ -48,7 +48,7 @@ export async function reconcileRefundEntry(entry: LedgerEntry, bank: BankCallOpt
       : { source: "bank_refused", detail: `POST /refunds answered ${answered.status} ${answered.code}` };
   const settled = await settleRefund(current, evidence, {
     actor: "reconciler",
-    guard: { kind: "lease", attempt: current.attempt },
+    guard: { kind: "lease", fencingToken: current.fencingToken },
     detail: "reconciler: the bank's answer after the lease expired",
   });
   if (settled.kind === "anomaly") return { kind: "anomaly", detail: settled.detail };

@@ -40,7 +40,7 @@ export type AdmissionOutcome =
  */
 export async function admitTopup(
   entry: LedgerEntry,
-  attempt: number,
+  fencingToken: number,
   actor: Extract<TransitionActor, "request" | "reconciler">,
   db: Queryable = autocommit(),
 ): Promise<AdmissionOutcome> {
@@ -48,11 +48,11 @@ export async function admitTopup(
     ref: { userId: entry.userId, entryId: entry.id },
     amountMinor: entry.amountMinor,
     currency: entry.currency,
-    attempt,
+    fencingToken,
     actor,
     ...topupCeiling(entry.amountMinor, entry.currency),
   });
-  return admissionOf(row, attempt);
+  return admissionOf(row, fencingToken);
 }
 
 /** MAX_BALANCE_MINOR and the 422 a top-up of `amountMinor` (minor units of `currency`) stores when it has no room. */
@@ -66,8 +66,8 @@ export function topupCeiling(amountMinor: number, currency: string): TopupCeilin
  * `processing` under that attempt is admitted; `failed` for `balance_limit_exceeded` (its 422 stored) had no room;
  * anything else is fenced (taken over, or no longer unfinished). Pure.
  */
-export function admissionOf(row: LedgerEntry, attempt: number): AdmissionOutcome {
-  if (row.status === "processing" && row.attempt === attempt) return { kind: "admitted", entry: row };
+export function admissionOf(row: LedgerEntry, fencingToken: number): AdmissionOutcome {
+  if (row.status === "processing" && row.fencingToken === fencingToken) return { kind: "admitted", entry: row };
   if (row.status === "failed" && row.failureReason === "balance_limit_exceeded" && row.response)
     return { kind: "no_room", entry: row, response: row.response };
   return { kind: "fenced", entry: row };

@@ -110,8 +110,8 @@ async function runTopup(input: CreateTopupInput): Promise<OperationResult> {
 async function finishTopup(input: CreateTopupInput, claimed: LedgerEntry): Promise<FinishedClaim<null>> {
   const admission =
     claimed.status === "initiated"
-      ? await admitTopup(claimed, claimed.attempt, "request")
-      : admissionOf(claimed, claimed.attempt);
+      ? await admitTopup(claimed, claimed.fencingToken, "request")
+      : admissionOf(claimed, claimed.fencingToken);
   if (admission.kind === "no_room") return { response: admission.response, replayed: false, detail: null };
   // Fenced: our lease was taken over (this request stalled past LEASE_MS before reaching the bank). The new owner
   // drives the row now, so this request must not call the bank; it answers with what the row says.
@@ -159,7 +159,7 @@ async function chargeAdmittedTopup(
   }
   const settled = await settleTopup(entry, evidence, {
     actor: "request",
-    guard: { kind: "lease", attempt: entry.attempt },
+    guard: { kind: "lease", fencingToken: entry.fencingToken },
     detail: "request: the bank's answer to POST /charges",
     pendingResponse: topupResponseOnWrite,
   });

@@ -150,7 +150,7 @@ async function claimAdjustment(
   // No row back: another caller's claim committed first (this one waited on it); the runner reads it.
   if (!claimed) return { kind: "lost" };
   const ref = { userId: claimed.userId, entryId: claimed.id };
-  const guard = { kind: "lease", attempt: claimed.attempt } as const;
+  const guard = { kind: "lease", fencingToken: claimed.fencingToken } as const;
   const moved = await completeEntry(ref, { actor: request.actor, guard, credit: true, detail }, db);
   return { kind: "decided", response: null, detail: movedOrThrow(moved, `adjustment ${request.key.refId}`) };
 }

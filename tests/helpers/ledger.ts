@@ -82,10 +82,10 @@ export async function seedBalance(userId: string, amountMinor: number): Promise<
 export async function transitionsOf(
   userId: string,
   entryId: number,
-): Promise<{ from: string | null; to: string; actor: string; attempt: number }[]> {
+): Promise<{ from: string | null; to: string; actor: string; fencingToken: number }[]> {
   const result = await testPool().query(
     "SELECT from_status, to_status, actor, attempt FROM ledger_transitions WHERE user_id = $1 AND entry_id = $2 ORDER BY id",
     [userId, entryId],
   );
-  return result.rows.map((r) => ({ from: r.from_status, to: r.to_status, actor: r.actor, attempt: r.attempt }));
+  return result.rows.map((r) => ({ from: r.from_status, to: r.to_status, actor: r.actor, fencingToken: r.attempt }));
 }

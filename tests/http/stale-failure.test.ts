@@ -69,7 +69,7 @@ async function processingRow(userId: string, amountMinor: number) {
   const refId = freshRefId("c14-row");
   const claim = await claimEntry(claimRequest(userId, { refId, amountMinor }));
   const ref = { userId, entryId: claim.id };
-  await markProcessing(ref, claim.attempt);
+  await markProcessing(ref, claim.fencingToken);
   return { refId, ref, merchantRef: `topup:${userId}:${refId}` };
 }
 

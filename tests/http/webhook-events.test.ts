@@ -44,7 +44,7 @@ async function recordedEvents(where: string, values: unknown[]) {
 async function processingTopup(userId: string, amountMinor: number) {
   const refId = freshRefId("c19");
   const claim = await claimEntry(claimRequest(userId, { refId, amountMinor }));
-  await markProcessing({ userId, entryId: claim.id }, claim.attempt);
+  await markProcessing({ userId, entryId: claim.id }, claim.fencingToken);
   return { refId, merchantRef: `topup:${userId}:${refId}` };
 }
 

@@ -63,7 +63,7 @@ async function failedTopupWithSucceededCharge(chargeEnds: "succeeded" | "decline
   const refId = freshRefId(chargeEnds === "declined" ? "sbx-decline-adj" : "adj");
   const claim = await claimEntry(claimRequest(user.id, { refId, amountMinor: AMOUNT_MINOR }));
   const ref = { userId: user.id, entryId: claim.id };
-  await markProcessing(ref, claim.attempt);
+  await markProcessing(ref, claim.fencingToken);
   await failEntry(ref, { actor: "admin", guard: { kind: "status_only" }, reason: "expired" });
   const failed = (await getEntryById(ref))!;
   await storeFinishedTopupResponse(failed);

@@ -83,7 +83,7 @@ describe("C15: the headroom gate in front of the bank", () => {
     const user = await createTestUser();
     await seedBalance(user.id, maxBalance());
     const entry = await claimedTopup(user.id, 1);
-    const admission = await admitTopup(entry, entry.attempt, "request");
+    const admission = await admitTopup(entry, entry.fencingToken, "request");
     expect(admission.kind).toBe("no_room");
     expect(admission.entry).toMatchObject({ status: "failed", failureReason: "balance_limit_exceeded" });
     const stored = await storedResponseOf(user.id, entry.id);
@@ -99,9 +99,9 @@ describe("C15: the headroom gate in front of the bank", () => {
     const user = await createTestUser();
     await seedBalance(user.id, maxBalance() - 500);
     const over = await claimedTopup(user.id, 501);
-    expect((await admitTopup(over, over.attempt, "request")).kind).toBe("no_room");
+    expect((await admitTopup(over, over.fencingToken, "request")).kind).toBe("no_room");
     const exact = await claimedTopup(user.id, 500);
-    const admitted = await admitTopup(exact, exact.attempt, "request");
+    const admitted = await admitTopup(exact, exact.fencingToken, "request");
     expect(admitted.kind).toBe("admitted");
     expect(admitted.entry.status).toBe("processing");
   });
@@ -110,25 +110,25 @@ describe("C15: the headroom gate in front of the bank", () => {
     const user = await createTestUser();
     await seedBalance(user.id, maxBalance() - 1000);
     const other = await claimedTopup(user.id, 600);
-    await markProcessing({ userId: user.id, entryId: other.id }, other.attempt);
+    await markProcessing({ userId: user.id, entryId: other.id }, other.fencingToken);
     const tooMuch = await claimedTopup(user.id, 500);
-    expect((await admitTopup(tooMuch, tooMuch.attempt, "request")).kind).toBe("no_room");
+    expect((await admitTopup(tooMuch, tooMuch.fencingToken, "request")).kind).toBe("no_room");
     // The refused row is finished: it no longer holds room. 600 + 400 = the 1000 left.
     const fits = await claimedTopup(user.id, 400);
-    expect((await admitTopup(fits, fits.attempt, "request")).kind).toBe("admitted");
+    expect((await admitTopup(fits, fits.fencingToken, "request")).kind).toBe("admitted");
   });
 
   it("C15: a user with no wallet row yet is admitted (the row is created to be locked), and a fenced lease is not", async () => {
     const user = await createTestUser();
     const entry = await claimedTopup(user.id, 700);
-    const fenced = await admitTopup(entry, entry.attempt + 1, "request");
+    const fenced = await admitTopup(entry, entry.fencingToken + 1, "request");
     expect(fenced.kind).toBe("fenced");
     // The statement's own guard held (the outcome alone would also say fenced for a row moved under another attempt).
-    expect(fenced.entry).toMatchObject({ status: "initiated", attempt: entry.attempt });
+    expect(fenced.entry).toMatchObject({ status: "initiated", fencingToken: entry.fencingToken });
     expect((await transitionsOf(user.id, entry.id)).map((t) => t.to)).toEqual(["initiated"]);
-    expect((await admitTopup(entry, entry.attempt, "request")).kind).toBe("admitted");
+    expect((await admitTopup(entry, entry.fencingToken, "request")).kind).toBe("admitted");
     // Run again (a retried transaction whose first run committed): its own result, not a refusal.
-    expect((await admitTopup(entry, entry.attempt, "request")).kind).toBe("admitted");
+    expect((await admitTopup(entry, entry.fencingToken, "request")).kind).toBe("admitted");
     expect(await balanceOf(user.id)).toBe(0);
   });
 
@@ -141,7 +141,7 @@ describe("C15: the headroom gate in front of the bank", () => {
     try {
       await holder.query("BEGIN");
       await holder.query("SELECT 1 FROM wallets WHERE user_id = $1 FOR UPDATE", [user.id]);
-      const racing = [first, second].map((entry) => admitTopup(entry, entry.attempt, "request"));
+      const racing = [first, second].map((entry) => admitTopup(entry, entry.fencingToken, "request"));
       await waitForBlockedSessions({ blockedBy: await backendPid(holder) }, 2, 10_000);
       await holder.query("COMMIT");
       const kinds = (await Promise.all(racing)).map((outcome) => outcome.kind).sort();
@@ -163,7 +163,7 @@ describe("C15: the headroom gate in front of the bank", () => {
     expect((await transitionsOf(user.id, over!.id)).map((t) => t.to)).toEqual(["initiated", "failed"]);
     const refId = freshRefId("c15");
     const fits = await claimAndAdmit(refId, 500);
-    expect(fits).toMatchObject({ status: "processing", attempt: 1, response: null });
+    expect(fits).toMatchObject({ status: "processing", fencingToken: 1, response: null });
     expect((await transitionsOf(user.id, fits!.id)).map((t) => t.to)).toEqual(["initiated", "processing"]);
     expect(await claimAndAdmit(refId, 500)).toBeNull();
     expect(await balanceOf(user.id)).toBe(maxBalance() - 500);
@@ -178,7 +178,7 @@ describe("C15: the headroom gate in front of the bank", () => {
     const balance = await balanceOf(user.id);
     const noGate = async (entry: LedgerEntry) =>
       balance + entry.amountMinor <= maxBalance()
-        ? (await markProcessing({ userId: user.id, entryId: entry.id }, entry.attempt)).kind
+        ? (await markProcessing({ userId: user.id, entryId: entry.id }, entry.fencingToken)).kind
         : "no_room";
     const kinds = (await Promise.all([first, second].map(noGate))).sort();
     expect(kinds).toEqual(["moved", "moved"]);
@@ -203,26 +203,26 @@ describe("C15: the admission function's guards, each with its negative control",
    */
   async function admitThroughRewrite(
     entry: LedgerEntry,
-    attempt: number,
+    fencingToken: number,
     [name, from, to]: readonly [string, string, string],
   ) {
     const client = await testPool().connect();
     try {
       await client.query("BEGIN");
       await client.query(rewritten(functionDefinition(name), from, to));
-      return await admitTopupUnderWalletLock(client, admissionRequest(entry, attempt));
+      return await admitTopupUnderWalletLock(client, admissionRequest(entry, fencingToken));
     } finally {
       await client.query("ROLLBACK");
       client.release();
     }
   }
 
-  function admissionRequest(entry: LedgerEntry, attempt: number) {
+  function admissionRequest(entry: LedgerEntry, fencingToken: number) {
     return {
       ref: { userId: entry.userId, entryId: entry.id },
       amountMinor: entry.amountMinor,
       currency: entry.currency,
-      attempt,
+      fencingToken,
       actor: "request" as const,
       maxBalanceMinor: maxBalance(),
       refusal: { status: 422, body: "{}" },
@@ -271,29 +271,29 @@ describe("C15: the admission function's guards, each with its negative control",
   it("negative control: without the fencing token in the move, a stale attempt moves the row to processing", async () => {
     const user = await createTestUser();
     const entry = await claimedTopup(user.id, 700);
-    const moved = await admitThroughRewrite(entry, entry.attempt + 1, ATTEMPT_GUARD);
+    const moved = await admitThroughRewrite(entry, entry.fencingToken + 1, ATTEMPT_GUARD);
     expect(moved.status).toBe("processing");
     // The real function, same call: nothing moves.
-    expect((await admitTopup(entry, entry.attempt + 1, "request")).entry.status).toBe("initiated");
+    expect((await admitTopup(entry, entry.fencingToken + 1, "request")).entry.status).toBe("initiated");
   });
 
   it("negative control: without the other unfinished top-ups in the sum, a top-up that does not fit is admitted", async () => {
     const user = await createTestUser();
     await seedBalance(user.id, maxBalance() - 1000);
     const other = await claimedTopup(user.id, 600);
-    expect((await admitTopup(other, other.attempt, "request")).kind).toBe("admitted");
+    expect((await admitTopup(other, other.fencingToken, "request")).kind).toBe("admitted");
     const tooMuch = await claimedTopup(user.id, 500);
-    const admitted = await admitThroughRewrite(tooMuch, tooMuch.attempt, PENDING_CREDITS);
+    const admitted = await admitThroughRewrite(tooMuch, tooMuch.fencingToken, PENDING_CREDITS);
     expect(admitted.status).toBe("processing");
-    expect((await admitTopup(tooMuch, tooMuch.attempt, "request")).kind).toBe("no_room");
+    expect((await admitTopup(tooMuch, tooMuch.fencingToken, "request")).kind).toBe("no_room");
   });
 
   it("negative control: with the top-up's own amount among the pending credits, one that fits exactly is refused", async () => {
     const user = await createTestUser();
     await seedBalance(user.id, maxBalance() - 1000);
     const exact = await claimedTopup(user.id, 1000);
-    expect((await admitThroughRewrite(exact, exact.attempt, OWN_ENTRY_EXCLUDED)).status).toBe("failed");
-    expect((await admitTopup(exact, exact.attempt, "request")).kind).toBe("admitted");
+    expect((await admitThroughRewrite(exact, exact.fencingToken, OWN_ENTRY_EXCLUDED)).status).toBe("failed");
+    expect((await admitTopup(exact, exact.fencingToken, "request")).kind).toBe("admitted");
   });
 
   it("negative control: the sum taken before the wallet lock refuses both racing top-ups, though one fits", async () => {
@@ -312,7 +312,7 @@ describe("C15: the admission function's guards, each with its negative control",
       const racing = [first, second].map((entry) =>
         testPool().query<{ status: string }>(
           `SELECT status FROM ${control}($1, $2, $3, 'USD', $4, 'request', $5, 422::smallint, '{}')`,
-          [user.id, entry.id, entry.amountMinor, entry.attempt, maxBalance()],
+          [user.id, entry.id, entry.amountMinor, entry.fencingToken, maxBalance()],
         ),
       );
       await waitForBlockedSessions({ blockedBy: await backendPid(holder) }, 2, 10_000);
@@ -362,7 +362,7 @@ describe("C15: rewards and payments near the ceiling", () => {
     const user = await createTestUser();
     await seedBalance(user.id, maxBalance() - 100);
     const topup = await claimedTopup(user.id, 98);
-    expect((await admitTopup(topup, topup.attempt, "request")).kind).toBe("admitted");
+    expect((await admitTopup(topup, topup.fencingToken, "request")).kind).toBe("admitted");
     const reward = await creditReward({ userId: user.id, adId: "ad-c15-pending" });
     expect(reward).toMatchObject({ kind: "response", response: { status: 422 } });
   });

@@ -60,8 +60,8 @@ async function processingTopup(userId: string, amountMinor = 1000) {
   const refId = freshRefId("cmt");
   const claim = await claimEntry(claimRequest(userId, { refId, amountMinor }));
   const ref = { userId, entryId: claim.id };
-  await markProcessing(ref, claim.attempt);
-  return { key: { userId, refId }, ref, attempt: claim.attempt };
+  await markProcessing(ref, claim.fencingToken);
+  return { key: { userId, refId }, ref, fencingToken: claim.fencingToken };
 }
 
 const charge = (overrides: Partial<ReportedCharge> = {}): ReportedCharge => ({
@@ -91,7 +91,7 @@ describe("webhook_credit_topup", () => {
       from: "processing",
       to: "succeeded",
       actor: "webhook",
-      attempt: 1,
+      fencingToken: 1,
     });
     const detail = await testPool().query(
       "SELECT detail FROM ledger_transitions WHERE user_id = $1 AND entry_id = $2 AND to_status = 'succeeded'",

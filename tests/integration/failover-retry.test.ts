@@ -96,7 +96,7 @@ describe("a lost answer is settled by the operation's key, never by running it t
     });
     expect(proxy.cuts()).toBe(cutsBefore + 1);
     expect(run).toMatchObject({ kind: "won", response: { status: 201, body: "{}" } });
-    expect(finished).toEqual([expect.objectContaining({ status: "initiated", attempt: 1, response: null })]);
+    expect(finished).toEqual([expect.objectContaining({ status: "initiated", fencingToken: 1, response: null })]);
     expect(await countRows(user.id, "topup", request.key.refId)).toBe(1);
   });
 

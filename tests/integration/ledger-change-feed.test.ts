@@ -44,7 +44,7 @@ const kinds = (heard: FeedEvent[]) => heard.map((event) => event.kind);
 async function topupThroughItsStates(userId: string, refId: string) {
   const claim = await claimEntry(claimRequest(userId, { refId }));
   const ref = { userId, entryId: claim.id };
-  await markProcessing(ref, claim.attempt);
+  await markProcessing(ref, claim.fencingToken);
   await completeEntry(ref, { actor: "webhook", guard: { kind: "status_only" }, credit: true });
 }
 

@@ -47,7 +47,7 @@ function creditOperation(
         const claimed = await insertClaimOrLose(tx, requestOf(key, leaseOwner));
         if (!claimed) return { kind: "lost" };
         const ref = { userId: key.userId, entryId: claimed.id };
-        const guard = { kind: "lease", attempt: claimed.attempt } as const;
+        const guard = { kind: "lease", fencingToken: claimed.fencingToken } as const;
         const entry = movedOrThrow(await completeEntry(ref, { actor: "request", guard, credit: true }, tx), "test");
         const response = jsonStoredResponse(201, { ok: entry.id });
         await storeResponse(ref, response, tx);
@@ -116,8 +116,8 @@ describe("runClaimedOperation: an operation decided in the claim's commit", () =
     });
     expect(await readCachedReplay(key, params)).toEqual({ kind: "replay", response: ran.response });
     expect(await transitionsOf(key.userId, row!.id)).toEqual([
-      { from: null, to: "initiated", actor: "request", attempt: 1 },
-      { from: "initiated", to: "succeeded", actor: "request", attempt: 1 },
+      { from: null, to: "initiated", actor: "request", fencingToken: 1 },
+      { from: "initiated", to: "succeeded", actor: "request", fencingToken: 1 },
     ]);
   });
 
@@ -280,7 +280,7 @@ describe("runClaimedOperation: an operation with an outside call (claimed, then 
     const key = await freshKey("topup");
     const { operation, finished } = outsideCallOperation(key);
     const ran = wonOrThrow(await runClaimedOperation(operation));
-    expect(finished).toEqual([expect.objectContaining({ status: "initiated", attempt: 1, response: null })]);
+    expect(finished).toEqual([expect.objectContaining({ status: "initiated", fencingToken: 1, response: null })]);
     const response = finishedResponse(finished[0]!.id);
     expect(ran).toEqual({ kind: "won", response, replayed: false, detail: finished[0]!.id });
     expect(await readCachedReplay(key, params)).toEqual({ kind: "replay", response });
@@ -613,7 +613,7 @@ describe("takeOverExpiredEntry", () => {
     const taken = await takeOverExpiredEntry({ workerId: "taker", leaseMs: 30_000, userIds: [user.id] });
     expect(taken).toMatchObject({
       previousOwner: "dead-worker",
-      entry: { id: claimed.id, attempt: 2, leaseOwner: "taker", status: "initiated" },
+      entry: { id: claimed.id, fencingToken: 2, leaseOwner: "taker", status: "initiated" },
     });
     expect(taken?.ageMs).toBeGreaterThanOrEqual(0);
     expect(await countExpiredUnfinishedEntries([user.id])).toBe(0);

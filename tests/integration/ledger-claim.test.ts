@@ -25,7 +25,7 @@ describe("insertClaim", () => {
       expect(winners).toHaveLength(1);
       expect(winners[0]).toMatchObject({
         status: "initiated",
-        attempt: 1,
+        fencingToken: 1,
         leaseOwner: "test-worker",
         amountMinor: 1000,
       });
@@ -37,7 +37,7 @@ describe("insertClaim", () => {
       }
       expect(await countRows(user.id, "topup", request.key.refId)).toBe(1);
       expect(await transitionsOf(user.id, winners[0]!.id)).toEqual([
-        { from: null, to: "initiated", actor: "request", attempt: 1 },
+        { from: null, to: "initiated", actor: "request", fencingToken: 1 },
       ]);
     } finally {
       await Promise.all(clients.map((c) => c.end()));

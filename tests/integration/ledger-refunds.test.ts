@@ -28,7 +28,7 @@ async function succeededTopup(userId: string, amountMinor: number) {
     { userId, entryId: claimed.id },
     {
       actor: "request",
-      guard: { kind: "lease", attempt: claimed.attempt },
+      guard: { kind: "lease", fencingToken: claimed.fencingToken },
       credit: true,
       bankChargeId: freshRefId("ch"),
     },
@@ -98,7 +98,7 @@ describe("claimRefund", () => {
       failureReason: null,
       response: null,
       leaseOwner: "refund-test",
-      attempt: 1,
+      fencingToken: 1,
       refundsEntryId: topup.id,
       refundedMinor: 0,
     });
@@ -112,7 +112,7 @@ describe("claimRefund", () => {
       refundsEntryId: null,
     });
     expect(await transitionsOf(user.id, outcome.entry.id)).toEqual([
-      { from: null, to: "initiated", actor: "admin", attempt: 1 },
+      { from: null, to: "initiated", actor: "admin", fencingToken: 1 },
     ]);
     const detail = await testPool().query(
       "SELECT detail FROM ledger_transitions WHERE user_id = $1 AND entry_id = $2",
@@ -150,8 +150,8 @@ describe("claimRefund", () => {
     expect(await moneyOf(user.id, topup.id)).toEqual({ balance: 200, debt: 0, refunded: 800 });
     // Born decided, like every entry: the claim, then its refusal (docs/decisions/053).
     expect(await transitionsOf(user.id, outcome.entry.id)).toEqual([
-      { from: null, to: "initiated", actor: "admin", attempt: 1 },
-      { from: "initiated", to: "failed", actor: "admin", attempt: 1 },
+      { from: null, to: "initiated", actor: "admin", fencingToken: 1 },
+      { from: "initiated", to: "failed", actor: "admin", fencingToken: 1 },
     ]);
     const detail = await testPool().query(
       "SELECT detail FROM ledger_transitions WHERE user_id = $1 AND entry_id = $2 ORDER BY id",
@@ -287,7 +287,7 @@ describe("releaseRefund", () => {
 
   it("fails the row and gives wallet and remainder back once, in one statement; a second call moves nothing", async () => {
     const { user, topup, refund, ref } = await reservedRefund();
-    expect((await markProcessing(ref, refund.attempt, { actor: "admin" })).kind).toBe("moved");
+    expect((await markProcessing(ref, refund.fencingToken, { actor: "admin" })).kind).toBe("moved");
     const released = await releaseRefund(ref, { actor: "webhook", detail: "bank says failed", bankRefundId: "rf_1" });
     expect(released).toMatchObject({ kind: "released", balanceMinor: 1000 });
     if (released.kind !== "released") throw new Error("unreachable");
@@ -302,9 +302,9 @@ describe("releaseRefund", () => {
     expect(await releaseRefund(ref, { actor: "reconciler", detail: "again" })).toEqual({ kind: "unchanged" });
     expect(await moneyOf(user.id, topup.id)).toEqual({ balance: 1000, debt: 0, refunded: 0 });
     expect(await transitionsOf(user.id, refund.id)).toEqual([
-      { from: null, to: "initiated", actor: "admin", attempt: 1 },
-      { from: "initiated", to: "processing", actor: "admin", attempt: 1 },
-      { from: "processing", to: "failed", actor: "webhook", attempt: 1 },
+      { from: null, to: "initiated", actor: "admin", fencingToken: 1 },
+      { from: "initiated", to: "processing", actor: "admin", fencingToken: 1 },
+      { from: "processing", to: "failed", actor: "webhook", fencingToken: 1 },
     ]);
     const details = await testPool().query(
       "SELECT detail FROM ledger_transitions WHERE user_id = $1 AND entry_id = $2 ORDER BY id",

@@ -27,10 +27,10 @@ describe("lifecycle", () => {
   it("initiated → processing → succeeded credits the wallet once, in the same statement", async () => {
     const user = await createTestUser();
     const { entry, ref } = await claimed(user.id, 2500);
-    expect((await markProcessing(ref, entry.attempt)).kind).toBe("moved");
+    expect((await markProcessing(ref, entry.fencingToken)).kind).toBe("moved");
     const done = await completeEntry(ref, {
       actor: "request",
-      guard: { kind: "lease", attempt: entry.attempt },
+      guard: { kind: "lease", fencingToken: entry.fencingToken },
       credit: true,
       bankChargeId: "ch_1",
     });
@@ -43,9 +43,9 @@ describe("lifecycle", () => {
     });
     expect(await balanceOf(user.id)).toBe(2500);
     expect(await transitionsOf(user.id, entry.id)).toEqual([
-      { from: null, to: "initiated", actor: "request", attempt: 1 },
-      { from: "initiated", to: "processing", actor: "request", attempt: 1 },
-      { from: "processing", to: "succeeded", actor: "request", attempt: 1 },
+      { from: null, to: "initiated", actor: "request", fencingToken: 1 },
+      { from: "initiated", to: "processing", actor: "request", fencingToken: 1 },
+      { from: "processing", to: "succeeded", actor: "request", fencingToken: 1 },
     ]);
   });
 
@@ -99,7 +99,7 @@ describe("lifecycle", () => {
   it("processing → failed records the bank's charge id and the audit detail, and moves no money", async () => {
     const user = await createTestUser();
     const { entry, ref } = await claimed(user.id);
-    await markProcessing(ref, entry.attempt);
+    await markProcessing(ref, entry.fencingToken);
     const failed = await failEntry(ref, {
       actor: "webhook",
       guard: { kind: "status_only" },
@@ -133,7 +133,7 @@ describe("lifecycle", () => {
       credit: true,
       detail: "event evt_2",
     });
-    expect(done).toMatchObject({ kind: "moved", entry: { status: "succeeded", attempt: 2 } });
+    expect(done).toMatchObject({ kind: "moved", entry: { status: "succeeded", fencingToken: 2 } });
     expect(await balanceOf(user.id)).toBe(1000);
   });
 
@@ -155,7 +155,11 @@ describe("lifecycle", () => {
     const { entry, ref } = await claimed(user.id);
     const [fromWebhook, fromRequest] = await Promise.all([
       completeEntry(ref, { actor: "webhook", guard: { kind: "status_only" }, credit: true }),
-      completeEntry(ref, { actor: "request", guard: { kind: "lease", attempt: entry.attempt }, credit: true }),
+      completeEntry(ref, {
+        actor: "request",
+        guard: { kind: "lease", fencingToken: entry.fencingToken },
+        credit: true,
+      }),
     ]);
     expect([fromWebhook.kind, fromRequest.kind].sort()).toEqual(["moved", "not_moved"]);
     expect(fromWebhook.entry.status).toBe("succeeded");
@@ -174,7 +178,7 @@ describe("lifecycle", () => {
   it("attachChargeAndRespond records the charge id and the first response together, its time slot the row's new updatedAt", async () => {
     const user = await createTestUser();
     const { entry, ref } = await claimed(user.id);
-    await markProcessing(ref, entry.attempt);
+    await markProcessing(ref, entry.fencingToken);
     const first = {
       status: "processing" as const,
       response: jsonResponseTemplate(201, (time) => ({ status: "processing", updatedAt: time })),
@@ -201,13 +205,13 @@ describe("lifecycle", () => {
     };
     // Credited by the webhook before the request got the bank's answer: a "processing" answer would be stale.
     const credited = await claimed(user.id);
-    await markProcessing(credited.ref, credited.entry.attempt);
+    await markProcessing(credited.ref, credited.entry.fencingToken);
     await completeEntry(credited.ref, { actor: "webhook", guard: { kind: "status_only" }, credit: true });
     expect(await attachChargeAndRespond(credited.ref, "ch_c", first)).toBeNull();
     expect(await getEntryById(credited.ref)).toMatchObject({ status: "succeeded", bankChargeId: null, response: null });
     // A response already stored (first writer wins), the row still processing without a charge id.
     const answered = await claimed(user.id);
-    await markProcessing(answered.ref, answered.entry.attempt);
+    await markProcessing(answered.ref, answered.entry.fencingToken);
     await storeResponse(answered.ref, jsonStoredResponse(201, { earlier: true }));
     expect(await attachChargeAndRespond(answered.ref, "ch_d", first)).toBeNull();
     expect(await getEntryById(answered.ref)).toMatchObject({
@@ -228,20 +232,24 @@ describe("leases and fencing", () => {
     );
     const stale = await completeEntry(ref, {
       actor: "request",
-      guard: { kind: "lease", attempt: entry.attempt },
+      guard: { kind: "lease", fencingToken: entry.fencingToken },
       credit: true,
     });
-    expect(stale).toMatchObject({ kind: "not_moved", entry: { status: "initiated", attempt: 2 } });
-    expect((await markProcessing(ref, entry.attempt)).kind).toBe("not_moved");
+    expect(stale).toMatchObject({ kind: "not_moved", entry: { status: "initiated", fencingToken: 2 } });
+    expect((await markProcessing(ref, entry.fencingToken)).kind).toBe("not_moved");
     expect(await balanceOf(user.id)).toBe(0);
-    const fresh = await completeEntry(ref, { actor: "reconciler", guard: { kind: "lease", attempt: 2 }, credit: true });
-    expect(fresh).toMatchObject({ kind: "moved", entry: { status: "succeeded", attempt: 2 } });
+    const fresh = await completeEntry(ref, {
+      actor: "reconciler",
+      guard: { kind: "lease", fencingToken: 2 },
+      credit: true,
+    });
+    expect(fresh).toMatchObject({ kind: "moved", entry: { status: "succeeded", fencingToken: 2 } });
     expect(await balanceOf(user.id)).toBe(1000);
     expect((await transitionsOf(user.id, entry.id)).at(-1)).toEqual({
       from: "initiated",
       to: "succeeded",
       actor: "reconciler",
-      attempt: 2,
+      fencingToken: 2,
     });
   });
 
@@ -278,9 +286,9 @@ describe("what the transitions tell their callers", () => {
   it("markProcessing's actor defaults to the request and records a re-drive's reconciler", async () => {
     const user = await createTestUser();
     const first = await claimed(user.id);
-    await markProcessing(first.ref, first.entry.attempt);
+    await markProcessing(first.ref, first.entry.fencingToken);
     const second = await claimed(user.id);
-    await markProcessing(second.ref, second.entry.attempt, { actor: "reconciler" });
+    await markProcessing(second.ref, second.entry.fencingToken, { actor: "reconciler" });
     expect((await transitionsOf(user.id, first.entry.id)).at(-1)?.actor).toBe("request");
     expect((await transitionsOf(user.id, second.entry.id)).at(-1)?.actor).toBe("reconciler");
   });

@@ -129,11 +129,11 @@ describe("createPayment", () => {
     expect(first.response).toEqual({ status: 201, body: JSON.stringify({ payment: paymentView(row) }) });
     expect(row.response).toEqual(first.response);
     expect(row).toMatchObject({ status: "succeeded", failureReason: null, leaseOwner: null, leaseExpiresAt: null });
-    expect(row.attempt).toBe(1);
+    expect(row.fencingToken).toBe(1);
     expect(row.updatedAt).toEqual(row.createdAt);
     expect(await transitionsOf(user.id, row.id)).toEqual([
-      { from: null, to: "initiated", actor: "request", attempt: 1 },
-      { from: "initiated", to: "succeeded", actor: "request", attempt: 1 },
+      { from: null, to: "initiated", actor: "request", fencingToken: 1 },
+      { from: "initiated", to: "succeeded", actor: "request", fencingToken: 1 },
     ]);
     expect(await balanceOf(user.id)).toBe(375);
   });
@@ -168,8 +168,8 @@ describe("createPayment", () => {
     const row = await findEntryByKey(operationKey(user.id, "payment", orderId));
     expect(row).toMatchObject({ status: "failed", failureReason: "debt_outstanding", response: first.response });
     expect(await transitionsOf(user.id, row!.id)).toEqual([
-      { from: null, to: "initiated", actor: "request", attempt: 1 },
-      { from: "initiated", to: "failed", actor: "request", attempt: 1 },
+      { from: null, to: "initiated", actor: "request", fencingToken: 1 },
+      { from: "initiated", to: "failed", actor: "request", fencingToken: 1 },
     ]);
     expect(await balanceOf(user.id)).toBe(10_000);
     // Once the debt is repaid the same order id still replays its 402 (an outcome never flips); a new one pays.

@@ -239,7 +239,7 @@ function admission(entry: LedgerEntry, maxBalanceMinor: number) {
     ref: { userId: entry.userId, entryId: entry.id },
     amountMinor: entry.amountMinor,
     currency: entry.currency,
-    attempt: entry.attempt,
+    fencingToken: entry.fencingToken,
     actor: "request" as const,
     maxBalanceMinor,
     refusal: jsonStoredResponse(422, { code: "balance_limit_exceeded" }),
@@ -285,7 +285,7 @@ async function moneyPathRound(session: pg.Client, userId: string): Promise<void>
   await attachCharge(topupRef, `ch_${randomUUID()}`, session);
   const credited = await completeEntry(
     topupRef,
-    { actor: "request", guard: { kind: "lease", attempt: topup.attempt }, credit: true },
+    { actor: "request", guard: { kind: "lease", fencingToken: topup.fencingToken }, credit: true },
     session,
   );
   if (credited.kind !== "moved") throw new Error("C25: the credit was refused");
@@ -343,7 +343,7 @@ async function moneyPathRound(session: pg.Client, userId: string): Promise<void>
 
   const failing = await insertClaim(session, claimRequest(userId, { type: "topup" }));
   if (!failing) throw new Error("C25: a fresh key was not claimed");
-  await markProcessing({ userId, entryId: failing.id }, failing.attempt, { db: session });
+  await markProcessing({ userId, entryId: failing.id }, failing.fencingToken, { db: session });
   await failEntry(
     { userId, entryId: failing.id },
     { actor: "webhook", guard: { kind: "status_only" }, reason: "declined_by_bank" },

@@ -64,12 +64,12 @@ describe("reconciler: bank → ledger", () => {
     expect(entry).toMatchObject({ status: "succeeded", amountMinor: 4200, currency: "USD", bankChargeId: made.id });
     expect(await balanceOf(user.id)).toBe(4200);
     expect(await auditTrail(user.id, entry!.id)).toEqual([
-      { from: null, to: "initiated", actor: "reconciler", attempt: 1, detail: null },
+      { from: null, to: "initiated", actor: "reconciler", fencingToken: 1, detail: null },
       {
         from: "initiated",
         to: "succeeded",
         actor: "reconciler",
-        attempt: 1,
+        fencingToken: 1,
         detail: expect.stringContaining("claimed from a succeeded bank charge"),
       },
     ]);

@@ -141,7 +141,7 @@ export async function stuckTopup(
   const amountMinor = options.amountMinor ?? 1000;
   const claim = await claimEntry(claimRequest(userId, { refId, amountMinor, leaseOwner: "dead-worker" }));
   const ref = { userId, entryId: claim.id };
-  if (options.processing ?? true) await markProcessing(ref, claim.attempt);
+  if (options.processing ?? true) await markProcessing(ref, claim.fencingToken);
   const merchantRef = merchantRefFor(userId, refId);
   if (options.chargeAt) {
     const charged = await createCharge(
@@ -195,7 +195,7 @@ export async function backendPid(client: pg.Client): Promise<number> {
 export async function auditTrail(
   userId: string,
   entryId: number,
-): Promise<{ from: string | null; to: string; actor: string; attempt: number; detail: string | null }[]> {
+): Promise<{ from: string | null; to: string; actor: string; fencingToken: number; detail: string | null }[]> {
   const result = await testPool().query(
     "SELECT from_status, to_status, actor, attempt, detail FROM ledger_transitions WHERE user_id = $1 AND entry_id = $2 ORDER BY id",
     [userId, entryId],
@@ -204,7 +204,7 @@ export async function auditTrail(
     from: r.from_status,
     to: r.to_status,
     actor: r.actor,
-    attempt: r.attempt,
+    fencingToken: r.attempt,
     detail: r.detail,
   }));
 }

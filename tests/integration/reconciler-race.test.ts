@@ -73,7 +73,7 @@ async function holdClaimAndStartPass(
       { userId, entryId: held.id },
       {
         actor: "request",
-        guard: { kind: "lease", attempt: held.attempt },
+        guard: { kind: "lease", fencingToken: held.fencingToken },
         credit: true,
         bankChargeId: alsoComplete.chargeId,
       },

@@ -46,7 +46,7 @@ describe("reconciler: ledger → bank", () => {
   it("takes over a row whose lease expired and completes it from the bank's succeeded charge, once; C12: the request's retry replays", async () => {
     const user = await createTestUser();
     const stuck = await stuckTopup(user.id, { amountMinor: 2500, chargeAt: syncBank.url });
-    expect(stuck.entry).toMatchObject({ status: "processing", attempt: 1, leaseOwner: "dead-worker" });
+    expect(stuck.entry).toMatchObject({ status: "processing", fencingToken: 1, leaseOwner: "dead-worker" });
 
     const result = await reconcileOnce(passOptions(syncBank.url, [user.id], { redriveWindowS: REDRIVE_WINDOW_S }));
     expect(result).toEqual({ examined: 1, completed: 1, failed: 0, redriven: 0, skipped: 0 });
@@ -54,27 +54,27 @@ describe("reconciler: ledger → bank", () => {
     const row = await getEntryById(stuck.ref);
     expect(row).toMatchObject({
       status: "succeeded",
-      attempt: 2,
+      fencingToken: 2,
       bankChargeId: charge!.id,
       leaseOwner: null,
       leaseExpiresAt: null,
     });
     expect(await balanceOf(user.id)).toBe(2500);
     expect(await auditTrail(user.id, stuck.entry.id)).toEqual([
-      { from: null, to: "initiated", actor: "request", attempt: 1, detail: null },
-      { from: "initiated", to: "processing", actor: "request", attempt: 1, detail: null },
+      { from: null, to: "initiated", actor: "request", fencingToken: 1, detail: null },
+      { from: "initiated", to: "processing", actor: "request", fencingToken: 1, detail: null },
       {
         from: "processing",
         to: "processing",
         actor: "reconciler",
-        attempt: 2,
+        fencingToken: 2,
         detail: "lease taken over from dead-worker",
       },
       {
         from: "processing",
         to: "succeeded",
         actor: "reconciler",
-        attempt: 2,
+        fencingToken: 2,
         detail: expect.stringContaining("reconciler"),
       },
     ]);
@@ -129,11 +129,11 @@ describe("reconciler: ledger → bank", () => {
     const result = await reconcileOnce(passOptions(pendingBank.url, [user.id]));
     expect(result).toEqual({ examined: 1, completed: 0, failed: 0, redriven: 0, skipped: 1 });
     const row = await getEntryById(stuck.ref);
-    expect(row).toMatchObject({ status: "processing", attempt: 2, bankChargeId: charge!.id, response: null });
+    expect(row).toMatchObject({ status: "processing", fencingToken: 2, bankChargeId: charge!.id, response: null });
     expect(await balanceOf(user.id)).toBe(0);
     // Its lease is the take-over's, live now: the next pass does not take it again.
     expect(await reconcileOnce(passOptions(pendingBank.url, [user.id]))).toMatchObject({ examined: 0 });
-    expect((await getEntryById(stuck.ref))?.attempt).toBe(2);
+    expect((await getEntryById(stuck.ref))?.fencingToken).toBe(2);
   });
 
   it("C12: re-drives a row that never reached the bank while it is younger than the re-drive window: one charge, one credit, the retry replays", async () => {
@@ -254,7 +254,7 @@ describe("reconciler: ledger → bank", () => {
       const trail = await auditTrail(user.id, row.entry.id);
       expect(trail.filter((t) => t.detail?.startsWith("lease taken over"))).toHaveLength(1);
       expect(trail.filter((t) => t.to === "succeeded")).toHaveLength(1);
-      expect((await getEntryById(row.ref))?.attempt).toBe(2);
+      expect((await getEntryById(row.ref))?.fencingToken).toBe(2);
     }
   });
 
@@ -265,7 +265,7 @@ describe("reconciler: ledger → bank", () => {
     const { completeEntry } = await import("@/lib/ledger/transitions");
     const late = await completeEntry(stuck.ref, {
       actor: "request",
-      guard: { kind: "lease", attempt: 1 },
+      guard: { kind: "lease", fencingToken: 1 },
       credit: true,
     });
     expect(late.kind).toBe("not_moved");

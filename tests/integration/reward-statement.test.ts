@@ -110,7 +110,7 @@ describe("decideRewardUnderWalletLock", () => {
     expect(decided.response).toEqual({ status: 201, body: JSON.stringify({ reward: rewardView(row) }) });
     expect(row.response).toEqual(decided.response);
     expect(row).toMatchObject({ status: "succeeded", failureReason: null, leaseOwner: null, leaseExpiresAt: null });
-    expect(row.attempt).toBe(1);
+    expect(row.fencingToken).toBe(1);
     expect(row.updatedAt).toEqual(row.createdAt);
     expect(decided.creditedTodayMinor).toBe(AMOUNT_MINOR);
     expect(await auditOf(user.id, row.id)).toEqual([

@@ -39,7 +39,7 @@ async function topupRow(state: "processing" | "succeeded" | "failed", amountMino
   const user = await createTestUser();
   const claim = await claimEntry(claimRequest(user.id, { refId: freshRefId("settle"), amountMinor }));
   const ref = { userId: user.id, entryId: claim.id };
-  await markProcessing(ref, claim.attempt);
+  await markProcessing(ref, claim.fencingToken);
   const guard = { kind: "status_only" } as const;
   if (state === "succeeded") await completeEntry(ref, { actor: "webhook", guard, credit: true });
   if (state === "failed") await failEntry(ref, { actor: "webhook", guard, reason: "declined_by_bank" });
@@ -97,7 +97,7 @@ describe("settleTopup: an unfinished row", () => {
     const row = await topupRow("processing");
     const request: SettleDoor = {
       actor: "request",
-      guard: { kind: "lease", attempt: row.attempt },
+      guard: { kind: "lease", fencingToken: row.fencingToken },
       detail: "test: request",
       pendingResponse: topupResponseOnWrite,
     };
@@ -117,7 +117,7 @@ describe("settleTopup: an unfinished row", () => {
     await storeResponse(ref, { status: 201, body: '{"earlier":true}' });
     const settled = await settleTopup(row, bankSays(row, "pending"), {
       actor: "request",
-      guard: { kind: "lease", attempt: row.attempt },
+      guard: { kind: "lease", fencingToken: row.fencingToken },
       detail: "test: request",
       pendingResponse: topupResponseOnWrite,
     });
@@ -154,7 +154,11 @@ describe("settleTopup: an unfinished row", () => {
       row.userId,
       row.id,
     ]);
-    const request: SettleDoor = { actor: "request", guard: { kind: "lease", attempt: row.attempt }, detail: "test" };
+    const request: SettleDoor = {
+      actor: "request",
+      guard: { kind: "lease", fencingToken: row.fencingToken },
+      detail: "test",
+    };
     expect(await settleTopup(row, bankSays(row, "succeeded"), request)).toMatchObject({
       kind: "unchanged",
       why: "fenced",

@@ -57,7 +57,7 @@ async function staleFailureFirst(deliver: Delivery) {
   const refId = freshRefId("c14-control");
   const claim = await claimEntry(claimRequest(user.id, { refId, amountMinor: 990 }));
   const ref = { userId: user.id, entryId: claim.id };
-  await markProcessing(ref, claim.attempt);
+  await markProcessing(ref, claim.fencingToken);
   const merchantRef = `topup:${user.id}:${refId}`;
   const charged = await createCharge(
     { merchantRef, amountMinor: 990, currency: "USD" },

@@ -97,8 +97,8 @@ export default async function TopupTimelinePage({ params }: { params: Promise<{ 
             <dd>{formatMoney(topup.amount, topup.currency)}</dd>
           </div>
           <div>
-            <dt>Attempt</dt>
-            <dd>{topup.attempt}</dd>
+            <dt>Fencing token</dt>
+            <dd>{topup.fencingToken}</dd>
           </div>
         </dl>
         <dl className="facts">
@@ -204,7 +204,7 @@ export default async function TopupTimelinePage({ params }: { params: Promise<{ 
                   {stateName(t.from)} → {stateName(t.to)}
                 </>
               )}{" "}
-              by <strong>{t.actor}</strong> (attempt {t.attempt}){t.detail ? `: ${t.detail}` : ""}
+              by <strong>{t.actor}</strong> (fencing token {t.fencingToken}){t.detail ? `: ${t.detail}` : ""}
             </li>
           ))}
         </ol>
