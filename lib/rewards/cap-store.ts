@@ -2,7 +2,7 @@
  * The reward cap's reservation store in Redis (contract section 6, cases C06 and C13).
  *
  * The cap is a reservation, never a read: a Lua script checks the day's counter and raises it in one atomic
- * step, so of 50 parallel requests at 45 of a 50 cap exactly one fits (C13). Reserve, release and settle are
+ * step, so of 50 parallel requests at 45 of a 50 cap exactly one fits (C13). Reserve, release and confirm are
  * idempotent per reservation attempt and leave a tombstone, because ioredis cannot promise that a command
  * that timed out on the client never runs (docs/development.md note 21, C06): a reserve that runs after its own release
  * changes nothing, a second release changes nothing.
@@ -11,9 +11,9 @@
  * script may touch them together):
  *  - counter `reward:cap:{<userId>}:<day>`: a decimal integer, the minor units credited or reserved that day.
  *  - operation `reward:cap:{<userId>}:<day>:op:<adId>`: a hash for one reward operation (ref id
- *    `<adId>:<day>`): `state` (reserved | settled | released), `amount`, `holders` (attempts holding the
+ *    `<adId>:<day>`): `state` (reserved | confirmed | released), `amount`, `holders` (attempts holding the
  *    reservation), `at` (unix ms of the reservation) and one field `a:<attemptId>` per request attempt
- *    (held | released | settled). Concurrent duplicates of one operation share one reservation, so the
+ *    (held | released | confirmed). Concurrent duplicates of one operation share one reservation, so the
  *    operation is counted at most once, and it is given back only when the last holder releases it.
  *
  * A missing counter (cold or flushed) is seeded from the ledger with `SET ... NX EXAT` before the first
@@ -62,7 +62,7 @@ export interface CapOperation {
   readonly day: string;
   /** The ad id; with `day` it is the reward's ref id `<adId>:<day>`. */
   readonly adId: string;
-  /** Unique per request attempt (a random UUID): what makes reserve/release/settle idempotent (C06). */
+  /** Unique per request attempt (a random UUID): what makes reserve/release/confirm idempotent (C06). */
   readonly attemptId: string;
   /** When the day's keys expire, unix seconds (see {@link capKeysExpireAtS}). */
   readonly keysExpireAtS: number;
@@ -83,23 +83,23 @@ export type CapReleaseOutcome =
   | { readonly kind: "released" }
   /** Another attempt of the same operation still holds the reservation: the counter keeps it. */
   | { readonly kind: "shared" }
-  /** The operation's credit landed (settled): it stays counted. */
-  | { readonly kind: "kept_settled" }
+  /** The operation's credit landed (confirmed): it stays counted. */
+  | { readonly kind: "kept_confirmed" }
   /** The counter is gone, or was re-seeded after this reservation: nothing is given back (never below what landed). */
   | { readonly kind: "counter_reset" }
   /** No reserve of this attempt has run yet: the tombstone makes a late one change nothing. */
   | { readonly kind: "tombstoned" }
-  /** This attempt was released or settled before: nothing changed. */
+  /** This attempt was released or confirmed before: nothing changed. */
   | { readonly kind: "noop" };
 
-export type CapSettleOutcome =
+export type CapConfirmOutcome =
   /** The reservation became part of the credited sum (counter unchanged). */
-  | { readonly kind: "settled" }
-  /** Another attempt settled the operation first; counter unchanged. */
-  | { readonly kind: "already_settled" }
+  | { readonly kind: "confirmed" }
+  /** Another attempt confirmed the operation first; counter unchanged. */
+  | { readonly kind: "already_confirmed" }
   /** The reservation had been given back or lost (flush): the amount was counted again. */
   | { readonly kind: "recounted" }
-  /** This attempt settled before. */
+  /** This attempt confirmed before. */
   | { readonly kind: "noop" };
 
 /** The three operations creditReward needs; tests substitute broken implementations as negative controls. */
@@ -119,13 +119,13 @@ export interface RewardCapStore {
    * Records that `op`'s credit of `amountMinor` landed, then raises the counter to at least `floorMinor` when
    * given. Idempotent. Throws {@link CapStoreUnavailableError}.
    */
-  settle(op: CapOperation, amountMinor: number, floorMinor?: number): Promise<CapSettleOutcome>;
+  confirm(op: CapOperation, amountMinor: number, floorMinor?: number): Promise<CapConfirmOutcome>;
 }
 
 /** One reward operation's hash as read back (audit, tests). */
 export interface CapOperationState {
   readonly adId: string;
-  readonly state: "reserved" | "settled" | "released" | null;
+  readonly state: "reserved" | "confirmed" | "released" | null;
   readonly amountMinor: number | null;
   readonly holders: number;
   /** Unix ms of the reservation, null when never reserved (tombstones only). */
@@ -200,6 +200,13 @@ local function raise_to_floor(key, floor, expiry)
   if floor < 0 then return end
   local counted = counter_or_error(key, redis.call('GET', key))
   if counted == nil or counted < floor then redis.call('SET', key, floor, 'EXAT', expiry) end
+end
+-- Reads a field of an operation's hash. Until 2026-12 a confirmed reservation was stored as 'settled'; a day's keys
+-- written before the rename read as 'confirmed' (they expire with their day, decision 053).
+local function cap_field(key, field)
+  local value = redis.call('HGET', key, field)
+  if value == 'settled' then return 'confirmed' end
+  return value
 end`;
 
 // KEYS[1] counter, KEYS[2] operation. ARGV[1] attempt id, ARGV[2] amount, ARGV[3] cap (minor units),
@@ -207,13 +214,13 @@ end`;
 // leaves no partial write (Redis does not roll scripts back).
 const RESERVE_LUA = `${LUA_COUNTER_CHECK}
 local attempt = 'a:' .. ARGV[1]
-local mine = redis.call('HGET', KEYS[2], attempt)
+local mine = cap_field(KEYS[2], attempt)
 if mine == 'released' then return {'after_release', -1} end
 if mine then return {'already_reserved', -1} end
 local counted = counter_or_error(KEYS[1], redis.call('GET', KEYS[1]))
 if counted == nil then return {'unseeded', -1} end
-local state = redis.call('HGET', KEYS[2], 'state')
-if state == 'reserved' or state == 'settled' then
+local state = cap_field(KEYS[2], 'state')
+if state == 'reserved' or state == 'confirmed' then
   redis.call('HSET', KEYS[2], attempt, 'held')
   if state == 'reserved' then redis.call('HINCRBY', KEYS[2], 'holders', 1) end
   return {'already_reserved', counted}
@@ -233,10 +240,10 @@ return {'reserved', counted + amount}`;
 const RELEASE_LUA = `${LUA_COUNTER_CHECK}
 local function release()
 local attempt = 'a:' .. ARGV[1]
-local mine = redis.call('HGET', KEYS[2], attempt)
-if mine == 'released' or mine == 'settled' then return {'noop', -1} end
+local mine = cap_field(KEYS[2], attempt)
+if mine == 'released' or mine == 'confirmed' then return {'noop', -1} end
 local counted = counter_or_error(KEYS[1], redis.call('GET', KEYS[1]))
-local state = redis.call('HGET', KEYS[2], 'state')
+local state = cap_field(KEYS[2], 'state')
 local amount_raw = redis.call('HGET', KEYS[2], 'amount')
 if state == 'reserved' and not (amount_raw and string.match(amount_raw, '^%d+$')) then
   return redis.error_reply('CAPGARBAGE ' .. KEYS[2] .. ' has no amount')
@@ -244,7 +251,7 @@ end
 redis.call('HSET', KEYS[2], attempt, 'released')
 redis.call('EXPIREAT', KEYS[2], ARGV[2], 'NX')
 if not mine then return {'tombstoned', -1} end
-if state ~= 'reserved' then return {'kept_settled', -1} end
+if state ~= 'reserved' then return {'kept_confirmed', -1} end
 if redis.call('HINCRBY', KEYS[2], 'holders', -1) > 0 then return {'shared', -1} end
 redis.call('HSET', KEYS[2], 'state', 'released')
 local amount = tonumber(amount_raw)
@@ -259,21 +266,21 @@ raise_to_floor(KEYS[1], tonumber(ARGV[3]), ARGV[2])
 return reply`;
 
 // KEYS[1] counter, KEYS[2] operation. ARGV[1] attempt id, ARGV[2] amount, ARGV[3] key expiry (unix s),
-// ARGV[4] now (unix ms), ARGV[5] floor (the day's ledger total in minor units, or -1), applied after the settle.
-const SETTLE_LUA = `${LUA_COUNTER_CHECK}
-local function settle()
+// ARGV[4] now (unix ms), ARGV[5] floor (the day's ledger total in minor units, or -1), applied after the confirm.
+const CONFIRM_LUA = `${LUA_COUNTER_CHECK}
+local function confirm()
 local attempt = 'a:' .. ARGV[1]
-local mine = redis.call('HGET', KEYS[2], attempt)
-if mine == 'settled' then return {'noop', -1} end
+local mine = cap_field(KEYS[2], attempt)
+if mine == 'confirmed' then return {'noop', -1} end
 local counted = counter_or_error(KEYS[1], redis.call('GET', KEYS[1]))
-local state = redis.call('HGET', KEYS[2], 'state')
-if state == 'settled' then
-  redis.call('HSET', KEYS[2], attempt, 'settled')
-  return {'already_settled', -1}
+local state = cap_field(KEYS[2], 'state')
+if state == 'confirmed' then
+  redis.call('HSET', KEYS[2], attempt, 'confirmed')
+  return {'already_confirmed', -1}
 end
 if state == 'reserved' then
-  redis.call('HSET', KEYS[2], 'state', 'settled', attempt, 'settled')
-  return {'settled', -1}
+  redis.call('HSET', KEYS[2], 'state', 'confirmed', attempt, 'confirmed')
+  return {'confirmed', -1}
 end
 -- The credit landed but its reservation was given back or lost (a flush, a failover): count it again, so the
 -- counter never stays below what landed. With the day's ledger total known (the floor, which includes this
@@ -282,11 +289,11 @@ end
 -- over-counts, which refuses a reward and never lets the cap be exceeded. A missing counter is seeded from the
 -- ledger, which holds this credit.
 if counted ~= nil and tonumber(ARGV[5]) < 0 then redis.call('INCRBY', KEYS[1], ARGV[2]) end
-redis.call('HSET', KEYS[2], 'state', 'settled', 'amount', ARGV[2], 'holders', 0, 'at', ARGV[4], attempt, 'settled')
+redis.call('HSET', KEYS[2], 'state', 'confirmed', 'amount', ARGV[2], 'holders', 0, 'at', ARGV[4], attempt, 'confirmed')
 redis.call('EXPIREAT', KEYS[2], ARGV[3], 'NX')
 return {'recounted', -1}
 end
-local reply = settle()
+local reply = confirm()
 raise_to_floor(KEYS[1], tonumber(ARGV[5]), ARGV[3])
 return reply`;
 
@@ -304,7 +311,7 @@ type ScriptReply = [string, number];
 interface CapScripts {
   rewardCapReserve(counterKey: string, operationKey: string, ...args: (string | number)[]): Promise<unknown>;
   rewardCapRelease(counterKey: string, operationKey: string, ...args: (string | number)[]): Promise<unknown>;
-  rewardCapSettle(counterKey: string, operationKey: string, ...args: (string | number)[]): Promise<unknown>;
+  rewardCapConfirm(counterKey: string, operationKey: string, ...args: (string | number)[]): Promise<unknown>;
   rewardCapRaise(counterKey: string, ...args: (string | number)[]): Promise<unknown>;
 }
 
@@ -315,7 +322,7 @@ function withScripts(client: RedisClient): RedisClient & CapScripts {
   if (!clientsWithScripts.has(client)) {
     client.defineCommand("rewardCapReserve", { numberOfKeys: 2, lua: RESERVE_LUA });
     client.defineCommand("rewardCapRelease", { numberOfKeys: 2, lua: RELEASE_LUA });
-    client.defineCommand("rewardCapSettle", { numberOfKeys: 2, lua: SETTLE_LUA });
+    client.defineCommand("rewardCapConfirm", { numberOfKeys: 2, lua: CONFIRM_LUA });
     client.defineCommand("rewardCapRaise", { numberOfKeys: 1, lua: RAISE_LUA });
     clientsWithScripts.add(client);
   }
@@ -450,7 +457,7 @@ export class RedisRewardCapStore implements RewardCapStore {
     switch (status) {
       case "released":
       case "shared":
-      case "kept_settled":
+      case "kept_confirmed":
       case "counter_reset":
       case "tombstoned":
       case "noop":
@@ -466,23 +473,23 @@ export class RedisRewardCapStore implements RewardCapStore {
    * so the counter never stays below what landed; then the counter is raised to at least `floorMinor` (the day's
    * ledger total, read in the credit's own transaction) when given. Idempotent.
    *
-   * Returns a {@link CapSettleOutcome}. Throws {@link CapStoreUnavailableError}.
+   * Returns a {@link CapConfirmOutcome}. Throws {@link CapStoreUnavailableError}.
    */
-  async settle(op: CapOperation, amountMinor: number, floorMinor?: number): Promise<CapSettleOutcome> {
-    const [status] = await this.script("rewardCapSettle", op, [
+  async confirm(op: CapOperation, amountMinor: number, floorMinor?: number): Promise<CapConfirmOutcome> {
+    const [status] = await this.script("rewardCapConfirm", op, [
       amountMinor,
       op.keysExpireAtS,
       Date.now(),
       floorArgument(floorMinor),
     ]);
     switch (status) {
-      case "settled":
-      case "already_settled":
+      case "confirmed":
+      case "already_confirmed":
       case "recounted":
       case "noop":
         return { kind: status };
       default:
-        throw new CapStoreUnavailableError("malformed", `settle replied ${status}`);
+        throw new CapStoreUnavailableError("malformed", `confirm replied ${status}`);
     }
   }
 
@@ -534,8 +541,9 @@ export class RedisRewardCapStore implements RewardCapStore {
     }
     const operations = operationKeys.map((key, index): CapOperationState => {
       const hash = (values[index + 1] ?? {}) as Record<string, string>;
-      const state =
-        hash.state === "reserved" || hash.state === "settled" || hash.state === "released" ? hash.state : null;
+      // "settled": a confirmed reservation written before the rename (cap_field in the scripts).
+      const stored = hash.state === "settled" ? "confirmed" : hash.state;
+      const state = stored === "reserved" || stored === "confirmed" || stored === "released" ? stored : null;
       return {
         adId: parseCapKey(key)?.adId ?? key,
         state,

@@ -73,9 +73,9 @@ export interface CreditRewardDependencies {
  *    PostgreSQL refusing means Redis handed back a counter below the truth (a failover lost acknowledged
  *    writes): the statement rolls back (no row), the answer is 429, and the counter is raised back to the
  *    ledger's total.
- * 4. Whatever happens after the reserve, exactly one of release or settle follows (a `finally`): settle when
+ * 4. Whatever happens after the reserve, exactly one of release or confirm follows (a `finally`): confirm when
  *    the credit landed (raising the counter to at least the day's ledger total), release on every other path
- *    (lost claim race, mismatch, database error, timeout). A failed release or settle is logged and leaves the
+ *    (lost claim race, mismatch, database error, timeout). A failed release or confirm is logged and leaves the
  *    reservation counted: the safe direction, which can refuse a reward but never exceed the cap.
  *
  * 3a. A reward whose credit would take the balance past MAX_BALANCE_MINOR (counting the money that may still reach it: ledger_pending_credits_minor)
@@ -112,7 +112,7 @@ async function runReward(input: CreditRewardInput, dependencies: CreditRewardDep
   const admitted = await admitNewOperation(key);
   if (!admitted.allowed) return rateLimitedResult(admitted.retryAfterS);
 
-  // 2. Reserve. The attempt id makes this request's reserve, release and settle idempotent (C06).
+  // 2. Reserve. The attempt id makes this request's reserve, release and confirm idempotent (C06).
   const reward: RewardAttempt = {
     input,
     rules,
@@ -131,7 +131,7 @@ async function runReward(input: CreditRewardInput, dependencies: CreditRewardDep
   };
   const reserved = await reserveCap(reward);
   if (!reserved.ok) return reserved.result;
-  // 3 and 4. Claim and credit; settle or release in every case.
+  // 3 and 4. Claim and credit; confirm or release in every case.
   return creditReserved(reward, reserved.reservation);
 }
 
@@ -189,10 +189,10 @@ async function reserveCap(
 
 /**
  * Claims and credits a reserved reward in one statement (lib/ledger reward-statement.ts, run by the claim runner),
- * then settles the reservation when the credit landed and releases it on every other path, in a `finally`. Returns
+ * then confirms the reservation when the credit landed and releases it on every other path, in a `finally`. Returns
  * the first response (201, or the stored 422 balance_limit_exceeded), the loser's answer, or 429 `daily_cap_reached`
  * when PostgreSQL refused the credit past the cap (`reservation`'s counter was below the ledger). Throws what the
- * runner throws (the reservation settled or released as the ledger then says).
+ * runner throws (the reservation confirmed or released as the ledger then says).
  */
 async function creditReserved(reward: RewardAttempt, reservation: Reservation): Promise<OperationResult> {
   const { input, rules, day, key, params, capStore, operation } = reward;
@@ -229,12 +229,12 @@ async function creditReserved(reward: RewardAttempt, reservation: Reservation): 
     if (error instanceof CommitUncertainError) landed = await creditLandedAfterError(key, params);
     throw error;
   } finally {
-    // A settle that did not run the credit itself still raises the counter to the ledger's total, so that a lost
-    // reservation is not counted twice (once by the credit's own settle or a repair, once by this INCRBY).
+    // A confirm that did not run the credit itself still raises the counter to the ledger's total, so that a lost
+    // reservation is not counted twice (once by the credit's own confirm or a repair, once by this INCRBY).
     if (landed === true && ledgerTotalMinor === undefined && reward.ledgerCap) {
       ledgerTotalMinor = await readRewardDayCredited(input.userId, day, autocommit()).catch(() => undefined);
     }
-    if (landed === true) await settleQuietly(capStore, operation, rules.amountMinor, ledgerTotalMinor);
+    if (landed === true) await confirmQuietly(capStore, operation, rules.amountMinor, ledgerTotalMinor);
     else if (landed === false) await releaseQuietly(capStore, operation, "credit did not land", ledgerTotalMinor);
     // "unknown": the ledger could not be read; the reservation stays counted (never exceeds the cap).
   }
@@ -287,7 +287,7 @@ function dailyCapReached(rules: RewardRules): OperationResult {
 
 /**
  * Whether this operation's credit landed, decided by the ledger: a succeeded row with this request's fingerprint
- * means it did (settle keeps it counted). Used when the transaction's own answer cannot say: after a
+ * means it did (confirm keeps it counted). Used when the transaction's own answer cannot say: after a
  * {@link CommitUncertainError}. Returns "unknown" when the ledger cannot be read.
  */
 async function creditLandedAfterError(key: OperationKey, params: OperationParams): Promise<boolean | "unknown"> {
@@ -319,19 +319,19 @@ async function releaseQuietly(
   }
 }
 
-async function settleQuietly(
+async function confirmQuietly(
   capStore: RewardCapStore,
   operation: CapOperation,
   amountMinor: number,
   floorMinor?: number,
 ): Promise<void> {
   try {
-    await capStore.settle(operation, amountMinor, floorMinor);
+    await capStore.confirm(operation, amountMinor, floorMinor);
   } catch (error) {
-    // Unsettled, the reservation still counts the credit: the counter is right; only its state says "in flight".
+    // Unconfirmed, the reservation still counts the credit: the counter is right; only its state says "in flight".
     log().warn(
       { err: error, userId: operation.userId, day: operation.day, adId: operation.adId },
-      "reward reservation not settled",
+      "reward reservation not confirmed",
     );
   }
 }

@@ -41,13 +41,13 @@ const operation = (userId: string, adId: string): CapOperation => ({
 });
 
 describe("the reward cap store on a Redis Cluster", () => {
-  it("reserve, settle and release run on every master; the audit's key walk finds every user's counter", async () => {
+  it("reserve, confirm and release run on every master; the audit's key walk finds every user's counter", async () => {
     const store = new RedisRewardCapStore(client, { seedMinor: async () => 0 });
     const users = Array.from({ length: 24 }, (_, i) => `cluster_user_${i}_${randomUUID().slice(0, 8)}`);
     for (const userId of users) {
       const kept = operation(userId, "ad-1");
       expect(await store.reserve(kept, 5, 50)).toEqual({ kind: "reserved", counterMinor: 5 });
-      expect(await store.settle(kept, 5)).toEqual({ kind: "settled" });
+      expect(await store.confirm(kept, 5)).toEqual({ kind: "confirmed" });
       const dropped = operation(userId, "ad-2");
       expect(await store.reserve(dropped, 5, 50)).toEqual({ kind: "reserved", counterMinor: 10 });
       expect(await store.release(dropped)).toEqual({ kind: "released" });

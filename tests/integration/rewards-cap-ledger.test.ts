@@ -106,7 +106,7 @@ describe("the reward cap when Redis loses acknowledged writes", () => {
 
     expect(await reward(user.id, "ad-6")).toMatchObject({ kind: "response", replayed: false });
     expect(await creditedRewardsMinor(user.id, DAY)).toBe(30);
-    expect(await counter(user.id)).toBe(30); // not 15: the settle raised it to the ledger's total
+    expect(await counter(user.id)).toBe(30); // not 15: the confirm raised it to the ledger's total
     expect((await audit(user.id)).ok).toBe(true);
   });
 
@@ -131,7 +131,7 @@ describe("the reward cap when Redis loses acknowledged writes", () => {
     });
   });
 
-  it("a repair that already counted a credit is not counted again when its lost reservation settles", async () => {
+  it("a repair that already counted a credit is not counted again when its lost reservation is confirmed", async () => {
     const userId = `lost_${randomUUID().slice(0, 12)}`;
     const operation = {
       userId,
@@ -146,21 +146,21 @@ describe("the reward cap when Redis loses acknowledged writes", () => {
     await redis.admin.del(capOperationKey(userId, DAY, "ad-1"));
     await redis.admin.set(capCounterKey(userId, DAY), "0", "KEEPTTL");
     // ... the credit commits (ledger total 5), the reconciler's repair raises the counter to it, then the request
-    // settles: the credit is in the counter once.
+    // is confirmed: the credit is in the counter once.
     expect(await fresh.raiseCounter(userId, DAY, 5, operation.keysExpireAtS)).toEqual({
       raised: true,
       counterMinor: 0,
     });
-    expect(await fresh.settle(operation, 5, 5)).toEqual({ kind: "recounted" });
+    expect(await fresh.confirm(operation, 5, 5)).toEqual({ kind: "recounted" });
     expect(await counter(userId)).toBe(5);
-    // Negative control: the same sequence settled without the ledger total counts the credit twice (INCRBY, the
+    // Negative control: the same sequence confirmed without the ledger total counts the credit twice (INCRBY, the
     // pre-issue-11 behaviour, kept for when no total is known: over-counting only refuses a reward).
     const other = { ...operation, adId: "ad-2", attemptId: randomUUID() };
     await fresh.reserve(other, 5, 50);
     await redis.admin.del(capOperationKey(userId, DAY, "ad-2"));
     await redis.admin.set(capCounterKey(userId, DAY), "5", "KEEPTTL");
     await fresh.raiseCounter(userId, DAY, 10, operation.keysExpireAtS);
-    expect(await fresh.settle(other, 5)).toEqual({ kind: "recounted" });
+    expect(await fresh.confirm(other, 5)).toEqual({ kind: "recounted" });
     expect(await counter(userId)).toBe(15);
   });
 

@@ -1,6 +1,6 @@
 /**
  * The cap store's Lua scripts on a real, private redis-server (contract section 6; cases C06 and C13):
- * idempotent reserve / release / settle with tombstones, shared reservations of concurrent duplicates,
+ * idempotent reserve / release / confirm with tombstones, shared reservations of concurrent duplicates,
  * seeding with SET NX, key expiry, and garbage refused.
  */
 import { randomUUID } from "node:crypto";
@@ -74,15 +74,44 @@ describe("reward cap store scripts", () => {
     });
   });
 
-  it("settle keeps the amount counted; a release after settle and a second settle change nothing", async () => {
+  it("confirm keeps the amount counted; a release after confirm and a second confirm change nothing", async () => {
     const user = freshUser();
     const op = operation(user, "ad-1");
     await own.store.reserve(op, AMOUNT_MINOR, CAP_MINOR);
-    expect(await own.store.settle(op, AMOUNT_MINOR)).toEqual({ kind: "settled" });
-    expect(await own.store.settle(op, AMOUNT_MINOR)).toEqual({ kind: "noop" });
+    expect(await own.store.confirm(op, AMOUNT_MINOR)).toEqual({ kind: "confirmed" });
+    expect(await own.store.confirm(op, AMOUNT_MINOR)).toEqual({ kind: "noop" });
     expect(await own.store.release(op)).toEqual({ kind: "noop" });
     expect(await counter(user)).toBe("5");
-    expect(await own.admin.hget(capOperationKey(user, DAY, "ad-1"), "state")).toBe("settled");
+    expect(await own.admin.hget(capOperationKey(user, DAY, "ad-1"), "state")).toBe("confirmed");
+  });
+
+  it("a reservation confirmed before the rename (stored 'settled') reads as confirmed: kept, not garbage", async () => {
+    // Keys written by the version that called confirming "settle" live until their day ends (decision 053).
+    // Negative control: without cap_field's mapping the reserve below answers CAPGARBAGE (unknown state).
+    const user = freshUser();
+    const earlier = operation(user, "ad-1");
+    const key = capOperationKey(user, DAY, "ad-1");
+    await own.admin.set(capCounterKey(user, DAY), "5");
+    await own.admin.hset(
+      key,
+      "state",
+      "settled",
+      "amount",
+      "5",
+      "holders",
+      "0",
+      "at",
+      "0",
+      `a:${earlier.attemptId}`,
+      "settled",
+    );
+    const duplicate = operation(user, "ad-1");
+    expect(await own.store.reserve(duplicate, AMOUNT_MINOR, CAP_MINOR)).toEqual({ kind: "already_reserved" });
+    expect(await own.store.release(duplicate)).toEqual({ kind: "kept_confirmed" });
+    expect(await own.store.confirm(earlier, AMOUNT_MINOR)).toEqual({ kind: "noop" });
+    expect(await counter(user)).toBe("5");
+    const day = await own.store.readDay(user, DAY);
+    expect(day.operations.find((op) => op.adId === "ad-1")).toMatchObject({ state: "confirmed", amountMinor: 5 });
   });
 
   it("concurrent duplicates of one operation share one reservation, given back only by the last holder", async () => {
@@ -98,14 +127,14 @@ describe("reward cap store scripts", () => {
     expect(await counter(user)).toBe("0");
   });
 
-  it("a duplicate that loses the claim race releases without taking back the winner's settled credit", async () => {
+  it("a duplicate that loses the claim race releases without taking back the winner's confirmed credit", async () => {
     const user = freshUser();
     const winner = operation(user, "ad-1");
     const loser = operation(user, "ad-1");
     await own.store.reserve(winner, AMOUNT_MINOR, CAP_MINOR);
     await own.store.reserve(loser, AMOUNT_MINOR, CAP_MINOR);
-    await own.store.settle(winner, AMOUNT_MINOR);
-    expect(await own.store.release(loser)).toEqual({ kind: "kept_settled" });
+    await own.store.confirm(winner, AMOUNT_MINOR);
+    expect(await own.store.release(loser)).toEqual({ kind: "kept_confirmed" });
     expect(await counter(user)).toBe("5");
   });
 
@@ -163,7 +192,7 @@ describe("reward cap store scripts", () => {
       const refused = own.store.reserve(op, AMOUNT_MINOR, CAP_MINOR);
       await expect(refused).rejects.toBeInstanceOf(CapStoreUnavailableError);
       await expect(refused).rejects.toMatchObject({ reason: "rejected" });
-      await expect(own.store.settle(op, AMOUNT_MINOR)).rejects.toMatchObject({ reason: "rejected" });
+      await expect(own.store.confirm(op, AMOUNT_MINOR)).rejects.toMatchObject({ reason: "rejected" });
       expect(await own.admin.exists(capOperationKey(user, DAY, "ad-1"))).toBe(0);
     }
     // Another type at the key (WRONGTYPE) is refused the same way.
@@ -183,15 +212,15 @@ describe("reward cap store scripts", () => {
 
   it("readDay reads the counter and each operation's state", async () => {
     const user = freshUser();
-    const settled = operation(user, "ad-settled");
+    const confirmed = operation(user, "ad-confirmed");
     const held = operation(user, "ad-held");
-    await own.store.reserve(settled, AMOUNT_MINOR, CAP_MINOR);
-    await own.store.settle(settled, AMOUNT_MINOR);
+    await own.store.reserve(confirmed, AMOUNT_MINOR, CAP_MINOR);
+    await own.store.confirm(confirmed, AMOUNT_MINOR);
     await own.store.reserve(held, AMOUNT_MINOR, CAP_MINOR);
     const state = await own.store.readDay(user, DAY);
     expect(state.counterMinor).toBe(10);
     const byAd = Object.fromEntries(state.operations.map((o) => [o.adId, o]));
-    expect(byAd["ad-settled"]).toMatchObject({ state: "settled", amountMinor: 5 });
+    expect(byAd["ad-confirmed"]).toMatchObject({ state: "confirmed", amountMinor: 5 });
     expect(byAd["ad-held"]).toMatchObject({ state: "reserved", amountMinor: 5, holders: 1 });
     expect(await own.store.listCounterDays()).toContainEqual({ userId: user, day: DAY });
   });

@@ -38,7 +38,7 @@ async function withOwnRedis(test: (own: OwnRedis) => Promise<void>): Promise<voi
 }
 
 describe("rewards with a misbehaving Redis", () => {
-  it("C06: a reserve that times out while Redis is paused answers 503, still runs when Redis resumes, and once settled the counter equals the rewards credited", async () => {
+  it("C06: a reserve that times out while Redis is paused answers 503, still runs when Redis resumes, and once confirmed the counter equals the rewards credited", async () => {
     await withOwnRedis(async (own) => {
       expect(own.client.options.commandTimeout).toBe(500);
       const user = await createTestUser();
@@ -221,7 +221,7 @@ describe("rewards with a misbehaving Redis", () => {
       };
       await expect(own.store.reserve(op, 5, CAP_MINOR)).rejects.toBeInstanceOf(CapStoreUnavailableError);
       await expect(own.store.release(op)).rejects.toBeInstanceOf(CapStoreUnavailableError);
-      await expect(own.store.settle(op, 5)).rejects.toBeInstanceOf(CapStoreUnavailableError);
+      await expect(own.store.confirm(op, 5)).rejects.toBeInstanceOf(CapStoreUnavailableError);
     });
   });
 });

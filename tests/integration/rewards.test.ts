@@ -16,7 +16,7 @@ import {
   type CapReleaseOutcome,
   type CapReserveOutcome,
   type RewardCapStore,
-  type CapSettleOutcome,
+  type CapConfirmOutcome,
 } from "../../lib/rewards/cap-store";
 import { creditReward } from "../../lib/rewards/credit-reward";
 import { getRewardProgress } from "../../lib/rewards/get-reward-progress";
@@ -121,8 +121,8 @@ class ReadThenIncrementCapStore implements RewardCapStore {
     return { kind: "released" };
   }
 
-  async settle(): Promise<CapSettleOutcome> {
-    return { kind: "settled" };
+  async confirm(): Promise<CapConfirmOutcome> {
+    return { kind: "confirmed" };
   }
 }
 

@@ -206,7 +206,7 @@ async function compareDay(
   let inFlightMinor = 0;
   const violations: string[] = [];
   for (const operation of state.operations) {
-    // A reservation whose credit landed but was never settled (a crash between commit and settle) is
+    // A reservation whose credit landed but was never confirmed (a crash between commit and confirm) is
     // already in the credited sum; only the others are in flight.
     if (operation.state !== "reserved" || succeeded.has(operation.adId)) continue;
     inFlightMinor += operation.amountMinor ?? 0;
