@@ -175,15 +175,15 @@ export function withConnection<T>(work: (client: PoolClient) => Promise<T>): Pro
 
 /**
  * The pool as a {@link Queryable} whose single autocommit statements are retried after a lost connection (a
- * failover), as `withTransactionRetry` retries whole transactions, for at most DB_FAILOVER_RETRY_MS. Only for
+ * failover), where {@link pool} sends each statement once, as `withTransactionRetry` retries whole transactions, for at most DB_FAILOVER_RETRY_MS. Only for
  * statements that are safe to run again after they may have committed: every ledger statement is (a claim finds
- * its own row, transitions and stored responses are guarded by status, fencing attempt or `response IS NULL`).
+ * its own row, transitions and stored responses are guarded by status, fencing token or `response IS NULL`).
  */
-export function autocommit(): Queryable {
-  return retryingPool;
+export function retryingPool(): Queryable {
+  return retryingQueryable;
 }
 
-const retryingPool: Queryable = {
+const retryingQueryable: Queryable = {
   query<R extends QueryResultRow>(config: QueryConfig | string, values?: unknown[]): Promise<QueryResult<R>> {
     return withTransactionRetry(() =>
       typeof config === "string" ? pool().query<R>(config, values) : pool().query<R>(config),

@@ -1,4 +1,4 @@
-import { autocommit } from "../db";
+import { retryingPool } from "../db";
 import type { Principal } from "../auth/principal";
 import { prepared } from "../ledger";
 import { API_TOKEN_PATTERN, hashApiToken } from "./create-api-token";
@@ -24,7 +24,7 @@ interface PrincipalRow {
  * request that starts after a revocation committed never gets an answer read before it.
  */
 const principalRowByHash = coalesceFreshReads(async (tokenHash: string): Promise<PrincipalRow | null> => {
-  const { rows } = await autocommit().query<PrincipalRow>(
+  const { rows } = await retryingPool().query<PrincipalRow>(
     prepared("api_token_principal", PRINCIPAL_BY_TOKEN_SQL, [tokenHash]),
   );
   return rows[0] ?? null;
@@ -43,7 +43,7 @@ const principalRowByHash = coalesceFreshReads(async (tokenHash: string): Promise
  * @param token the text after `Bearer ` exactly as sent.
  * @returns the principal (`via: "token"`), or null when the token is malformed, unknown, revoked or expired.
  * @throws the pg driver's error when the database is unreachable for longer than DB_FAILOVER_RETRY_MS (a read,
- *   retried through a failover like the ledger's statements: lib/db.ts `autocommit`).
+ *   retried through a failover like the ledger's statements: lib/db.ts `retryingPool`).
  */
 export async function findPrincipalByToken(token: string): Promise<Principal | null> {
   // A malformed token cannot match any stored hash: skip the query.

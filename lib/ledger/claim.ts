@@ -4,7 +4,7 @@
  * separate statement and replay its stored response, wait for it, or are refused when their parameters
  * differ (the claim runner's loser path, ./claim-runner.ts). Never check-then-act.
  */
-import { autocommit } from "../db";
+import { retryingPool } from "../db";
 import { ENTRY_COLUMNS, toLedgerEntry, type LedgerEntry, type StoredResponse, type TransitionActor } from "./entry";
 import { fingerprint, type OperationParams } from "./fingerprint";
 import type { OperationKey } from "./keys";
@@ -90,7 +90,7 @@ export async function insertClaimOrLose(db: Queryable, request: ClaimRequest): P
 }
 
 /** Reads the row of `key` in its own statement (a fresh READ COMMITTED snapshot); null when none exists. */
-export async function findEntryByKey(key: OperationKey, db: Queryable = autocommit()): Promise<LedgerEntry | null> {
+export async function findEntryByKey(key: OperationKey, db: Queryable = retryingPool()): Promise<LedgerEntry | null> {
   const result = await db.query(prepared("ledger_select_by_key", SELECT_BY_KEY_SQL, [key.userId, key.type, key.refId]));
   const row = result.rows[0];
   return row ? toLedgerEntry(row) : null;

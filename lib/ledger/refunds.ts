@@ -4,7 +4,7 @@
  * racing a refund can never spend what is being refunded: the wallet is debited by the claim itself, before the bank
  * is called. A refund's success is an ordinary `completeEntry` without a credit (the money left at the claim).
  */
-import { autocommit } from "../db";
+import { retryingPool } from "../db";
 import {
   ENTRY_COLUMNS,
   entryColumns,
@@ -81,7 +81,7 @@ SELECT c.verdict, c.balance_minor, ${entryColumns("(c.entry)")}
  */
 export async function claimRefund(
   request: RefundClaimRequest,
-  db: Queryable = autocommit(),
+  db: Queryable = retryingPool(),
 ): Promise<RefundClaimOutcome> {
   const { key } = request;
   const result = await db.query(
@@ -135,7 +135,7 @@ export type RefundReleaseOutcome =
 export async function releaseRefund(
   ref: { readonly userId: string; readonly entryId: number },
   door: { readonly actor: TransitionActor; readonly detail: string; readonly bankRefundId?: string | null },
-  db: Queryable = autocommit(),
+  db: Queryable = retryingPool(),
 ): Promise<RefundReleaseOutcome> {
   const result = await db.query(
     prepared("ledger_release_refund", RELEASE_REFUND_SQL, [
@@ -158,7 +158,7 @@ const SELECT_REFUNDS_OF_SQL = `SELECT ${ENTRY_COLUMNS} FROM ledger_entries
 /** The refund rows of a top-up (any status), oldest first. Throws database errors. */
 export async function listRefundsOf(
   topup: { readonly userId: string; readonly id: number },
-  db: Queryable = autocommit(),
+  db: Queryable = retryingPool(),
 ): Promise<LedgerEntry[]> {
   const result = await db.query(SELECT_REFUNDS_OF_SQL, [topup.userId, topup.id]);
   return result.rows.map(toLedgerEntry);

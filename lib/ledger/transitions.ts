@@ -5,7 +5,7 @@
  * so a worker whose lease was taken over changes nothing, every move appends its audit row, and a credit changes the
  * wallet (debt repaid first) in the same transaction as the row's final state.
  */
-import { autocommit, pool } from "../db";
+import { retryingPool, pool } from "../db";
 import {
   entryColumns,
   ENTRY_COLUMNS,
@@ -92,7 +92,7 @@ async function transition(ref: EntryRef, spec: TransitionSpec, db: Queryable): P
 }
 
 /** Reads one row by its primary key; null when absent. */
-export async function getEntryById(ref: EntryRef, db: Queryable = autocommit()): Promise<LedgerEntry | null> {
+export async function getEntryById(ref: EntryRef, db: Queryable = retryingPool()): Promise<LedgerEntry | null> {
   const result = await db.query(prepared("ledger_select_by_id", SELECT_BY_ID_SQL, [ref.userId, ref.entryId]));
   const row = result.rows[0];
   return row ? toLedgerEntry(row) : null;
@@ -120,7 +120,7 @@ export function markProcessing(
       guard: { kind: "lease", fencingToken },
       detail: null,
     },
-    options.db ?? autocommit(),
+    options.db ?? retryingPool(),
   );
 }
 
@@ -142,7 +142,7 @@ export interface CompleteOptions {
 export function completeEntry(
   ref: EntryRef,
   options: CompleteOptions,
-  db: Queryable = autocommit(),
+  db: Queryable = retryingPool(),
 ): Promise<TransitionOutcome> {
   return transition(
     ref,
@@ -172,7 +172,7 @@ export interface FailOptions {
 export function failEntry(
   ref: EntryRef,
   options: FailOptions,
-  db: Queryable = autocommit(),
+  db: Queryable = retryingPool(),
 ): Promise<TransitionOutcome> {
   return transition(
     ref,
@@ -201,7 +201,7 @@ RETURNING ${ENTRY_COLUMNS}`;
 export async function attachCharge(
   ref: EntryRef,
   bankChargeId: string,
-  db: Queryable = autocommit(),
+  db: Queryable = retryingPool(),
 ): Promise<LedgerEntry | null> {
   const result = await db.query(
     prepared("ledger_attach_charge", ATTACH_CHARGE_SQL, [ref.userId, ref.entryId, bankChargeId]),
@@ -232,7 +232,7 @@ export async function attachChargeAndRespond(
   ref: EntryRef,
   bankChargeId: string,
   first: { readonly status: EntryStatus; readonly response: ResponseTemplate },
-  db: Queryable = autocommit(),
+  db: Queryable = retryingPool(),
 ): Promise<LedgerEntry | null> {
   const result = await db.query(
     prepared("ledger_attach_charge_and_respond", ATTACH_CHARGE_AND_RESPOND_SQL, [
@@ -260,7 +260,7 @@ const STORE_RESPONSE_SQL = `SELECT 1 FROM ledger_store_response(
 export async function storeResponse(
   ref: EntryRef,
   response: StoredResponse,
-  db: Queryable = autocommit(),
+  db: Queryable = retryingPool(),
 ): Promise<{ stored: boolean; response: StoredResponse }> {
   const result = await db.query(
     prepared("ledger_store_response", STORE_RESPONSE_SQL, [ref.userId, ref.entryId, response.status, response.body]),
@@ -289,7 +289,7 @@ RETURNING settle_failures, settle_flagged_at`;
  * failing is not hidden by a renewed lease). `lastError` describes it for admins (a constraint's name, not a
  * stack); `attemptsMax` is SETTLE_ATTEMPTS_MAX: the attempt that reaches it flags the row (the first flag time is
  * kept). Returns the new count and flag time, or null when the row does not exist. Throws database errors.
- * Runs on the plain pool by default, not `autocommit()`: a count is not safe to run twice after a lost connection.
+ * Runs on the plain pool by default, not `retryingPool()`: a count is not safe to run twice after a lost connection.
  */
 export async function recordSettleFailure(
   ref: EntryRef,

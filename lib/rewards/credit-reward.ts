@@ -4,7 +4,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { countOperation, metrics } from "../metrics/registry";
-import { autocommit, withConnection } from "../db";
+import { retryingPool, withConnection } from "../db";
 import { env } from "../env";
 import { log } from "../log";
 import {
@@ -29,11 +29,11 @@ import {
   type CapOperation,
   type RewardCapStore,
 } from "./cap-store";
-import { readRewardDayCredited } from "./raise-reward-day-credit";
+import { readRewardDayCredited } from "./read-reward-day-credited";
 import { rewardDay } from "./reward-day";
 import { admitNewOperation, rateLimitedResult } from "../limits/new-operation-rate";
 import { rewardRulesFromEnv, type RewardRules } from "./rules";
-import { balanceLimitResponse } from "../wallet/check-balance-headroom";
+import { balanceLimitResponse } from "../wallet/balance-limit-response";
 
 export interface CreditRewardInput {
   /** From the authenticated session or API token, never from a request body. */
@@ -213,7 +213,7 @@ async function creditReserved(reward: RewardAttempt, reservation: Reservation): 
     if (ran.kind === "abandoned") {
       // PostgreSQL refused the credit past the cap and wrote nothing: the day's total as it is now (unknown when the
       // read fails: the release then has no floor, and the answer is still the 429).
-      ledgerTotalMinor = await readRewardDayCredited(input.userId, day, autocommit()).catch(() => undefined);
+      ledgerTotalMinor = await readRewardDayCredited(input.userId, day, retryingPool()).catch(() => undefined);
       const counterMinor = "counterMinor" in reservation ? reservation.counterMinor : null;
       log().warn(
         { userId: input.userId, day, ledgerTotalMinor, counterMinor },
@@ -232,7 +232,7 @@ async function creditReserved(reward: RewardAttempt, reservation: Reservation): 
     // A confirm that did not run the credit itself still raises the counter to the ledger's total, so that a lost
     // reservation is not counted twice (once by the credit's own confirm or a repair, once by this INCRBY).
     if (landed === true && ledgerTotalMinor === undefined && reward.ledgerCap) {
-      ledgerTotalMinor = await readRewardDayCredited(input.userId, day, autocommit()).catch(() => undefined);
+      ledgerTotalMinor = await readRewardDayCredited(input.userId, day, retryingPool()).catch(() => undefined);
     }
     if (landed === true) await confirmQuietly(capStore, operation, rules.amountMinor, ledgerTotalMinor);
     else if (landed === false) await releaseQuietly(capStore, operation, "credit did not land", ledgerTotalMinor);

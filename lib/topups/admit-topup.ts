@@ -3,7 +3,7 @@
  * credit will have room under MAX_BALANCE_MINOR; otherwise it fails as `balance_limit_exceeded` with a stored 422,
  * and the bank is never called.
  */
-import { autocommit } from "../db";
+import { retryingPool } from "../db";
 import { env } from "../env";
 import {
   admitTopupUnderWalletLock,
@@ -13,7 +13,7 @@ import {
   type TopupCeiling,
   type TransitionActor,
 } from "../ledger";
-import { balanceLimitResponse } from "../wallet/check-balance-headroom";
+import { balanceLimitResponse } from "../wallet/balance-limit-response";
 
 export type AdmissionOutcome =
   /** The row is `processing` under the caller's lease: call the bank. */
@@ -42,7 +42,7 @@ export async function admitTopup(
   entry: LedgerEntry,
   fencingToken: number,
   actor: Extract<TransitionActor, "request" | "reconciler">,
-  db: Queryable = autocommit(),
+  db: Queryable = retryingPool(),
 ): Promise<AdmissionOutcome> {
   const row = await admitTopupUnderWalletLock(db, {
     ref: { userId: entry.userId, entryId: entry.id },

@@ -3,7 +3,7 @@
  * credited by its own ledger entry, claimed like any other (so it lands once, whoever calls and however often), and
  * linked to the failed top-up. The top-up's status and stored response never change.
  */
-import { autocommit, withTransaction } from "../db";
+import { retryingPool, withTransaction } from "../db";
 import { env } from "../env";
 import {
   completeEntry,
@@ -55,7 +55,7 @@ const SELECT_ADJUSTMENT_OF_SQL = `SELECT ${ENTRY_COLUMNS} FROM ledger_entries WH
  */
 export async function findAdjustmentOf(
   topup: Pick<LedgerEntry, "userId" | "id">,
-  db: Queryable = autocommit(),
+  db: Queryable = retryingPool(),
 ): Promise<LedgerEntry | null> {
   const result = await db.query(SELECT_ADJUSTMENT_OF_SQL, [topup.userId, topup.id]);
   const row = result.rows[0];

@@ -7,7 +7,7 @@
  * contract section 1). Once an entry holds the reference (succeeded, failed or in flight), the next render mints a
  * new one, so the page always offers a form that starts a new operation.
  */
-import { autocommit } from "../db";
+import { retryingPool } from "../db";
 import { prepared } from "../ledger";
 import { type FormType, mintFormRefId } from "./form-refs";
 
@@ -48,7 +48,7 @@ RETURNING f.ref_id`;
  * racing every pass, when {@link PASSES_MAX} passes all lose to concurrent replacements.
  */
 export async function currentFormRefId(userId: string, type: FormType): Promise<string> {
-  const db = autocommit();
+  const db = retryingPool();
   for (let pass = 0; pass < PASSES_MAX; pass++) {
     const stored = await db.query<{ ref_id: string; claimed: boolean }>(
       prepared("form_ref_read", READ_SQL, [userId, type]),

@@ -3,7 +3,7 @@
  * The hidden field is a claim of the browser's: the form door accepts it only when the server issued it to this
  * user's form of this type.
  */
-import { autocommit } from "../db";
+import { retryingPool } from "../db";
 import { prepared } from "../ledger";
 import { type FormType, isFormRefId } from "./form-refs";
 
@@ -17,7 +17,7 @@ import { type FormType, isFormRefId } from "./form-refs";
  */
 export async function verifyFormRefId(userId: string, type: FormType, refId: string): Promise<boolean> {
   if (!isFormRefId(refId)) return false;
-  const result = await autocommit().query<{ issued: boolean }>(
+  const result = await retryingPool().query<{ issued: boolean }>(
     prepared(
       "form_ref_verify",
       `SELECT EXISTS (SELECT 1 FROM form_references WHERE user_id = $1 AND type = $2 AND ref_id = $3)

@@ -40,7 +40,7 @@ import { jsonResponseTemplate } from "../../lib/ledger/response-template";
 import { decidePaymentUnderWalletLock } from "../../lib/ledger/payment-statement";
 import { admitTopupUnderWalletLock, claimAndAdmitTopup } from "../../lib/ledger/topup-admission";
 import type { LedgerEntry } from "../../lib/ledger/entry";
-import { readRewardDayCredited } from "../../lib/rewards/raise-reward-day-credit";
+import { readRewardDayCredited } from "../../lib/rewards/read-reward-day-credited";
 import { decideRewardUnderWalletLock } from "../../lib/ledger/reward-statement";
 import type { OperationKey } from "../../lib/ledger/keys";
 import { pool } from "../../lib/db";

@@ -12,7 +12,7 @@ const READ_SQL = `SELECT credited_minor FROM reward_cap_days WHERE user_id = $1 
 /**
  * The day's credited total of `userId` from its `reward_cap_days` row, in minor units (0 without a row), read in
  * its own statement. For a request that did not run the credit itself (a duplicate that lost the claim, a commit
- * whose answer was lost, or a credit PostgreSQL refused past the cap) and must still settle or release with the
+ * whose answer was lost, or a credit PostgreSQL refused past the cap) and must still confirm or release with the
  * ledger's total. Throws database errors.
  */
 export async function readRewardDayCredited(userId: string, day: string, db: Queryable): Promise<number> {
