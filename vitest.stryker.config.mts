@@ -1,7 +1,7 @@
 // The tests StrykerJS runs against mutants of lib/ledger (npm run test:mutation): the unit tests of the pure
 // parts and the integration tests that exercise the claim, transitions, payments, refunds, the top-up's admission
-// (balance-ceiling), the webhook's one-statement credit (credit-matching-topup), the reward's statement
-// (reward-statement) and the error classifier on a real
+// (balance-ceiling), the webhook's one-statement credit (credit-matching-topup, ledger-dispute-entries), the
+// reward's statement (reward-statement), a dispute's note and entries (ledger-dispute-entries) and the error classifier on a real
 // PostgreSQL (tests/setup/global-setup.ts starts it). One project, so Stryker sees one test run.
 import { defineConfig } from "vitest/config";
 import { fileURLToPath } from "node:url";
@@ -28,6 +28,7 @@ export default defineConfig({
       "tests/integration/balance-ceiling.test.ts",
       "tests/integration/credit-matching-topup.test.ts",
       "tests/integration/reward-statement.test.ts",
+      "tests/integration/ledger-dispute-entries.test.ts",
     ],
     environment: "node",
     globalSetup: ["tests/setup/global-setup.ts"],

@@ -528,6 +528,15 @@ describe("runClaimedOperation: refusals, the caller's transaction, the Redis cop
     });
   });
 
+  it("replayCopy read with no copy yet: the attempt runs and wins, and its response gets the copy", async () => {
+    const key = await freshKey();
+    const read = { ...creditOperation(key), replayCopy: "read" } as const;
+    const run = await runClaimedOperation(read);
+    expect(run).toMatchObject({ kind: "won", response: { status: 201 }, replayed: false });
+    expect(await findEntryByKey(key)).toMatchObject({ status: "succeeded" });
+    expect(await readCachedReplay(key, params)).toMatchObject({ kind: "replay" });
+  });
+
   it("replayCopy none: a winner's response gets no copy", async () => {
     const key = await freshKey();
     const { operation } = outsideCallOperation(key);
