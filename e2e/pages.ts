@@ -92,6 +92,15 @@ function pageVisits(user: SeededUser): PageVisit[] {
     { name: "security", as: "user", open: go("/settings/security") },
     { name: "forbidden", as: "user", open: go("/admin") },
     {
+      name: "not-found",
+      as: "user",
+      open: async (page) => {
+        const response = await page.goto("/no-such-page");
+        expect(response?.status()).toBe(404);
+        await expect(page.getByRole("heading", { level: 1 })).toHaveText("404 — page not found");
+      },
+    },
+    {
       name: "admin",
       as: "admin",
       open: async (page) => {
