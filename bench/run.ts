@@ -675,6 +675,8 @@ async function main(): Promise<number> {
       OPS_PER_MINUTE: LOAD_OPS_PER_MINUTE,
       MAX_BALANCE_MINOR: String(2 ** 52),
       BANK_WEBHOOK_CONCURRENCY: String(HTTP_CONNECTIONS),
+      // The floor's empty route answers only in an app the bench started (lib/env.ts).
+      BENCH_FLOOR_ROUTE: "1",
     },
   });
   // One connection: CREATE DATABASE and SHOW server_version.

@@ -197,6 +197,12 @@ const schema = z
      * memory, let it reach 614-785 MiB). 0: V8's default. An operator's own `--max-old-space-size` in NODE_OPTIONS
      * wins over this. At least 128: the app holds ~70 MB alive when idle.
      */
+    /**
+     * "1" only when `npm run bench` starts the app for itself (bench/run.ts): then `POST /api/v1/bench/noop`, the
+     * framework's floor the bench divides every route by, answers; otherwise that path is a 404 like any unknown one,
+     * and the public API description does not list it.
+     */
+    BENCH_FLOOR_ROUTE: z.enum(["0", "1"]).default("0"),
     APP_HEAP_MB: z.coerce
       .number()
       .int()

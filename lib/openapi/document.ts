@@ -22,7 +22,7 @@ import { healthSchema } from "../health/check-health";
 import { adminTopupsQuerySchema, entriesQuerySchema, topupsQuerySchema } from "../http/list-query";
 import { paymentRequestSchema, refIdSchema, rewardRequestSchema, topupRequestSchema } from "../http/operation-requests";
 import { REQUEST_ID_PATTERN } from "../http/request-context";
-import type { ApiRouteTemplate } from "../http/route-templates";
+import type { DocumentedRouteTemplate } from "../http/route-templates";
 import {
   paymentResponseSchema,
   rewardResponseSchema,
@@ -400,17 +400,6 @@ const API_PATHS = {
       problems: { codes: ADMIN_CODES },
     }),
   },
-  "/api/v1/bench/noop": {
-    post: operation("The framework's floor for `npm run bench`: reads a JSON body, touches nothing", {
-      tags: ["service"],
-      security: [],
-      requestBody: {
-        content: { "application/json": { schema: z.object({}).meta({ description: "Any JSON object." }) } },
-      },
-      success: { 200: json("Always.", z.strictObject({ ok: z.literal(true) })) },
-      problems: { codes: BODY_CODES },
-    }),
-  },
   "/api/v1/metrics": {
     get: operation("This process's metrics in the Prometheus text format (METRICS_TOKEN, or admins)", {
       tags: ["service"],
@@ -457,7 +446,7 @@ const API_PATHS = {
       problems: { codes: [] },
     }),
   },
-} satisfies Record<ApiRouteTemplate, Record<string, ZodOpenApiOperationObject>>;
+} satisfies Record<DocumentedRouteTemplate, Record<string, ZodOpenApiOperationObject>>;
 
 let cached: ReturnType<typeof createDocument> | undefined;
 

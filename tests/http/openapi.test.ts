@@ -29,3 +29,14 @@ describe("GET /api/v1/openapi.json", () => {
     expect(checkedResponses.count).toBe(before + 2);
   });
 });
+
+describe("POST /api/v1/bench/noop, the bench's floor", () => {
+  it("is a 404 like any unknown path in an app the bench did not start, and the document does not list it", async () => {
+    // The test stack starts the app without BENCH_FLOOR_ROUTE; bench/run.ts sets it for its own app.
+    const answered = await api("/api/v1/bench/noop", { method: "POST", body: {} });
+    expect(answered.status).toBe(404);
+    expect(answered.json).toMatchObject({ code: "not_found" });
+    const served = await api("/api/v1/openapi.json");
+    expect(Object.keys((served.json as { paths: object }).paths)).not.toContain("/api/v1/bench/noop");
+  });
+});

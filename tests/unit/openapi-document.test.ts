@@ -9,6 +9,7 @@ import { join, relative } from "node:path";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import { describe, expect, it } from "vitest";
 import { openApiDocument } from "../../lib/openapi/document";
+import { UNDOCUMENTED_ROUTE_TEMPLATES } from "../../lib/http/route-templates";
 import { PROBLEM_CODES } from "../../lib/problems";
 import { OpenApiContract } from "../helpers/openapi-contract";
 
@@ -47,11 +48,14 @@ describe("the OpenAPI document", () => {
     expect(validator.version).toBe("3.1");
   });
 
-  it("describes exactly the route files of app/api/v1 and their methods", () => {
+  it("describes exactly the route files of app/api/v1 and their methods, but the bench's floor", () => {
     const documented = Object.entries(document.paths as Record<string, Record<string, unknown>>)
       .map(([template, item]) => ({ template, methods: Object.keys(item).sort() }))
       .sort((a, b) => a.template.localeCompare(b.template));
-    const files = routeFiles().map((route) => ({ ...route, methods: route.methods.sort() }));
+    const undocumented: readonly string[] = UNDOCUMENTED_ROUTE_TEMPLATES;
+    const files = routeFiles()
+      .filter((route) => !undocumented.includes(route.template))
+      .map((route) => ({ ...route, methods: route.methods.sort() }));
     expect(files.length).toBeGreaterThan(10);
     expect(documented).toEqual(files);
   });
