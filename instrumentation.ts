@@ -12,4 +12,7 @@ export async function register(): Promise<void> {
   // Every throttle keys on the address this resolves; undecodable paths become 400s (cases C22, C24).
   const { installClientAddressHook } = await import("./lib/http/client-address-hook");
   installClientAddressHook(env().TRUSTED_PROXY_HOPS);
+  // Mail goes out from every server with MAIL_DELIVERY=smtp (docs/decisions/054-mail-outbox.md).
+  const { startMailWorker } = await import("./lib/mail/mail-worker");
+  startMailWorker();
 }

@@ -672,6 +672,9 @@ async function main(): Promise<number> {
     // so credits fell behind answers and the measured window left work for after it (bench/settlement.ts).
     env: {
       LOG_LEVEL: "warn",
+      // Receipts are queued (their row is part of every credit's transaction, and measured) but not sent: a mail
+      // catcher on the same two cores would measure MailDev (docs/decisions/054-mail-outbox.md).
+      MAIL_DELIVERY: "off",
       OPS_PER_MINUTE: LOAD_OPS_PER_MINUTE,
       MAX_BALANCE_MINOR: String(2 ** 52),
       BANK_WEBHOOK_CONCURRENCY: String(HTTP_CONNECTIONS),

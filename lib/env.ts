@@ -189,6 +189,34 @@ const schema = z
      */
     METRICS_TOKEN: z.preprocess((v) => (v === "" ? undefined : v), z.string().min(32).optional()),
     /**
+     * "1" only when `npm run bench` starts the app for itself (bench/run.ts): then `POST /api/v1/bench/noop`, the
+     * framework's floor the bench divides every route by, answers; otherwise that path is a 404 like any unknown one,
+     * and the public API description does not list it.
+     */
+    BENCH_FLOOR_ROUTE: z.enum(["0", "1"]).default("0"),
+    /**
+     * The mail server messages go out through (docs/decisions/054-mail-outbox.md): `smtp://user:password@host:587`
+     * (STARTTLS when the server offers it) or `smtps://...:465`. A production server refuses to start without it
+     * unless MAIL_DELIVERY is `off`; `npm run demo`, `npm run dev` and the test stack set it to their local mail
+     * catcher.
+     */
+    SMTP_URL: z.preprocess(
+      (v) => (v === "" ? undefined : v),
+      z
+        .url({ protocol: /^smtps?$/, error: "an smtp:// or smtps:// URL" })
+        .max(2048)
+        .optional(),
+    ),
+    /** The sender of every message (RFC 5322 `From`). */
+    MAIL_FROM: z.string().trim().min(3).max(200).default("Wallet <no-reply@wallet.localhost>"),
+    /**
+     * `smtp`: this process sends the outbox's mail. `off`: it sends none and touches no outbox row (another process
+     * with `smtp` may send them); messages are still queued, so nothing is lost when mail is switched on again.
+     */
+    MAIL_DELIVERY: z.enum(["smtp", "off"]).default("smtp"),
+    /** How often a sending process looks for due mail, in ms. 1 s: a receipt arrives within seconds. */
+    MAIL_POLL_MS: intFrom(50, 60_000).default(1000),
+    /**
      * V8's old-generation bound of the production server, in MB: `npm start`, the demo and the bench start
      * next-server with `--max-old-space-size=<this>` (scripts/lib/stack.ts `appHeapNodeArgs`; decision 051). 768: a
      * burst of 10,000 requests in flight at once holds ~66 KB each alive (Next's request pipeline, measured), ~650 MB
@@ -197,12 +225,6 @@ const schema = z
      * memory, let it reach 614-785 MiB). 0: V8's default. An operator's own `--max-old-space-size` in NODE_OPTIONS
      * wins over this. At least 128: the app holds ~70 MB alive when idle.
      */
-    /**
-     * "1" only when `npm run bench` starts the app for itself (bench/run.ts): then `POST /api/v1/bench/noop`, the
-     * framework's floor the bench divides every route by, answers; otherwise that path is a 404 like any unknown one,
-     * and the public API description does not list it.
-     */
-    BENCH_FLOOR_ROUTE: z.enum(["0", "1"]).default("0"),
     APP_HEAP_MB: z.coerce
       .number()
       .int()
@@ -329,6 +351,19 @@ export function assertSecrets(source: Record<string, string | undefined> = proce
   if (problems.length > 0) throw new EnvError(problems);
 }
 
+/**
+ * What stops a production server from sending mail (docs/decisions/054-mail-outbox.md): `SMTP_URL` unset while
+ * `MAIL_DELIVERY` is not `off`. A development server may run without it (its mail waits in the outbox). Returns one
+ * line per problem, naming the variable; an empty list otherwise. Never throws.
+ */
+export function mailProblems(source: Record<string, string | undefined> = process.env): string[] {
+  if (source.NODE_ENV !== "production" || source.MAIL_DELIVERY === "off" || source.SMTP_URL?.trim()) return [];
+  return [
+    "SMTP_URL is missing: set it to your mail server (smtp://user:password@host:587), or set MAIL_DELIVERY=off to " +
+      "run without sending mail (messages wait in the outbox)",
+  ];
+}
+
 /** Next.js's phase names (next/constants): `next build`, `next start`, `next dev`. */
 const NEXT_BUILD_PHASE = "phase-production-build";
 const NEXT_SERVER_PHASES: readonly string[] = ["phase-production-server", "phase-development-server"];
@@ -342,11 +377,11 @@ const NEXT_SERVER_PHASES: readonly string[] = ["phase-production-server", "phase
  * secret. The phase never comes from the environment: `NEXT_PHASE=phase-production-build` in a server's environment
  * is itself a problem, because Next.js would then skip instrumentation.ts (the secrets' second check, the
  * client-address hook of cases C22 and C24) while the server runs. Otherwise the problems are
- * {@link secretProblems}. Never throws.
+ * {@link secretProblems} and {@link mailProblems}. Never throws.
  */
 export function startProblems(phase: string, source: Record<string, string | undefined> = process.env): string[] {
   if (phase !== "server" && !NEXT_SERVER_PHASES.includes(phase)) return [];
-  const problems = secretProblems(source);
+  const problems = [...secretProblems(source), ...mailProblems(source)];
   if (source.NEXT_PHASE === NEXT_BUILD_PHASE) {
     problems.push(
       `NEXT_PHASE is ${NEXT_BUILD_PHASE} in a server's environment: Next.js would skip instrumentation.ts; unset it ` +

@@ -403,6 +403,8 @@ export async function startHaCluster(options: HaClusterOptions): Promise<HaClust
       BETTER_AUTH_URL: appUrl,
       BANK_WEBHOOK_SECRETS: webhookSecret,
       BETTER_AUTH_SECRET: authSecret,
+      // The cluster storm checks money; its receipts stay queued in the outbox (docs/decisions/054-mail-outbox.md).
+      MAIL_DELIVERY: "off",
       // The reconciler runs as its own process (below), not inside every instance.
       RECONCILE_INTERVAL_MS: "0",
       ...options.appEnv,

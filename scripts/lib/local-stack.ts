@@ -11,6 +11,8 @@
  * - Migrations (`lib/migrate.ts`), then a demo user and an admin (credentials printed).
  * - Redis: `REDIS_URL` if set, else a local `redis-server` on a free loopback port when the binary exists;
  *   without one, rewards answer 503 cap_store_unavailable and this says so once.
+ * - Mail: `SMTP_URL` if set, else a local mail catcher (MailDev, ./mail-catcher.ts) on free loopback ports, whose
+ *   inbox page is printed; its mail is kept in `.data/mail`.
  * - The sandbox bank on `BANK_PORT` (default PORT + 1) and the app on 127.0.0.1:`PORT`.
  * - The reconciler on a timer (`RECONCILE_INTERVAL_MS`).
  * - Secrets (contract section 9): `BANK_WEBHOOK_SECRETS` and `BETTER_AUTH_SECRET` from the environment or `.env`
@@ -27,6 +29,7 @@ import { acquireCheckoutLock, CheckoutBusyError } from "./checkout-lock";
 import { exitWithHelpIfAsked } from "./cli-help";
 import { defaultDataDir, startEmbeddedPostgres } from "./embedded-postgres";
 import { loadEnvFiles } from "./env-files";
+import { startMailCatcher } from "./mail-catcher";
 import { findRedisServerBinary, startRedisServer } from "./redis-server";
 import { registerCleanup, runCleanups, shutdownSignal, type Service } from "./processes";
 import { isPortFree } from "./ports";
@@ -165,20 +168,30 @@ async function main(command: LocalStackCommand): Promise<void> {
     }
   }
 
+  // 3. Mail: SMTP_URL if set, else a local mail catcher whose inbox page shows every message the app sends.
+  let smtpUrl = settings.SMTP_URL ?? null;
+  let inboxUrl: string | null = null;
+  if (!smtpUrl && settings.MAIL_DELIVERY === "smtp") {
+    const catcher = await startMailCatcher({ mailDir: join(projectRoot, ".data", "mail") });
+    registerCleanup(() => catcher.service.stop());
+    smtpUrl = catcher.smtpUrl;
+    inboxUrl = catcher.inboxUrl;
+  }
+
   // The demo process itself uses lib/ (seeding, reconciler): point it at what was just started.
   process.env.DATABASE_URL = databaseUrl;
   if (redisUrl) process.env.REDIS_URL = redisUrl;
   process.env.BETTER_AUTH_SECRET = authSecret;
   process.env.BANK_WEBHOOK_SECRETS = webhookSecret;
 
-  // 3. Demo accounts.
+  // 4. Demo accounts.
   const { createUser } = await import("../../lib/users/create-user");
   for (const user of DEMO_USERS) {
     const result = await createUser(user);
     say(`${result.kind === "created" ? "Created" : "Found"} ${user.role} ${user.email}`);
   }
 
-  // 4. The demo builds (only when sources changed); dev compiles on request. Then the bank and the app.
+  // 5. The demo builds (only when sources changed); dev compiles on request. Then the bank and the app.
   if (command === "demo" && ensureBuilt()) say("App built.");
   const shared = {
     ...process.env,
@@ -191,6 +204,7 @@ async function main(command: LocalStackCommand): Promise<void> {
     BETTER_AUTH_URL: settings.APP_URL,
     BETTER_AUTH_SECRET: authSecret,
     BANK_WEBHOOK_SECRETS: webhookSecret,
+    ...(smtpUrl ? { SMTP_URL: smtpUrl } : {}),
   };
   const services: Service[] = [
     spawnBank({ env: { ...shared, BANK_STATE_FILE: join(projectRoot, ".data", "bank-state.json") } }),
@@ -214,7 +228,7 @@ async function main(command: LocalStackCommand): Promise<void> {
   });
   registerCleanup(async () => removeRuntimeInfo());
 
-  // 5. The reconciler, on a timer, in this process.
+  // 6. The reconciler, on a timer, in this process.
   if (settings.RECONCILE_INTERVAL_MS > 0) {
     const { startReconcilerTimer } = await import("../../lib/reconciler/start-reconciler-timer");
     const stopTimer = startReconcilerTimer(settings.RECONCILE_INTERVAL_MS);
@@ -225,6 +239,7 @@ async function main(command: LocalStackCommand): Promise<void> {
   const what = command === "dev" ? "Wallet (next dev: edits reload without a restart)" : "Wallet";
   say(`${what} ready at ${settings.APP_URL}  (started in ${((Date.now() - started) / 1000).toFixed(1)} s)`);
   for (const user of DEMO_USERS) say(`  ${user.role.padEnd(5)}  ${user.email}  /  ${user.password}`);
+  if (inboxUrl) say(`Mail the app sends (address checks, password resets, receipts): ${inboxUrl}`);
   say(`Sandbox bank at ${settings.BANK_URL}. Ctrl-C stops everything.`);
 
   // Stay up until a service dies or a signal arrives (processes.ts runs the cleanups on SIGINT/SIGTERM).

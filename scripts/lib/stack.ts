@@ -41,6 +41,7 @@ import {
   type Service,
   type ServiceExit,
 } from "./processes";
+import { startMailCatcher } from "./mail-catcher";
 import { startRedisServer, type RedisServer } from "./redis-server";
 import { randomAuthSecret, randomWebhookSecret } from "./secrets";
 
@@ -64,6 +65,10 @@ export interface TestStackInfo {
   bankUrl: string | null;
   /** The `BANK_WEBHOOK_SECRETS` value the app and bank were started with (tests sign webhooks with it). */
   webhookSecrets: string;
+  /** The mail catcher's `smtp://127.0.0.1:<port>` (the app's SMTP_URL); null when the stack was started without the app. */
+  smtpUrl: string | null;
+  /** The mail catcher's `http://127.0.0.1:<port>` (its API: `/api/email`); null without the app. */
+  mailInboxUrl: string | null;
 }
 
 export interface Stack extends TestStackInfo {
@@ -322,7 +327,11 @@ export async function startStack(options: StartStackOptions): Promise<Stack> {
       logDir,
       stop,
     };
-    if (!options.withApp) return { ...base, appUrl: null, bankUrl: null };
+    if (!options.withApp) return { ...base, appUrl: null, bankUrl: null, smtpUrl: null, mailInboxUrl: null };
+
+    const mail = await startMailCatcher({ mailDir: join(scratchDir, "mail"), log: join(logDir, "mail.log") });
+    services.push(mail.service);
+    remember(mail.service.pid);
 
     const [appPort, bankPort] = await Promise.all([options.appPort ?? freePort(), options.bankPort ?? freePort()]);
     const appUrl = `http://127.0.0.1:${appPort}`;
@@ -360,6 +369,9 @@ export async function startStack(options: StartStackOptions): Promise<Stack> {
         // Every e2e and http run signs up many accounts from 127.0.0.1; the contract's 5 an hour would stop the
         // suite after five. The throttle's own tests run an app with the default (tests/http/abuse-limits.test.ts).
         SIGNUPS_PER_HOUR: TEST_STACK_SIGNUPS_PER_HOUR,
+        SMTP_URL: mail.smtpUrl,
+        // Tests wait for mail: a pass every 200 ms instead of every second.
+        MAIL_POLL_MS: "200",
         ...options.env,
       },
       log: join(logDir, "app.log"),
@@ -371,7 +383,7 @@ export async function startStack(options: StartStackOptions): Promise<Stack> {
       waitForService(bank, `${bankUrl}/health`, {}),
       waitForService(app, `${appUrl}/api/v1/health`, {}),
     ]);
-    return { ...base, appUrl, bankUrl };
+    return { ...base, appUrl, bankUrl, smtpUrl: mail.smtpUrl, mailInboxUrl: mail.inboxUrl };
   } catch (error) {
     await stop();
     throw error;
@@ -496,12 +508,15 @@ export function testStackJson(stack: TestStackInfo): string {
     appUrl: stack.appUrl,
     bankUrl: stack.bankUrl,
     webhookSecrets: stack.webhookSecrets,
+    smtpUrl: stack.smtpUrl,
+    mailInboxUrl: stack.mailInboxUrl,
   };
   return JSON.stringify(info);
 }
 
 /**
- * Parses `TEST_STACK` (JSON `{ databaseUrl, redisUrl, redisPid, appUrl, bankUrl, webhookSecrets }`).
+ * Parses `TEST_STACK` (JSON `{ databaseUrl, redisUrl, redisPid, appUrl, bankUrl, webhookSecrets, smtpUrl,
+ * mailInboxUrl }`).
  * Returns null when `raw` is unset or empty; throws naming the bad field when it is malformed.
  */
 export function parseTestStack(raw: string | undefined): TestStackInfo | null {
@@ -527,6 +542,8 @@ export function parseTestStack(raw: string | undefined): TestStackInfo | null {
     appUrl: text("appUrl", true),
     bankUrl: text("bankUrl", true),
     webhookSecrets: text("webhookSecrets", false)!,
+    smtpUrl: text("smtpUrl", true),
+    mailInboxUrl: text("mailInboxUrl", true),
   };
 }
 

@@ -245,6 +245,8 @@ export async function startOwnServices(options: { seed: number; appInstances: nu
       BETTER_AUTH_URL: `http://127.0.0.1:${port}`,
       BANK_WEBHOOK_SECRETS: webhookSecrets,
       BETTER_AUTH_SECRET: authSecret,
+      // The storm checks money; its receipts stay queued in the outbox (docs/decisions/054-mail-outbox.md).
+      MAIL_DELIVERY: "off",
       LEASE_MS: STORM_SETTINGS.LEASE_MS,
       BANK_TIMEOUT_MS: STORM_SETTINGS.BANK_TIMEOUT_MS,
       LOG_LEVEL: STORM_SETTINGS.LOG_LEVEL,

@@ -38,6 +38,8 @@ export async function startExtraApp(options: ExtraAppOptions): Promise<Service> 
       BANK_WEBHOOK_SECRETS: stack.webhookSecrets,
       // A fresh session secret per app (case C16): these apps are reached with API tokens, never with cookies.
       BETTER_AUTH_SECRET: randomAuthSecret(),
+      // Mail through the stack's catcher when it has one; the outbox's leases keep each message to one sender.
+      ...(stack.smtpUrl ? { SMTP_URL: stack.smtpUrl } : { MAIL_DELIVERY: "off" }),
       ...options.env,
     },
     log: join(projectRoot, "reports", "stack-logs", `${options.name}.log`),

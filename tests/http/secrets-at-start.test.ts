@@ -30,6 +30,7 @@ async function startWith(secrets: Record<string, string | undefined>) {
       HOME: process.env.HOME,
       DATABASE_URL: testStack().databaseUrl,
       BANK_URL: "http://127.0.0.1:9",
+      MAIL_DELIVERY: "off",
       ...secrets,
     },
   });
