@@ -4,8 +4,9 @@
  * (the session cookie is set on this response) and redirects to /wallet, or answers with what went wrong and the
  * email as typed, so the form shows it again. The password is never sent back.
  */
-import { headers } from "next/headers";
+import { cookies, headers } from "next/headers";
 import { redirect } from "next/navigation";
+import { noteSignInDevice } from "@/lib/auth/note-sign-in-device";
 import { z } from "zod";
 import { emailField, signInPasswordField } from "@/lib/auth/credential-fields";
 import { signInWithPassword } from "@/lib/auth/sign-in-with-password";
@@ -26,9 +27,11 @@ export async function signInAction(_previous: SignInState, formData: FormData): 
   const form = signInForm.safeParse({ email: formData.get("email"), password: formData.get("password") });
   // One answer for a malformed email and a wrong password: sign-in never says which part was wrong.
   if (!form.success) return { error: "credentials", email: typedEmail };
-  const result = await signInWithPassword(form.data, await headers());
+  const requestHeaders = await headers();
+  const result = await signInWithPassword(form.data, requestHeaders);
   switch (result.kind) {
     case "signed_in":
+      await noteSignInDevice(result.userId, await cookies(), requestHeaders);
       return redirect("/wallet");
     case "wrong_credentials":
       return { error: "credentials", email: typedEmail };

@@ -4,8 +4,9 @@
  * better-auth (which signs the new user in and sets the cookie on this response) and redirects to /wallet, or
  * answers with what went wrong and the email as typed, so the form shows it again. The password is never sent back.
  */
-import { headers } from "next/headers";
+import { cookies, headers } from "next/headers";
 import { redirect } from "next/navigation";
+import { noteSignInDevice } from "@/lib/auth/note-sign-in-device";
 import { z } from "zod";
 import { emailField, newPasswordField } from "@/lib/auth/credential-fields";
 import { signUpWithPassword } from "@/lib/auth/sign-up-with-password";
@@ -26,9 +27,11 @@ export async function signUpAction(_previous: SignUpState, formData: FormData): 
     const emailIsWrong = form.error.issues.some((issue) => issue.path[0] === "email");
     return { error: emailIsWrong ? "email" : "password", email };
   }
-  const result = await signUpWithPassword(form.data, await headers());
+  const requestHeaders = await headers();
+  const result = await signUpWithPassword(form.data, requestHeaders);
   switch (result.kind) {
     case "created":
+      await noteSignInDevice(result.userId, await cookies(), requestHeaders);
       return redirect("/wallet");
     case "duplicate_email":
       return { error: "taken", email };

@@ -1,4 +1,5 @@
 import type { Metadata } from "next";
+import { AddressCheckNotice } from "@/app/components/address-check-notice";
 import { env } from "@/lib/env";
 import { LEDGER_DIRECTION } from "@/lib/ledger";
 import { requireSessionUser } from "@/lib/auth/session-user";
@@ -63,6 +64,8 @@ export default async function WalletPage() {
           </p>
         )}
       </section>
+
+      <AddressCheckNotice userId={user.userId} email={user.email} />
 
       <div className="forms">
         <OperationForm

@@ -17,6 +17,8 @@
  *   account (./credential-fields.ts), so the library's own endpoints cannot store a 1,000,000-character name.
  * - The client address better-auth records on sessions is the one lib/http/client-address.ts resolved, never a
  *   client-chosen `X-Forwarded-For`.
+ * - Mail (address check, password reset) is queued in the outbox and sent after the request by the mail worker
+ *   (docs/decisions/054-mail-outbox.md): better-auth's own flows and tokens, our delivery.
  * - `nextCookies()` is the last plugin, so server actions that sign in or out set the cookie on the response.
  */
 import { betterAuth, APIError } from "better-auth";
@@ -31,10 +33,18 @@ import { CLIENT_ADDRESS_HEADER, clientAddressFrom } from "../http/client-address
 import { appOrigins } from "../http/same-origin";
 import {
   beginPasswordAttempt,
+  countMailRequest,
   countSignUp,
   finishPasswordAttempt,
   type PasswordAttempt,
 } from "../limits/auth-throttles";
+import {
+  ADDRESS_CHECK_VALID_HOURS,
+  afterPasswordReset,
+  PASSWORD_RESET_VALID_MINUTES,
+  queueAddressCheck,
+  queuePasswordReset,
+} from "../mail/account-mail";
 import { accountFieldsProblem, PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from "./credential-fields";
 
 // @node-rs/argon2's Algorithm is an ambient const enum, which isolatedModules cannot read; 2 is Argon2id.
@@ -79,6 +89,14 @@ function sessionSecret(): string {
  */
 const passwordAttempts = new WeakMap<object, PasswordAttempt>();
 
+/** The endpoints a throttle counts (contract section 9; the mail requests: docs/decisions/054-mail-outbox.md). */
+const THROTTLED_PATHS = new Set([
+  "/sign-in/email",
+  "/sign-up/email",
+  "/request-password-reset",
+  "/send-verification-email",
+]);
+
 /** The 429 every throttle answers with; `code` is the contract's problem code (section 9). */
 function throttled(retryAfterS: number, message: string): APIError {
   return new APIError(
@@ -86,6 +104,49 @@ function throttled(retryAfterS: number, message: string): APIError {
     { code: "rate_limited", message: `${message} Try again in ${retryAfterS} s.` },
     { "Retry-After": String(retryAfterS) },
   );
+}
+
+/**
+ * better-auth's hooks: the account-field rules before every endpoint that creates or changes an account, and the
+ * throttles of contract section 9 (and of the mail requests, decision 054) around the endpoints they count.
+ */
+function authHooks() {
+  return {
+    before: createAuthMiddleware(async (ctx) => {
+      const problem = accountFieldsProblem(ctx.path, ctx.body);
+      if (problem) throw new APIError("BAD_REQUEST", { ...problem });
+      if (!THROTTLED_PATHS.has(ctx.path)) return;
+      // null outside the app server (CLIs, tests calling lib/): no network client, no per-address limit.
+      const address = clientAddressFrom(ctx.headers ?? new Headers());
+      if (address === null) return;
+      if (ctx.path === "/request-password-reset" || ctx.path === "/send-verification-email") {
+        const email: unknown = ctx.body?.email;
+        if (typeof email !== "string") return;
+        const decision = await countMailRequest(email, address);
+        if (!decision.allowed) throw throttled(decision.retryAfterS, "Too many requests for mail.");
+        return;
+      }
+      if (ctx.path === "/sign-in/email") {
+        const email: unknown = ctx.body?.email;
+        // A body without an email string is refused by the endpoint's own validation right after this hook.
+        if (typeof email !== "string") return;
+        const decision = await beginPasswordAttempt(email, address);
+        if (!decision.allowed) throw throttled(decision.retryAfterS, "Too many sign-in attempts.");
+        passwordAttempts.set(ctx.context, decision.attempt);
+      } else {
+        const decision = await countSignUp(address);
+        if (!decision.allowed) throw throttled(decision.retryAfterS, "Too many sign-ups from this address.");
+      }
+    }),
+    after: createAuthMiddleware(async (ctx) => {
+      if (ctx.path !== "/sign-in/email") return;
+      const attempt = passwordAttempts.get(ctx.context);
+      if (!attempt) return;
+      passwordAttempts.delete(ctx.context);
+      // newSession is set only when the password was right and a session was created.
+      await finishPasswordAttempt(attempt, Boolean(ctx.context.newSession));
+    }),
+  };
 }
 
 function createAuth(database: Pool) {
@@ -107,6 +168,18 @@ function createAuth(database: Pool) {
         hash: (password) => argon2Hash(password, ARGON2_OPTIONS),
         verify: ({ hash, password }) => argon2Verify(hash, password),
       },
+      // "Forgot password" is better-auth's own flow: a single-use token, stored hashed by better-auth, valid 1 hour,
+      // mailed through the outbox; a reset signs every session out and revokes API tokens (lib/mail/account-mail.ts).
+      sendResetPassword: ({ user, url, token }) => queuePasswordReset({ userId: user.id, url, token }),
+      resetPasswordTokenExpiresIn: PASSWORD_RESET_VALID_MINUTES * 60,
+      revokeSessionsOnPasswordReset: true,
+      onPasswordReset: ({ user }) => afterPasswordReset(user.id),
+    },
+    // Sign-up sends an address check (better-auth's verification link, 24 hours); signing in does not wait for it.
+    emailVerification: {
+      sendOnSignUp: true,
+      expiresIn: ADDRESS_CHECK_VALID_HOURS * 3600,
+      sendVerificationEmail: ({ user, url, token }) => queueAddressCheck({ userId: user.id, url, token }),
     },
     user: {
       additionalFields: {
@@ -127,35 +200,7 @@ function createAuth(database: Pool) {
       // without native joins): authentication on the hot path is a single indexed lookup.
       database: { joins: true },
     },
-    hooks: {
-      before: createAuthMiddleware(async (ctx) => {
-        const problem = accountFieldsProblem(ctx.path, ctx.body);
-        if (problem) throw new APIError("BAD_REQUEST", { ...problem });
-        if (ctx.path !== "/sign-in/email" && ctx.path !== "/sign-up/email") return;
-        // null outside the app server (CLIs, tests calling lib/): no network client, no per-address limit.
-        const address = clientAddressFrom(ctx.headers ?? new Headers());
-        if (address === null) return;
-        if (ctx.path === "/sign-in/email") {
-          const email: unknown = ctx.body?.email;
-          // A body without an email string is refused by the endpoint's own validation right after this hook.
-          if (typeof email !== "string") return;
-          const decision = await beginPasswordAttempt(email, address);
-          if (!decision.allowed) throw throttled(decision.retryAfterS, "Too many sign-in attempts.");
-          passwordAttempts.set(ctx.context, decision.attempt);
-        } else {
-          const decision = await countSignUp(address);
-          if (!decision.allowed) throw throttled(decision.retryAfterS, "Too many sign-ups from this address.");
-        }
-      }),
-      after: createAuthMiddleware(async (ctx) => {
-        if (ctx.path !== "/sign-in/email") return;
-        const attempt = passwordAttempts.get(ctx.context);
-        if (!attempt) return;
-        passwordAttempts.delete(ctx.context);
-        // newSession is set only when the password was right and a session was created.
-        await finishPasswordAttempt(attempt, Boolean(ctx.context.newSession));
-      }),
-    },
+    hooks: authHooks(),
     plugins: [nextCookies()],
   });
 }

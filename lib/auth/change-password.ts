@@ -2,6 +2,7 @@ import { isAPIError } from "better-auth/api";
 import { clientAddressFrom } from "../http/client-address";
 import { beginPasswordAttempt, finishPasswordAttempt } from "../limits/auth-throttles";
 import { revokeAllApiTokens } from "../api-tokens/revoke-api-token";
+import { queuePasswordChanged } from "../mail/account-mail";
 import { auth } from "./auth";
 import { newPasswordField, signInPasswordField } from "./credential-fields";
 
@@ -17,7 +18,8 @@ export type ChangePasswordResult =
  * The current password is a password guess like a sign-in: it counts against the same failed-attempt limits
  * for the account's email and the client's address (lib/limits/auth-throttles.ts). On success every other
  * session of the user is revoked (better-auth's `revokeOtherSessions`; this browser gets a fresh session
- * cookie through `nextCookies()`), and every API token too unless `keepApiTokens`.
+ * cookie through `nextCookies()`), and every API token too unless `keepApiTokens`; the owner is mailed a notice
+ * (docs/decisions/054-mail-outbox.md).
  *
  * @param input.userId, input.email the signed-in user, from the session (never from the form).
  * @param input.currentPassword as typed; input.newPassword 10..128 characters.
@@ -58,6 +60,7 @@ export async function changePassword(
   }
   if (attempt) await finishPasswordAttempt(attempt, true);
   const apiTokensRevoked = input.keepApiTokens ? 0 : await revokeAllApiTokens(input.userId);
+  await queuePasswordChanged(input.userId, "changed");
   return { kind: "changed", apiTokensRevoked };
 }
 

@@ -157,3 +157,26 @@ export async function countSignUp(address: string): Promise<CountOutcome> {
   if (!signUpLimiter || signUpLimiter.rule.points !== rule.points) signUpLimiter = new CounterLimiter(rule);
   return signUpLimiter.count(addressKey(address));
 }
+
+/**
+ * Mail a person can ask for by typing an address ("forgot password", "send the check again"): 5 per hour per address
+ * typed, so nobody can fill someone's inbox, and 20 per hour per client address, so nobody can probe many. Counted
+ * whether or not an account exists, so the answer says nothing about that (docs/decisions/054-mail-outbox.md).
+ */
+export const MAIL_REQUEST_EMAIL_RULE: LimitRule = { name: "mail-request-email", points: 5, durationS: HOUR_S };
+/** See {@link MAIL_REQUEST_EMAIL_RULE}. */
+export const MAIL_REQUEST_ADDRESS_RULE: LimitRule = { name: "mail-request-address", points: 20, durationS: HOUR_S };
+const mailRequestEmailLimiter = new CounterLimiter(MAIL_REQUEST_EMAIL_RULE);
+const mailRequestAddressLimiter = new CounterLimiter(MAIL_REQUEST_ADDRESS_RULE);
+
+/**
+ * Counts one request for mail to `email` from the client `address` against both rules (client address first: a
+ * refused request is not counted against the typed address).
+ * @returns `allowed`, or `allowed: false` with the seconds until the refusing window ends.
+ * @throws nothing for Redis failures (see CounterLimiter).
+ */
+export async function countMailRequest(email: string, address: string): Promise<CountOutcome> {
+  const byAddress = await mailRequestAddressLimiter.count(addressKey(address));
+  if (!byAddress.allowed) return byAddress;
+  return mailRequestEmailLimiter.count(hashEmail(email));
+}

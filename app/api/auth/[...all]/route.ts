@@ -20,10 +20,23 @@ import { isSameOrigin } from "@/lib/http/same-origin";
 export const dynamic = "force-dynamic";
 
 /** `<METHOD> <path under /api/auth>` of the endpoints offered over HTTP. */
-const OFFERED = new Set(["GET /get-session", "POST /sign-in/email", "POST /sign-up/email", "POST /sign-out"]);
+const OFFERED = new Set([
+  "GET /get-session",
+  "POST /sign-in/email",
+  "POST /sign-up/email",
+  "POST /sign-out",
+  // The links mailed by sign-up and "forgot password" (docs/decisions/054-mail-outbox.md): better-auth checks the
+  // token and redirects to the app's own page (its callbackURL, which it refuses unless it is this app's origin).
+  "GET /verify-email",
+  "GET /reset-password/:token",
+]);
+
+/** A reset link's token segment: better-auth's 24 characters of [A-Za-z0-9]; anything else is not a link of ours. */
+const RESET_LINK = /^\/reset-password\/[A-Za-z0-9]{1,64}$/;
 
 async function handle(request: Request): Promise<Response> {
-  const path = new URL(request.url).pathname.replace(/^\/api\/auth/, "");
+  const actual = new URL(request.url).pathname.replace(/^\/api\/auth/, "");
+  const path = RESET_LINK.test(actual) ? "/reset-password/:token" : actual;
   if (!OFFERED.has(`${request.method} ${path}`)) {
     const known = [...OFFERED].some((entry) => entry.endsWith(` ${path}`));
     return known
