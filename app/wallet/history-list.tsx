@@ -14,7 +14,18 @@ import { StatusBadge } from "../components/status-badge";
 import { useShowMore } from "../components/use-show-more";
 import { moreHistoryAction } from "./list-actions";
 import { MovementAmount } from "./movement-amount";
-import { describeMovement, movementHref } from "./movement-words";
+import { movementHref, splitMovementWords } from "./movement-words";
+
+/** What the line was: "Payment to Corner Coffee", whose lead a phone leaves to screen readers. */
+function MovementWords({ line }: { line: StatementLine }) {
+  const { lead, main } = splitMovementWords(line);
+  return (
+    <span className="what">
+      {lead && <span className="what-lead">{lead}</span>}
+      {main}
+    </span>
+  );
+}
 
 /**
  * `first` is the server's first page for `filters`; `directions` is the ledger's LEDGER_DIRECTION table (+1
@@ -45,7 +56,7 @@ export function HistoryList({
           <li key={line.reference} data-type={line.type} data-status={line.status} data-ref={line.refId}>
             <a href={movementHref(line.reference)} className="history-line">
               <span className="history-what">
-                <span className="what">{describeMovement(line)}</span>
+                <MovementWords line={line} />
                 {line.note && <span className="history-note"> · {line.note}</span>}
               </span>
               <span className="history-when">

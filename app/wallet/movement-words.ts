@@ -39,6 +39,19 @@ export function describeMovement(line: Pick<StatementLine, "type" | "refId" | "p
   }
 }
 
+/**
+ * A history line's words split in two: a lead that a phone may leave to screen readers ("Payment to ") and the part
+ * every screen shows (the payee), so a line on a 390 px phone names who was paid instead of cutting "Payment to…".
+ * Together they are {@link describeMovement}'s words.
+ */
+export function splitMovementWords(line: Pick<StatementLine, "type" | "refId" | "payee">): {
+  lead: string;
+  main: string;
+} {
+  if (line.type === "payment" && line.payee) return { lead: "Payment to ", main: line.payee };
+  return { lead: "", main: describeMovement(line) };
+}
+
 /** The movement page's address for a readable reference. */
 export function movementHref(reference: string): string {
   return `/wallet/movements/${encodeURIComponent(reference)}`;
