@@ -81,8 +81,10 @@ test("a top-up and a payment with the keyboard alone", async ({ page }, testInfo
   await expect(topup.getByTestId("result")).toHaveAttribute("data-status", "succeeded", { timeout: 15_000 });
   await expect(page.getByTestId("balance")).toHaveText("$25.00");
 
-  // Payment: Tab to its amount choice, arrow to $5.00, Tab to the button, Space.
+  // Payment: Tab to the payee and type it, Tab to its amount choice, arrow to $5.00, Tab to the button, Space.
   const pay = page.getByTestId("pay-form");
+  await tabTo(page, pay.getByLabel("Pay to"));
+  await page.keyboard.type("Corner Coffee");
   await tabTo(page, pay.getByLabel("$1.00"));
   await page.keyboard.press("ArrowRight");
   await expect(pay.getByLabel("$5.00")).toBeChecked();

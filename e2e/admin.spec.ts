@@ -53,7 +53,7 @@ test("a stuck top-up appears on the admin page, Reconcile now finishes it, and t
   );
 
   await userPage.goto("/wallet");
-  await expect(userPage.getByTestId("topups").locator(`tr[data-ref="${refId}"]`)).toHaveAttribute(
+  await expect(userPage.getByTestId("history").locator(`li[data-ref="${refId}"]`)).toHaveAttribute(
     "data-status",
     "processing",
   );
@@ -92,7 +92,7 @@ test("a stuck top-up appears on the admin page, Reconcile now finishes it, and t
 
   // The user's page shows it succeeded, and the balance.
   await userPage.goto("/wallet");
-  await expect(userPage.getByTestId("topups").locator(`tr[data-ref="${refId}"]`)).toHaveAttribute(
+  await expect(userPage.getByTestId("history").locator(`li[data-ref="${refId}"]`)).toHaveAttribute(
     "data-status",
     "succeeded",
   );

@@ -49,7 +49,7 @@ test("push: a top-up's state changes on the page without a reload and without an
   expect(await apiTopup(page, refId, 1500)).toBe(201);
 
   await page.goto("/wallet");
-  const row = page.getByTestId("topups").locator(`tr[data-ref="${refId}"]`);
+  const row = page.getByTestId("history").locator(`li[data-ref="${refId}"]`);
   await expect(row).toHaveAttribute("data-status", "processing");
   // The push is live once the server listens, and the refresh that follows every `ready` is done.
   const live = page.getByTestId("live");
@@ -84,7 +84,7 @@ test("fallback: with the event stream refused, the page polls and the state stil
   expect(await apiTopup(page, refId, 2000)).toBe(201);
 
   await page.goto("/wallet");
-  const row = page.getByTestId("topups").locator(`tr[data-ref="${refId}"]`);
+  const row = page.getByTestId("history").locator(`li[data-ref="${refId}"]`);
   await expect(row).toHaveAttribute("data-status", "processing");
   const live = page.getByTestId("live");
   await expect(live).toHaveAttribute("data-live", "polling");

@@ -24,6 +24,8 @@ export interface SeededUser {
   readonly refId: string;
   /** Another account, an admin. */
   readonly adminEmail: string;
+  /** The address of one of the user's movements (a payment to a payee, with a note): its receipt page. */
+  readonly movementPath: string;
 }
 
 /** A top-up reference of 128 characters, the longest the API accepts. */
@@ -53,9 +55,18 @@ async function seedUser(page: Page): Promise<SeededUser> {
   expect(await apiTopup(page, refId, 5000)).toBe(201);
   await page.goto("/wallet");
   const pay = page.getByTestId("pay-form");
+  // The longest payee and note the form takes: the history's line and the receipt may not grow wider for them.
+  await pay.getByLabel("Pay to").fill(`Order 4471 at ${"The Long Name Bakery ".repeat(4)}`.slice(0, 80).trimEnd());
+  await pay.getByLabel("Note (optional)").fill(`Birthday cake ${"and candles ".repeat(12)}`.slice(0, 140).trimEnd());
   await pay.getByLabel("Other amount").fill("99.99");
   await pay.getByRole("button", { name: "Pay" }).click();
   await expect(pay.getByTestId("result")).toBeVisible();
+  const movementPath = await page
+    .getByTestId("history")
+    .locator('li[data-type="payment"] a')
+    .first()
+    .getAttribute("href");
+  if (!movementPath) throw new Error("the payment has no link to its page");
   await page.locator('[data-ad-id="ad-a"]').getByRole("button").click();
   await expect(page.getByTestId("reward-result")).toBeVisible();
   await page.goto("/settings/tokens");
@@ -66,7 +77,7 @@ async function seedUser(page: Page): Promise<SeededUser> {
   }
   await page.getByRole("button", { name: "Revoke token old script" }).click();
   await expect(page.getByRole("table", { name: "Revoked and expired tokens" })).toBeVisible();
-  return { email, userId, refId, adminEmail };
+  return { email, userId, refId, adminEmail, movementPath };
 }
 
 /** Every page of the app people use, in the order a visitor meets them. */
@@ -84,10 +95,19 @@ function pageVisits(user: SeededUser): PageVisit[] {
       as: "user",
       open: async (page) => {
         await go("/wallet")(page);
-        await expect(page.getByTestId("statement")).toBeVisible();
+        await expect(page.getByTestId("history")).toBeVisible();
         await expect(page.getByTestId("live")).toHaveAttribute("data-live", /push|polling/);
       },
     },
+    {
+      name: "movement",
+      as: "user",
+      open: async (page) => {
+        await go(user.movementPath)(page);
+        await expect(page.getByTestId("timeline")).toBeVisible();
+      },
+    },
+    { name: "wallet-history-filtered", as: "user", open: go("/wallet?type=payment&q=bakery#history") },
     { name: "tokens", as: "user", open: go("/settings/tokens") },
     { name: "security", as: "user", open: go("/settings/security") },
     { name: "forbidden", as: "user", open: go("/admin") },

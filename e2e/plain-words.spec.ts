@@ -90,13 +90,14 @@ test("wallet: an amount out of range, a payment the balance cannot cover and a r
 
   // A payment the balance cannot cover: refused in plain words, the amount kept, and the statement shows it struck
   // through as not paid (no money moved).
+  await pay.getByLabel("Pay to").fill("Corner Coffee");
   await pay.getByLabel("Other amount").fill("99.99");
   await pay.getByRole("button", { name: "Pay" }).click();
   await expect(pay.getByTestId("result")).toHaveText(
     "Not enough money in your wallet for this payment of $99.99. Nothing was paid.",
   );
   await expect(pay.getByLabel("Other amount")).toHaveValue("99.99");
-  const refused = page.getByTestId("statement").locator('tr[data-type="payment"]').first();
+  const refused = page.getByTestId("history").locator('li[data-type="payment"]').first();
   await expect(refused).toHaveAttribute("data-status", "failed");
   await expect(refused.locator('[data-moved="false"]')).toContainText("$99.99");
   await expect(refused.locator('[data-moved="false"]')).toContainText("not paid");
@@ -106,9 +107,13 @@ test("wallet: an amount out of range, a payment the balance cannot cover and a r
   // A declined top-up: struck through, "not charged", with the bank's reason in words.
   expect(await apiTopup(page, `sbx-decline-${randomUUID().slice(0, 8)}`, 1234)).toBe(201);
   await page.reload();
-  const declined = page.getByTestId("topups").locator('tr[data-status="failed"]').first();
+  const declined = page.getByTestId("history").locator('li[data-type="topup"][data-status="failed"]').first();
   await expect(declined).toContainText("not charged");
-  await expect(declined).toContainText("the bank declined the payment");
+  // The reason, in words, is on the movement's own page.
+  await declined.getByRole("link").click();
+  await expect(page.getByTestId("receipt-status")).toContainText("the bank declined the payment");
+  await expectNoJargon(page, "a declined top-up's page");
+  await page.goto("/wallet");
 
   // The same form sent again with another amount from a page that did not follow (no JavaScript, so no live
   // updates: the same reference): said plainly, and the chosen amount stays chosen.
@@ -121,11 +126,15 @@ test("wallet: an amount out of range, a payment the balance cannot cover and a r
   await expect(topup.getByTestId("result")).toContainText("Top-up of $10.00");
   await second.getByTestId("topup-form").getByLabel("$25.00").check();
   await second.getByTestId("topup-form").getByRole("button", { name: "Top up" }).click();
+  // What happened, said as it happened (decision 055): this one was not made, and pressing the button again makes it.
   await expect(second.getByTestId("topup-form").getByTestId("result")).toHaveText(
-    "This form was already sent with a different amount, so this top-up was not made. Reload the page to start a new one.",
+    "This form had already been used, in another tab or window, for a top-up with a different amount, so this top-up of $25.00 was not made and nothing of it was charged. The form is ready for a new one: press Top up again to make it.",
   );
   await expect(second.getByTestId("topup-form").getByLabel("$25.00")).toBeChecked();
   await expectNoJargon(second, "/wallet after a reused form");
+  // And it is true: the page came back with a form for a new top-up, and pressing the button again makes it.
+  await second.getByTestId("topup-form").getByRole("button", { name: "Top up" }).click();
+  await expect(second.getByTestId("topup-form").getByTestId("result")).toContainText("Top-up of $25.00");
   await expectNoJargon(page, "/wallet after refusals");
   await page.screenshot({ path: testInfo.outputPath("wallet-refusals.png"), fullPage: true });
   await stale.close();

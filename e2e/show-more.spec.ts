@@ -1,5 +1,5 @@
 /**
- * "Show more" on the wallet's top-up list and statement and on the admin page's top-ups: the
+ * "Show more" on the wallet's history (with and without filters) and on the admin page's top-ups: the
  * server renders the first page, each click appends the next page by cursor, and no row appears twice.
  * The rows are seeded as failed operations straight into the ledger (a failed row moves no money, so every
  * invariant of the shared database still holds), spaced one millisecond apart so their order is known.
@@ -56,11 +56,11 @@ async function seedFailedRows(userId: string, type: "topup" | "payment", count: 
 async function rowKeys(page: Page, testId: string): Promise<string[]> {
   return page
     .getByTestId(testId)
-    .locator("tbody tr")
-    .evaluateAll((rows) => rows.map((row) => row.textContent ?? ""));
+    .locator("li")
+    .evaluateAll((rows) => rows.map((row) => row.querySelector("a")?.getAttribute("href") ?? ""));
 }
 
-test("Show more appends the next page of the wallet's top-ups and statement, and of the admin page's top-ups", async ({
+test("Show more appends the next page of the wallet's history, and of the admin page's top-ups", async ({
   page,
 }, testInfo) => {
   test.setTimeout(90_000);
@@ -72,17 +72,18 @@ test("Show more appends the next page of the wallet's top-ups and statement, and
   await seedFailedRows(userId, "payment", 31);
 
   await page.goto("/wallet");
-  await expect(page.getByTestId("topups").locator("tbody tr")).toHaveCount(20);
-  await page.getByTestId("topups-more").click();
-  await expect(page.getByTestId("topups").locator("tbody tr")).toHaveCount(21);
-  await expect(page.getByTestId("topups-more")).toHaveCount(0);
-  expect(new Set(await rowKeys(page, "topups")).size).toBe(21);
+  // One history of every movement (decision 055): 21 top-ups and 31 payments, 50 a page.
+  await expect(page.getByTestId("history").locator("li")).toHaveCount(50);
+  await page.getByTestId("history-more").click();
+  await expect(page.getByTestId("history").locator("li")).toHaveCount(52);
+  await expect(page.getByTestId("history-more")).toHaveCount(0);
+  expect(new Set(await rowKeys(page, "history")).size).toBe(52);
+  await expect(page.getByTestId("history").locator('li[data-type="topup"]')).toHaveCount(21);
 
-  await expect(page.getByTestId("statement").locator("tbody tr")).toHaveCount(50);
-  await page.getByTestId("statement-more").click();
-  await expect(page.getByTestId("statement").locator("tbody tr")).toHaveCount(52);
-  await expect(page.getByTestId("statement-more")).toHaveCount(0);
-  expect(new Set(await rowKeys(page, "statement")).size).toBe(52);
+  // "Show more" keeps the filters: the failed top-ups alone, 21 of them, in one page.
+  await page.goto("/wallet?type=topup&status=failed");
+  await expect(page.getByTestId("history").locator("li")).toHaveCount(21);
+  await expect(page.getByTestId("history-more")).toHaveCount(0);
   await page.screenshot({ path: testInfo.outputPath("wallet-show-more.png"), fullPage: true });
 
   // The same user as an admin: two rows a page, twice "Show more".

@@ -13,9 +13,13 @@ test("sign up, top up 25.00, see the status reach succeeded and the balance show
   await form.getByRole("button", { name: "Top up" }).click();
   await expect(form.getByTestId("result")).toContainText("$25.00");
   // The list updates without a reload once the bank's webhook lands.
-  await expect(page.getByTestId("topups").locator("tbody tr").first()).toHaveAttribute("data-status", "succeeded", {
-    timeout: 15_000,
-  });
+  await expect(page.getByTestId("history").locator('li[data-type="topup"]').first()).toHaveAttribute(
+    "data-status",
+    "succeeded",
+    {
+      timeout: 15_000,
+    },
+  );
   await expect(page.getByTestId("balance")).toHaveText("$25.00");
   // The answer follows the top-up: it says it succeeded, without a reload.
   await expect(form.getByTestId("result")).toHaveAttribute("data-status", "succeeded");

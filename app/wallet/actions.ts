@@ -23,6 +23,10 @@ export interface MoneyFormValues {
   readonly preset: string;
   /** The typed amount, as typed. */
   readonly customAmount: string;
+  /** The pay form's payee, as typed or picked ("" on the top-up form). */
+  readonly payee: string;
+  /** The pay form's note, as typed ("" when none). */
+  readonly note: string;
 }
 
 /** A money form's answer: the API's outcome, the values to show again, and the amount asked for (minor units). */
@@ -34,10 +38,13 @@ const formSchema = z.object({
   refId: z.string().max(128),
   preset: z.string().max(40).optional(),
   customAmount: z.string().max(40).optional(),
+  // Longer than any payee or note the API accepts, so an overlong one reaches the validator and gets its sentence.
+  payee: z.string().max(1000).optional(),
+  note: z.string().max(1000).optional(),
 });
 
 /** A 400 for the form, in the API's shape; `field` names what the sentence must be about (the amount). */
-function invalid(detail: string, field?: "amount"): ActionOutcome {
+function invalid(detail: string, field?: "amount" | "payee" | "note"): ActionOutcome {
   const extensions = field ? { field } : {};
   return { status: 400, body: JSON.stringify(problem("invalid_request", detail, extensions)), replayed: false };
 }
@@ -56,6 +63,13 @@ function amountFrom(values: MoneyFormValues, currency: string, maxAmountMinor: n
 
 type MoneyForm = "topup" | "payment";
 
+/** The pay form's field a validation detail is about, when it is the payee or the note (their sentences differ). */
+function fieldOf(detail: string): "payee" | "note" | undefined {
+  if (detail.startsWith("payee:")) return "payee";
+  if (detail.startsWith("note:")) return "note";
+  return undefined;
+}
+
 /** A form whose hidden reference the server did not issue to this user (edited, or from another deployment). */
 const UNISSUED_REFERENCE = "This form's reference was not issued to you; reload the page.";
 
@@ -69,6 +83,8 @@ async function runMoneyForm(kind: MoneyForm, formData: FormData): Promise<MoneyF
   const values: MoneyFormValues = {
     preset: fields.success ? (fields.data.preset ?? "") : "",
     customAmount: fields.success ? (fields.data.customAmount ?? "") : "",
+    payee: fields.success ? (fields.data.payee ?? "") : "",
+    note: fields.success ? (fields.data.note ?? "") : "",
   };
   if (!fields.success) return { ...invalid("The form is incomplete."), values, amountMinor: null };
   const settings = env();
@@ -88,9 +104,12 @@ async function runMoneyForm(kind: MoneyForm, formData: FormData): Promise<MoneyF
     }
     result = await createTopup({ userId: user.userId, ...input.value });
   } else {
-    const { value, raw } = formToRaw({ orderId: fields.data.refId, amount });
+    // The form always names a payee (docs/decisions/055); the note is optional, and an empty one is no note.
+    if (values.payee === "") return { ...invalid("payee: required", "payee"), values, amountMinor };
+    const details = { payee: values.payee, ...(values.note === "" ? {} : { note: values.note }) };
+    const { value, raw } = formToRaw({ orderId: fields.data.refId, amount, ...details });
     const input = validatePaymentRequest(value, raw, rules, "form");
-    if (!input.ok) return { ...invalid(input.detail), values, amountMinor };
+    if (!input.ok) return { ...invalid(input.detail, fieldOf(input.detail)), values, amountMinor };
     if (!(await verifyFormRefId(user.userId, "payment", input.value.orderId))) {
       return { ...invalid(UNISSUED_REFERENCE), values, amountMinor };
     }

@@ -1,23 +1,22 @@
 "use server";
 /**
- * "Show more" on the wallet page: the next page of the signed-in user's top-ups or statement,
- * from the same lib functions and cursors as `GET /api/v1/topups` and `GET /api/v1/entries`.
+ * "Show more" on the wallet page: the next page of the signed-in user's history, from the same lib function, filters
+ * and cursors as `GET /api/v1/entries`.
  */
 import { requireSessionUser } from "@/lib/auth/session-user";
-import type { StatementEntryView, TopupView } from "@/lib/ledger";
+import { entriesQuerySchema } from "@/lib/http/list-query";
 import type { PageResult } from "@/lib/pagination/cursor";
-import { listTopups } from "@/lib/topups/list-topups";
-import { listEntries } from "@/lib/wallet/list-entries";
-import { STATEMENT_PAGE_SIZE, TOPUPS_PAGE_SIZE } from "./page-sizes";
+import { listEntries, type StatementFilters } from "@/lib/wallet/list-entries";
+import type { StatementLine } from "@/lib/wallet/statement-line";
+import { STATEMENT_PAGE_SIZE } from "./page-sizes";
 
-/** The page of top-ups after `cursor` (a malformed or foreign cursor: `ok: false`). */
-export async function moreTopupsAction(cursor: string): Promise<PageResult<TopupView>> {
+/**
+ * The page of the history after `cursor` for `filters` (validated again here: a server action's arguments are the
+ * browser's word). A malformed or foreign cursor, or filters the API would refuse: `ok: false`.
+ */
+export async function moreHistoryAction(cursor: string, filters: StatementFilters): Promise<PageResult<StatementLine>> {
   const user = await requireSessionUser();
-  return await listTopups(user.userId, { limit: TOPUPS_PAGE_SIZE, cursor });
-}
-
-/** The page of the statement after `cursor` (a malformed or foreign cursor: `ok: false`). */
-export async function moreStatementAction(cursor: string): Promise<PageResult<StatementEntryView>> {
-  const user = await requireSessionUser();
-  return await listEntries(user.userId, { limit: STATEMENT_PAGE_SIZE, cursor });
+  const query = entriesQuerySchema.safeParse({ ...filters, cursor });
+  if (!query.success) return { ok: false, detail: "these filters are not valid" };
+  return await listEntries(user.userId, { ...query.data, limit: STATEMENT_PAGE_SIZE });
 }

@@ -30,6 +30,11 @@ interface Props {
   readonly testId: string;
   /** The latest state of the user's recent rows of this kind, by ref id (top-ups: followed live). */
   readonly liveStates?: Readonly<Record<string, LiveState>>;
+  /**
+   * The pay form's payee field: the merchants offered by name (lib/payments/payees.ts), any other name typed as free
+   * text, and an optional note (docs/decisions/055). Absent on the top-up form.
+   */
+  readonly payees?: { readonly names: readonly string[]; readonly payeeMax: number; readonly noteMax: number };
 }
 
 function SubmitButton({ label }: { label: string }) {
@@ -67,13 +72,16 @@ export function OperationForm({
   action,
   testId,
   liveStates,
+  payees,
 }: Props) {
   const [state, formAction] = useActionState(action, null);
   const id = useId();
   const [preset, setPreset] = useState(state?.values.preset || String(presetsMinor[0] ?? "other"));
   const [customAmount, setCustomAmount] = useState(state?.values.customAmount ?? "");
+  const [payee, setPayee] = useState(state?.values.payee ?? "");
+  const [note, setNote] = useState(state?.values.note ?? "");
   const formRef = useRef<HTMLFormElement>(null);
-  useKeptFormValues(formRef, { preset, customAmount });
+  useKeptFormValues(formRef, payees ? { preset, customAmount, payee, note } : { preset, customAmount });
   const answered = rowOf(state);
   const live = answered ? liveStates?.[answered.refId] : undefined;
   const sentence = state
@@ -84,6 +92,38 @@ export function OperationForm({
     <form ref={formRef} action={formAction} className="card money-form" data-testid={testId}>
       <h2>{title}</h2>
       <input type="hidden" name="refId" value={refId} />
+      {payees && (
+        <>
+          <label className="field">
+            <span>Pay to</span>
+            <input
+              name="payee"
+              list={`${id}-payees`}
+              required
+              maxLength={payees.payeeMax}
+              autoComplete="off"
+              placeholder="A merchant or an order"
+              value={payee}
+              onChange={(event) => setPayee(event.target.value)}
+            />
+          </label>
+          <datalist id={`${id}-payees`}>
+            {payees.names.map((name) => (
+              <option key={name} value={name} />
+            ))}
+          </datalist>
+          <label className="field">
+            <span>Note (optional)</span>
+            <input
+              name="note"
+              maxLength={payees.noteMax}
+              autoComplete="off"
+              value={note}
+              onChange={(event) => setNote(event.target.value)}
+            />
+          </label>
+        </>
+      )}
       <fieldset className="presets">
         <legend>Amount</legend>
         {presetsMinor.map((amountMinor) => (
@@ -132,7 +172,6 @@ export function OperationForm({
         {amountHint({ currency, maxAmountMinor })}
       </p>
       <SubmitButton label={submitLabel} />
-      <p className="ref">Reference {refId}</p>
       {sentence && (
         <p
           role={sentence.tone === "error" ? "alert" : "status"}

@@ -1,23 +1,21 @@
 import type { Metadata } from "next";
 import { AddressCheckNotice } from "@/app/components/address-check-notice";
 import { env } from "@/lib/env";
-import { LEDGER_DIRECTION } from "@/lib/ledger";
 import { requireSessionUser } from "@/lib/auth/session-user";
 import { formatMoney } from "@/lib/money";
 import { firstPageOrThrow } from "@/lib/pagination/cursor";
+import { OFFERED_PAYEES, NOTE_LENGTH_MAX, PAYEE_LENGTH_MAX } from "@/lib/payments/payees";
 import { listTopups } from "@/lib/topups/list-topups";
 import { getWallet } from "@/lib/wallet/get-wallet";
-import { listEntries } from "@/lib/wallet/list-entries";
 import { currentFormRefId } from "@/lib/web/current-form-ref-id";
 import type { LiveState } from "@/lib/web/outcome-sentences";
 import { isUnfinished } from "@/lib/web/status-words";
 import { paymentAction, topupAction } from "./actions";
 import { LiveUpdates } from "./live-updates";
 import { OperationForm } from "./operation-form";
-import { STATEMENT_PAGE_SIZE, TOPUPS_PAGE_SIZE } from "./page-sizes";
+import { HistorySection, type PageQuery } from "./history-section";
+import { TOPUPS_PAGE_SIZE } from "./page-sizes";
 import { RewardsSection } from "./rewards-section";
-import { StatementTable } from "./statement-table";
-import { TopupsTable } from "./topups-table";
 
 export const metadata: Metadata = { title: "Wallet" };
 export const dynamic = "force-dynamic";
@@ -26,18 +24,29 @@ export const dynamic = "force-dynamic";
 const TOPUP_PRESETS_MINOR = [1000, 2500, 5000] as const;
 const PAYMENT_PRESETS_MINOR = [100, 500, 1000] as const;
 
-export default async function WalletPage() {
+/** The pay form's payee field: the offered merchants and the bounds (docs/decisions/055). */
+const PAYEES = {
+  names: OFFERED_PAYEES.map((payee) => payee.name),
+  payeeMax: PAYEE_LENGTH_MAX,
+  noteMax: NOTE_LENGTH_MAX,
+} as const;
+
+/**
+ * The wallet: the balance, the two money forms and the rewards first (reachable without scrolling past the history
+ * on a phone), then the history of every movement with its filters (the page's query: `type`, `status`, `q`, `from`,
+ * `to`). The newest top-ups are read, not shown, so the top-up form's answer follows its top-up live.
+ */
+export default async function WalletPage({ searchParams }: { searchParams: Promise<PageQuery> }) {
   const user = await requireSessionUser();
   const settings = env();
-  const [wallet, topupsResult, entriesResult, topupRef, orderRef] = await Promise.all([
+  const [wallet, topupsResult, topupRef, orderRef, query] = await Promise.all([
     getWallet(user.userId),
     listTopups(user.userId, { limit: TOPUPS_PAGE_SIZE }),
-    listEntries(user.userId, { limit: STATEMENT_PAGE_SIZE }),
     currentFormRefId(user.userId, "topup"),
     currentFormRefId(user.userId, "payment"),
+    searchParams,
   ]);
   const topups = firstPageOrThrow(topupsResult);
-  const entries = firstPageOrThrow(entriesResult);
   const following = topups.items.some((t) => isUnfinished(t.status));
   // The newest top-ups' states: the top-up form's answer follows the one it started (refreshed by LiveUpdates).
   const liveTopups: Record<string, LiveState> = {};
@@ -90,20 +99,13 @@ export default async function WalletPage() {
           submitLabel="Pay"
           action={paymentAction}
           testId="pay-form"
+          payees={PAYEES}
         />
       </div>
 
       <RewardsSection userId={user.userId} />
 
-      <section className="card" aria-labelledby="topups-heading">
-        <h2 id="topups-heading">Top-ups</h2>
-        <TopupsTable first={topups} />
-      </section>
-
-      <section className="card" aria-labelledby="statement-heading">
-        <h2 id="statement-heading">Statement</h2>
-        <StatementTable first={entries} directions={LEDGER_DIRECTION} />
-      </section>
+      <HistorySection userId={user.userId} query={query} />
     </main>
   );
 }

@@ -7,6 +7,8 @@
 import { z } from "zod";
 import { CURSOR_PATTERN, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX } from "../pagination/cursor";
 import type { Validated } from "./operation-requests";
+import { LEDGER_TYPES } from "../ledger";
+import { READABLE_TEXT_PATTERN } from "../payments/payees";
 
 const statusParam = z.enum(["initiated", "processing", "succeeded", "failed"]).meta({
   description: "Only rows in this state.",
@@ -43,8 +45,37 @@ export const topupsQuerySchema = z.object({
   cursor: cursorParam.optional(),
 });
 
-/** `GET /api/v1/entries`. */
-export const entriesQuerySchema = z.object({ limit: limitParam.optional(), cursor: cursorParam.optional() });
+/** Longest search text: a full reference is at most 128 characters (contract section 1); 128 bounds the scan. */
+const SEARCH_LENGTH_MAX = 128;
+
+const typeParam = z.enum(LEDGER_TYPES).meta({ description: "Only movements of this kind." });
+const searchParam = z
+  .string()
+  .min(1)
+  .max(SEARCH_LENGTH_MAX)
+  .regex(READABLE_TEXT_PATTERN, "must be readable text: no control or invisible characters, no space at either end")
+  .meta({
+    description:
+      `1..${SEARCH_LENGTH_MAX} characters: movements whose readable reference (\`PY-7K3Q-9D2M\`, any case, dashes ` +
+      "optional) is this, or whose full reference, payee or note contains it (case-insensitive).",
+  });
+const dayParam = z.iso.date().meta({ description: "A UTC day, `YYYY-MM-DD`.", example: "2026-12-01" });
+
+/** `GET /api/v1/entries`: paging, and the statement's filters (docs/decisions/055). */
+export const entriesQuerySchema = z
+  .object({
+    type: typeParam.optional(),
+    status: statusParam.optional(),
+    q: searchParam.optional(),
+    from: dayParam.optional().meta({ description: "Only movements created on this UTC day or later." }),
+    to: dayParam.optional().meta({ description: "Only movements created on this UTC day or earlier." }),
+    limit: limitParam.optional(),
+    cursor: cursorParam.optional(),
+  })
+  .refine((query) => query.from === undefined || query.to === undefined || query.from <= query.to, {
+    message: "must not be before from",
+    path: ["to"],
+  });
 
 const userParam = z
   .string()

@@ -10,6 +10,7 @@ import { readJsonBody } from "./read-json-body";
 import { parseAmountToken, type RawMembers } from "./raw-json";
 import type { InputOutcome } from "./route";
 import { FORM_REF_PREFIX, inFormRefNamespace, isFormRefId } from "../web/form-refs";
+import { NOTE_LENGTH_MAX, PAYEE_LENGTH_MAX, READABLE_TEXT_PATTERN } from "../payments/payees";
 
 export type Validated<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly detail: string };
 
@@ -64,13 +65,47 @@ const amount = z
     example: 2500,
   });
 
+const READABLE_TEXT_MESSAGE =
+  "must be readable text: no control or invisible characters, no space at either end (taken exactly as sent)";
+/** Who a payment pays (docs/decisions/055): a merchant or order name, free text within bounds. */
+const payee = z
+  .string()
+  .min(1)
+  .max(PAYEE_LENGTH_MAX)
+  .regex(READABLE_TEXT_PATTERN, READABLE_TEXT_MESSAGE)
+  .meta({
+    description:
+      `Optional: who is paid, a merchant or order name (1..${PAYEE_LENGTH_MAX} characters of readable text, taken ` +
+      "exactly as sent). Part of the payment's parameters: the same orderId with another payee is refused with 422 " +
+      "idempotency_key_reused, like another amount.",
+    example: "Corner Coffee",
+  });
+/** The payer's note on a payment (docs/decisions/055). */
+const note = z
+  .string()
+  .min(1)
+  .max(NOTE_LENGTH_MAX)
+  .regex(READABLE_TEXT_PATTERN, READABLE_TEXT_MESSAGE)
+  .meta({
+    description:
+      `Optional: the payer's note (1..${NOTE_LENGTH_MAX} characters of readable text, taken exactly as sent). Part ` +
+      "of the payment's parameters, like the payee.",
+    example: "Two flat whites",
+  });
+
 /** `POST /api/v1/topups`. */
 export const topupRequestSchema = z
   .strictObject({ refId, amount, currency: currency.optional() })
   .meta({ id: "TopupRequest" });
 /** `POST /api/v1/payments`. */
 export const paymentRequestSchema = z
-  .strictObject({ orderId: refId, amount, currency: currency.optional() })
+  .strictObject({
+    orderId: refId,
+    amount,
+    currency: currency.optional(),
+    payee: payee.optional(),
+    note: note.optional(),
+  })
   .meta({ id: "PaymentRequest" });
 /** The wallet page's top-up form: as the API's body, with a reference the server minted. */
 const formTopupRequestSchema = topupRequestSchema.extend({ refId: formRefId });
@@ -136,21 +171,40 @@ export function validateTopupRequest(
   return { ok: true, value: { refId: parsed.data.refId, ...money.value } };
 }
 
+/** A validated payment: the order id, the amount in minor units, the currency, and the payee and note when sent. */
+export interface PaymentInput {
+  readonly orderId: string;
+  readonly amountMinor: number;
+  readonly currency: string;
+  readonly payee?: string;
+  readonly note?: string;
+}
+
 /**
- * `POST /api/v1/payments` body `{ orderId, amount, currency? }`, or the pay form's fields (`source` "form").
- * Returns the validated input, or `ok: false` with a detail for `400 invalid_request` (contract sections 1, 3).
+ * `POST /api/v1/payments` body `{ orderId, amount, currency?, payee?, note? }`, or the pay form's fields (`source`
+ * "form"). Returns the validated input (payee and note present only when sent), or `ok: false` with a detail for
+ * `400 invalid_request` (contract sections 1, 3; docs/decisions/055 for the payee and the note).
  */
 export function validatePaymentRequest(
   value: unknown,
   raw: RawMembers,
   rules: AmountRules,
   source: RefIdSource = "client",
-): Validated<{ orderId: string; amountMinor: number; currency: string }> {
+): Validated<PaymentInput> {
   const parsed = (source === "form" ? formPaymentRequestSchema : paymentRequestSchema).safeParse(value);
   if (!parsed.success) return { ok: false, detail: describe(parsed.error) };
   const money = checkAmountAndCurrency(raw, parsed.data.currency, rules);
   if (!money.ok) return money;
-  return { ok: true, value: { orderId: parsed.data.orderId, ...money.value } };
+  const { payee: payeeName, note: noteText } = parsed.data;
+  return {
+    ok: true,
+    value: {
+      orderId: parsed.data.orderId,
+      ...money.value,
+      ...(payeeName === undefined ? {} : { payee: payeeName }),
+      ...(noteText === undefined ? {} : { note: noteText }),
+    },
+  };
 }
 
 /** `POST /api/v1/rewards` body `{ adId }`. */

@@ -40,7 +40,13 @@ export const topupViewSchema = z
   .strictObject({ refId, ...movement })
   .meta({ id: "Topup", description: "A top-up (`T` of the contract)." });
 
-export const paymentViewSchema = z.strictObject({ orderId: refId, ...movement }).meta({ id: "Payment" });
+/** Who a payment paid and the payer's note: present only when the payment was made with them (decision 055). */
+const payee = z.string().meta({ description: "Who was paid (a merchant or order name), when the payer said." });
+const note = z.string().meta({ description: "The payer's note, when given." });
+
+export const paymentViewSchema = z
+  .strictObject({ orderId: refId, payee: payee.optional(), note: note.optional(), ...movement })
+  .meta({ id: "Payment" });
 
 export const rewardViewSchema = z
   .strictObject({
@@ -54,16 +60,17 @@ export const rewardViewSchema = z
   })
   .meta({ id: "Reward" });
 
-/** One line of the statement (`GET /api/v1/entries`): every movement. */
-export const statementEntryViewSchema = z
-  .strictObject({
-    type: z
-      .enum(LEDGER_TYPES)
-      .meta({ description: "`payment`, `refund` and `chargeback` are debits; the others are credits." }),
-    refId,
-    ...movement,
-  })
-  .meta({ id: "StatementEntry" });
+/**
+ * The ledger's part of a statement line (`GET /api/v1/entries`): every movement. lib/wallet/statement-line.ts adds the
+ * readable reference, the payee and the note, and names the result `StatementEntry` in the OpenAPI document.
+ */
+export const statementEntryViewSchema = z.strictObject({
+  type: z
+    .enum(LEDGER_TYPES)
+    .meta({ description: "`payment`, `refund` and `chargeback` are debits; the others are credits." }),
+  refId: refId.meta({ description: "The movement's full reference (its key's ref id, contract section 1)." }),
+  ...movement,
+});
 
 /** The 201 bodies of the operations, stored with the row and replayed byte for byte (contract section 3). */
 export const topupResponseSchema = z.strictObject({ topup: topupViewSchema }).meta({ id: "TopupResponse" });

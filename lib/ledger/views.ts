@@ -26,15 +26,38 @@ export function topupView(entry: LedgerEntry): TopupView {
 
 export type PaymentView = z.infer<typeof paymentViewSchema>;
 
-/** The row's fields a payment's view shows. */
+/** The row's fields a payment's view shows (`params` holds its payee and note when the payer gave them). */
 type PaymentViewFields = Pick<
   LedgerEntry,
-  "refId" | "amountMinor" | "currency" | "status" | "failureReason" | "createdAt" | "updatedAt"
+  "refId" | "params" | "amountMinor" | "currency" | "status" | "failureReason" | "createdAt" | "updatedAt"
 >;
 
+/** Who a payment paid and the payer's note, each present only when given (docs/decisions/055). */
+export interface PaymentDetails {
+  readonly payee?: string;
+  readonly note?: string;
+}
+
+/**
+ * The payee and the note among a row's fingerprinted parameters (`params`), each only when it is a string there:
+ * rows of other types, and payments made without them, have neither.
+ */
+export function paymentDetailsOf(params: OperationParams): PaymentDetails {
+  const { payee, note } = params;
+  return {
+    ...(typeof payee === "string" ? { payee } : {}),
+    ...(typeof note === "string" ? { note } : {}),
+  };
+}
+
+/**
+ * A payment's view (contract section 4): `orderId`, then `payee` and `note` only when the payment has them (so a
+ * payment made without them keeps the exact bytes it always had), then the movement's fields.
+ */
 export function paymentView(entry: PaymentViewFields): PaymentView {
   return {
     orderId: entry.refId,
+    ...paymentDetailsOf(entry.params),
     amount: entry.amountMinor,
     currency: entry.currency,
     status: entry.status,
@@ -46,14 +69,21 @@ export function paymentView(entry: PaymentViewFields): PaymentView {
 
 /**
  * The stored 201 of a payment decided in one statement, before the statement runs: `{ payment: PaymentView }` of
- * a `succeeded` row for `orderId`, `amountMinor` (minor units) and `currency`, its timestamps (`payment.createdAt`,
- * `payment.updatedAt`) left as slots for the statement to fill with the row's time (payment-statement.ts). Filled, it
- * is byte for byte `jsonStoredResponse(201, { payment: paymentView(row) })`.
+ * a `succeeded` row for `orderId`, `amountMinor` (minor units), `currency` and the payee and note in `details`
+ * (none by default), its timestamps (`payment.createdAt`, `payment.updatedAt`) left as slots for the statement to
+ * fill with the row's time (payment-statement.ts). Filled, it is byte for byte
+ * `jsonStoredResponse(201, { payment: paymentView(row) })`.
  */
-export function succeededPaymentResponse(orderId: string, amountMinor: number, currency: string): ResponseTemplate {
+export function succeededPaymentResponse(
+  orderId: string,
+  amountMinor: number,
+  currency: string,
+  details: PaymentDetails = {},
+): ResponseTemplate {
   const time = new Date(0);
   const view = paymentView({
     refId: orderId,
+    params: { ...details },
     amountMinor,
     currency,
     status: "succeeded",

@@ -23,19 +23,14 @@ import { adminTopupsQuerySchema, entriesQuerySchema, topupsQuerySchema } from ".
 import { paymentRequestSchema, refIdSchema, rewardRequestSchema, topupRequestSchema } from "../http/operation-requests";
 import { REQUEST_ID_PATTERN } from "../http/request-context";
 import type { DocumentedRouteTemplate } from "../http/route-templates";
-import {
-  paymentResponseSchema,
-  rewardResponseSchema,
-  statementEntryViewSchema,
-  topupResponseSchema,
-  topupViewSchema,
-} from "../ledger";
+import { paymentResponseSchema, rewardResponseSchema, topupResponseSchema, topupViewSchema } from "../ledger";
 import { PROBLEM_CODES, PROBLEM_CONTENT_TYPE, STORED_PROBLEM_CODES, type ProblemCode } from "../problems";
 import { reconcileResultSchema } from "../reconciler/reconcile-result";
 import { refundPathSchema, refundRequestSchema } from "../refunds/refund-request";
 import { refundResponseSchema } from "../refunds/refund-view-schema";
 import { bankEventSchema } from "../webhooks/bank-event-schema";
 import { walletViewSchema } from "../wallet/get-wallet";
+import { statementLineSchema } from "../wallet/statement-line";
 
 /** The API's version in the document's `info` (the `/api/v1` prefix is the compatibility promise). */
 const API_VERSION = "1.0.0";
@@ -257,18 +252,21 @@ const API_PATHS = {
     }),
   },
   "/api/v1/entries": {
-    get: operation("The caller's statement: every movement, newest first, one page", {
-      tags: ["wallet"],
-      security: SESSION_OR_TOKEN,
-      requestParams: { query: entriesQuerySchema },
-      success: {
-        200: json(
-          "One page.",
-          z.strictObject({ entries: z.array(statementEntryViewSchema), nextCursor }).meta({ id: "StatementPage" }),
-        ),
+    get: operation(
+      "The caller's statement: every movement, newest first, one page; filter by kind, status, text and days",
+      {
+        tags: ["wallet"],
+        security: SESSION_OR_TOKEN,
+        requestParams: { query: entriesQuerySchema },
+        success: {
+          200: json(
+            "One page.",
+            z.strictObject({ entries: z.array(statementLineSchema), nextCursor }).meta({ id: "StatementPage" }),
+          ),
+        },
+        problems: { codes: ["invalid_request", ...AUTH_CODES] },
       },
-      problems: { codes: ["invalid_request", ...AUTH_CODES] },
-    }),
+    ),
   },
   "/api/v1/rewards": {
     post: operation("Claim the reward of an ad, once per ad and local day, under the daily cap", {

@@ -14,6 +14,7 @@ import {
   runClaimedOperation,
   succeededPaymentResponse,
   type DecidedPayment,
+  type PaymentDetails,
   type OperationResult,
   type PaymentResponses,
 } from "../ledger";
@@ -28,6 +29,27 @@ export interface CreatePaymentInput {
   /** Positive integer in minor units, already validated against MAX_AMOUNT_MINOR. */
   readonly amountMinor: number;
   readonly currency: string;
+  /** Who is paid (lib/payments/payees.ts bounds), when the payer said; absent for an API client that does not. */
+  readonly payee?: string;
+  /** The payer's note, when given. */
+  readonly note?: string;
+}
+
+/**
+ * The payment's fingerprinted parameters (contract sections 1 and 3): the amount and currency, and the payee and the
+ * note when given (docs/decisions/055). A field left out is absent, not empty, so a payment without them has the
+ * fingerprint it always had, and the same order id with another payee or note is refused like another amount, by
+ * the one comparison every operation's loser makes (lib/ledger claim-runner.ts, `differingFields`).
+ */
+export function paymentParams(
+  input: Omit<CreatePaymentInput, "userId" | "orderId">,
+): Readonly<Record<string, string | number>> {
+  return {
+    amount: input.amountMinor,
+    currency: input.currency,
+    ...(input.payee === undefined ? {} : { payee: input.payee }),
+    ...(input.note === undefined ? {} : { note: input.note }),
+  };
 }
 
 /**
@@ -53,14 +75,14 @@ export async function createPayment(input: CreatePaymentInput): Promise<Operatio
 /** The payment itself (see {@link createPayment}). */
 async function runPayment(input: CreatePaymentInput): Promise<OperationResult> {
   const key = operationKey(input.userId, "payment", input.orderId);
-  const params = { amount: input.amountMinor, currency: input.currency };
+  const params = paymentParams(input);
 
   // Hot replays are answered from the Redis copy of the stored response when there is one; a key with a row is
   // never rate limited, and a new key counts once against OPS_PER_MINUTE (contract section 9).
   const gate = await gateNewOperation(key, params);
   if (gate.kind === "cached") return fromExisting(gate.outcome);
   if (gate.kind === "rate_limited") return rateLimitedResult(gate.retryAfterS);
-  const responses = paymentResponses(input.orderId, input.amountMinor, input.currency);
+  const responses = paymentResponses(input.orderId, input.amountMinor, input.currency, input);
 
   const ran = await runClaimedOperation<DecidedPayment>({
     key,
@@ -88,11 +110,17 @@ async function runPayment(input: CreatePaymentInput): Promise<OperationResult> {
 /**
  * The three first responses a payment of `amountMinor` (minor units of `currency`) for `orderId` may store
  * (contract sections 3, 8 and 12): the statement picks one from the locked wallet row and fills in the row's time
- * or the wallet's debt (the templates' slots, lib/ledger/response-template.ts). Exported for the bench, which stores the same responses.
+ * or the wallet's debt (the templates' slots, lib/ledger/response-template.ts). `details` holds the payee and the
+ * note the 201 names when given (docs/decisions/055). Exported for the bench, which stores the same responses.
  */
-export function paymentResponses(orderId: string, amountMinor: number, currency: string): PaymentResponses {
+export function paymentResponses(
+  orderId: string,
+  amountMinor: number,
+  currency: string,
+  details: PaymentDetails = {},
+): PaymentResponses {
   return {
-    succeeded: succeededPaymentResponse(orderId, amountMinor, currency),
+    succeeded: succeededPaymentResponse(orderId, amountMinor, currency, details),
     insufficientFunds: problemStoredResponse(
       "insufficient_funds",
       `The balance does not cover ${formatMinor(amountMinor)} ${currency}.`,

@@ -10,6 +10,7 @@
 import type { EntryStatus } from "../ledger";
 import type { ProblemCode } from "../problems";
 import { formatMoney } from "../money";
+import { NOTE_LENGTH_MAX, PAYEE_LENGTH_MAX } from "../payments/payees";
 import { describeFailure } from "./failure-reasons";
 import { STATUS_WORDS } from "./status-words";
 
@@ -66,11 +67,50 @@ function nothingMoved(context: SentenceContext): string {
   return context.kind === "refund" ? "nothing was refunded" : "nothing was charged";
 }
 
+/** What the pay form's payee field needs (docs/decisions/055). */
+export const PAYEE_HINT = `Say who you are paying: pick a merchant or type a name of up to ${PAYEE_LENGTH_MAX} characters, with no space at either end. Nothing was paid.`;
+/** What the pay form's note field accepts. */
+export const NOTE_HINT = `A note is optional: up to ${NOTE_LENGTH_MAX} characters of plain text, with no space at either end. Nothing was paid.`;
+
 /** What the amount field accepts, with an example. */
 export function amountHint(context: Pick<SentenceContext, "currency" | "maxAmountMinor">): string {
   const smallest = formatMoney(1, context.currency);
   const largest = formatMoney(context.maxAmountMinor, context.currency);
   return `Enter an amount from ${smallest} to ${largest}, such as ${formatMoney(1250, context.currency).replace(/^\D+/, "")}.`;
+}
+
+/** The words for the parameters a reused reference can differ in (the `fields` of a 422 idempotency_key_reused). */
+const FIELD_WORDS: Readonly<Record<string, string>> = {
+  amount: "amount",
+  currency: "currency",
+  payee: "payee",
+  note: "note",
+};
+
+/** "amount", "payee and note", "amount, payee and note": the fields named in words, in the order given. */
+function fieldsInWords(fields: readonly string[]): string {
+  const words = fields.map((field) => FIELD_WORDS[field] ?? "detail");
+  const unique = [...new Set(words)];
+  if (unique.length <= 1) return unique[0] ?? "amount";
+  return `${unique.slice(0, -1).join(", ")} and ${unique[unique.length - 1]}`;
+}
+
+/** The button that starts a new operation on the wallet page's forms. */
+const SUBMIT_WORDS: Partial<Record<OperationKind, string>> = { topup: "Top up", payment: "Pay" };
+
+/**
+ * A form's reference already used, with other parameters (contract section 3: 422 idempotency_key_reused). On the
+ * wallet page this is a stale tab: another tab (or an earlier send of this one) used the reference the form was drawn
+ * with, for the differing `fields`. What happened is said as it is: this one was not made, nothing of it was charged,
+ * and the answer came with the page drawn again, whose form carries a new reference, so pressing the button again
+ * makes it (docs/decisions/055). Elsewhere (a refund's own id) the sentence says only what happened.
+ */
+function reusedReferenceSentence(c: SentenceContext, fields: readonly string[]): string {
+  const noun = NOUN[c.kind];
+  const earlier = `This form had already been used, in another tab or window, for a ${noun} with a different ${fieldsInWords(fields)}`;
+  const submit = SUBMIT_WORDS[c.kind];
+  if (!submit) return `${earlier}, so this ${noun}${ofAmount(c)} was not made; ${nothingMoved(c)}.`;
+  return `${earlier}, so this ${noun}${ofAmount(c)} was not made and nothing of it was charged. The form is ready for a new one: press ${submit} again to make it.`;
 }
 
 /**
@@ -108,8 +148,7 @@ export const PROBLEM_SENTENCES: Readonly<Record<ProblemCode, (context: SentenceC
     "The bank holds a dispute on this top-up, which returns the money to the card itself, so nothing was refunded.",
   payload_too_large: (c) => `The request was too large; ${nothingMoved(c)}.`,
   unsupported_media_type: () => "The request was refused. Reload the page and try again.",
-  idempotency_key_reused: (c) =>
-    `This form was already sent with a different amount, so this ${NOUN[c.kind]} was not made. Reload the page to start a new one.`,
+  idempotency_key_reused: (c) => reusedReferenceSentence(c, ["amount"]),
   daily_cap_reached: (c) =>
     `You have reached today's reward limit${
       typeof c.rewardCapMinor === "number" ? ` of ${money(c.rewardCapMinor, c)}` : ""
@@ -134,6 +173,12 @@ function parseBody(body: string): Record<string, unknown> | null {
 function problemSentence(body: Record<string, unknown>, context: SentenceContext): Sentence {
   const code = body.code as ProblemCode;
   if (code === "invalid_request" && body.field === "amount") return { tone: "error", text: amountHint(context) };
+  if (code === "invalid_request" && body.field === "payee") return { tone: "error", text: PAYEE_HINT };
+  if (code === "invalid_request" && body.field === "note") return { tone: "error", text: NOTE_HINT };
+  if (code === "idempotency_key_reused" && Array.isArray(body.fields)) {
+    const fields = body.fields.filter((field): field is string => typeof field === "string");
+    return { tone: "error", text: reusedReferenceSentence(context, fields) };
+  }
   const sentence = PROBLEM_SENTENCES[code];
   return {
     tone: "error",

@@ -83,6 +83,65 @@ describe("GET /api/v1/topups by cursor", () => {
   });
 });
 
+describe("GET /api/v1/entries filters (decision 055)", () => {
+  it("kind, status, search and UTC days on the server, paged within the filters; hostile filters are 400", async () => {
+    const user = await createApiUser();
+    await seedBalance(user.id, 1000);
+    const pay = async (payee: string, note?: string) => {
+      const orderId = freshRefId("filter");
+      const body = { orderId, amount: 1, payee, ...(note === undefined ? {} : { note }) };
+      expect((await api("/api/v1/payments", { token: user.token, body })).status).toBe(201);
+      return orderId;
+    };
+    const coffee = [await pay("Corner Coffee", "beans"), await pay("Corner Coffee"), await pay("Corner Coffee")];
+    const books = await pay("City Books", "Gift for Ana");
+    const refused = freshRefId("filter");
+    expect(
+      (await api("/api/v1/payments", { token: user.token, body: { orderId: refused, amount: 999_999, payee: "X" } }))
+        .status,
+    ).toBe(402);
+    const refsOf = async (query: string) => {
+      const answer = await api(`/api/v1/entries?${query}`, { token: user.token });
+      expect(answer.status, query).toBe(200);
+      return answer.json.entries.map((line: { refId: string }) => line.refId);
+    };
+    expect(await refsOf("q=corner%20COFFEE")).toEqual([...coffee].reverse());
+    expect(await refsOf("q=gift")).toEqual([books]);
+    expect(await refsOf("type=payment&status=failed")).toEqual([refused]);
+    expect(await refsOf("type=topup")).toEqual([]);
+    const today = new Date().toISOString().slice(0, 10);
+    expect(await refsOf(`from=${today}&to=${today}&q=books`)).toEqual([books]);
+    expect(await refsOf("to=2000-01-01")).toEqual([]);
+    const line = (await api(`/api/v1/entries?q=${books}`, { token: user.token })).json.entries[0];
+    expect(line).toMatchObject({ payee: "City Books", note: "Gift for Ana", refId: books });
+    expect(await refsOf(`q=${encodeURIComponent(line.reference.toLowerCase())}`)).toEqual([books]);
+    // Pages keep the filters; a cursor of other filters is refused as foreign.
+    const first = await api("/api/v1/entries?q=coffee&limit=2", { token: user.token });
+    expect(first.json.entries.map((e: { refId: string }) => e.refId)).toEqual([coffee[2], coffee[1]]);
+    const cursor = encodeURIComponent(first.json.nextCursor);
+    expect(await refsOf(`q=coffee&limit=2&cursor=${cursor}`)).toEqual([coffee[0]]);
+    expect((await api(`/api/v1/entries?q=books&cursor=${cursor}`, { token: user.token })).status).toBe(400);
+    for (const hostile of [
+      `q=${"x".repeat(129)}`,
+      "q=",
+      "q=%00",
+      "q=a%0Ab",
+      "q=%E2%80%AEevil",
+      "type=transfer",
+      "status=done",
+      "from=2026-02-30",
+      "from=tomorrow",
+      "to=2026-12-01T00:00:00Z",
+      "from=2026-12-02&to=2026-12-01",
+      "from=99999-01-01",
+    ]) {
+      const answer = await api(`/api/v1/entries?${hostile}`, { token: user.token });
+      expect(answer.status, hostile).toBe(400);
+      expect(answer.json.code).toBe("invalid_request");
+    }
+  });
+});
+
 describe("GET /api/v1/entries by cursor", () => {
   it("default limit 50, max 100; pages of the statement with payments added between them", async () => {
     const user = await createApiUser();

@@ -53,6 +53,55 @@ describe("POST /api/v1/payments", () => {
     expect(await balanceOf(user.id)).toBe(90);
   });
 
+  it("payee and note (decision 055): named in the 201, fingerprinted like the amount, validated before any work", async () => {
+    const user = await createApiUser();
+    await seedBalance(user.id, 1000);
+    const orderId = freshRefId("order");
+    const body = { orderId, amount: 250, payee: "Corner Coffee", note: "Two flat whites" };
+    const first = await api("/api/v1/payments", { token: user.token, body });
+    expect(first.status).toBe(201);
+    expect(first.json.payment).toMatchObject({ orderId, payee: "Corner Coffee", note: "Two flat whites", amount: 250 });
+    const identical = await api("/api/v1/payments", { token: user.token, body });
+    expect(identical.status).toBe(201);
+    expect(identical.text).toBe(first.text);
+    expect(identical.headers.get("idempotent-replayed")).toBe("true");
+    for (const [other, fields] of [
+      [{ ...body, payee: "City Books" }, ["payee"]],
+      [{ ...body, note: "One flat white" }, ["note"]],
+      [{ orderId, amount: 250 }, ["note", "payee"]],
+      [{ ...body, amount: 251 }, ["amount"]],
+    ] as const) {
+      const refused = await api("/api/v1/payments", { token: user.token, body: other });
+      expect(refused.status).toBe(422);
+      expect(refused.json).toMatchObject({ code: "idempotency_key_reused", fields });
+    }
+    expect(await balanceOf(user.id)).toBe(750);
+    // Bounded and readable, refused with 400 before anything is written.
+    for (const bad of [
+      { payee: "" },
+      { payee: "x".repeat(81) },
+      { payee: " padded" },
+      { payee: "line\nbreak" },
+      { payee: "\u202eevil" },
+      { payee: 7 },
+      { note: "n".repeat(141) },
+      { note: "\u0000" },
+    ]) {
+      const badOrder = freshRefId("order");
+      const refused = await api("/api/v1/payments", {
+        token: user.token,
+        body: { orderId: badOrder, amount: 1, ...bad },
+      });
+      expect(refused.status, JSON.stringify(bad)).toBe(400);
+      expect(await countRows(user.id, "payment", badOrder)).toBe(0);
+    }
+    const longest = await api("/api/v1/payments", {
+      token: user.token,
+      body: { orderId: freshRefId("order"), amount: 1, payee: "é".repeat(80), note: "n".repeat(140) },
+    });
+    expect(longest.status).toBe(201);
+  });
+
   it("validation (C07) runs before any database work: no row for a bad amount or order id", async () => {
     const user = await createApiUser();
     const orderId = freshRefId("order");

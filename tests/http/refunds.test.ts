@@ -45,14 +45,23 @@ describe("POST /api/v1/admin/topups/{userId}/{refId}/refunds", () => {
     const other = await api(refundsPath(owner.id, refId), { token: admin.token, body: { refundId, amount: 601 } });
     expect(other.status).toBe(422);
     expect(other.json).toMatchObject({ code: "idempotency_key_reused", fields: ["amount"] });
+    const overId = freshRefId("r");
     const over = await api(refundsPath(owner.id, refId), {
       token: admin.token,
-      body: { refundId: freshRefId("r"), amount: 500 },
+      body: { refundId: overId, amount: 500 },
     });
     expect(over.status).toBe(422);
     expect(over.json).toMatchObject({ code: "refund_exceeds_topup" });
     const wallet = await api("/api/v1/wallet", { token: owner.token });
     expect(wallet.json.balance).toBe(400);
+    // The refused refund moved nothing and was the admin's: not in the customer's statement (decision 055); the
+    // reserved one is, with its readable reference.
+    const statement = await api("/api/v1/entries?type=refund", { token: owner.token });
+    expect(statement.status).toBe(200);
+    expect(statement.json.entries.map((line: { refId: string }) => line.refId)).toEqual([refundId]);
+    expect(statement.json.entries[0].reference).toMatch(/^RF-[0-9A-Z]{4}-[0-9A-Z]{4}$/);
+    const searched = await api(`/api/v1/entries?q=${encodeURIComponent(overId)}`, { token: owner.token });
+    expect(searched.json.entries).toEqual([]);
     const missing = await api(refundsPath(owner.id, "nope"), {
       token: admin.token,
       body: { refundId: "r", amount: 1 },

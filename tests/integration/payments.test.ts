@@ -60,6 +60,81 @@ describe("createPayment", () => {
     expect(await balanceOf(user.id)).toBe(900);
   });
 
+  it("payee and note are fingerprinted: another payee or note is refused like another amount, the same ones replay (docs/decisions/055)", async () => {
+    const user = await createTestUser();
+    await seedBalance(user.id, 1000);
+    const orderId = freshRefId("order");
+    const base = { userId: user.id, orderId, amountMinor: 100, currency: "USD" };
+    const first = await createPayment({ ...base, payee: "Corner Coffee", note: "Two flat whites" });
+    if (first.kind !== "response") throw new Error("expected a response");
+    expect(first.response.status).toBe(201);
+    // The 201 names them, between the order id and the amount, as the view writes them.
+    expect(first.response.body).toBe(
+      JSON.stringify({ payment: paymentView((await findEntryByKey(operationKey(user.id, "payment", orderId)))!) }),
+    );
+    expect(JSON.parse(first.response.body).payment).toMatchObject({
+      orderId,
+      payee: "Corner Coffee",
+      note: "Two flat whites",
+      amount: 100,
+    });
+    const row = await findEntryByKey(operationKey(user.id, "payment", orderId));
+    expect(row?.params).toEqual({ amount: 100, currency: "USD", payee: "Corner Coffee", note: "Two flat whites" });
+
+    expect(await createPayment({ ...base, payee: "City Books", note: "Two flat whites" })).toEqual({
+      kind: "mismatch",
+      fields: ["payee"],
+    });
+    expect(await createPayment({ ...base, payee: "Corner Coffee", note: "One flat white" })).toEqual({
+      kind: "mismatch",
+      fields: ["note"],
+    });
+    // Leaving one out is a difference too: a field present on one side only.
+    expect(await createPayment({ ...base, payee: "Corner Coffee" })).toEqual({ kind: "mismatch", fields: ["note"] });
+    expect(await createPayment(base)).toEqual({ kind: "mismatch", fields: ["note", "payee"] });
+    expect(await createPayment({ ...base, amountMinor: 200, payee: "City Books", note: "Two flat whites" })).toEqual({
+      kind: "mismatch",
+      fields: ["amount", "payee"],
+    });
+    const again = await createPayment({ ...base, payee: "Corner Coffee", note: "Two flat whites" });
+    expect(again).toEqual({ kind: "response", replayed: true, response: first.response });
+    expect(await balanceOf(user.id)).toBe(900);
+    expect(await countRows(user.id, "payment", orderId)).toBe(1);
+  });
+
+  it("a payment without payee or note keeps the parameters and the 201 it always had", async () => {
+    const user = await createTestUser();
+    await seedBalance(user.id, 500);
+    const orderId = freshRefId("order");
+    const first = await pay(user.id, orderId, 200);
+    if (first.kind !== "response") throw new Error("expected a response");
+    const row = await findEntryByKey(operationKey(user.id, "payment", orderId));
+    expect(row?.params).toEqual({ amount: 200, currency: "USD" });
+    expect(Object.keys(JSON.parse(first.response.body).payment)).toEqual([
+      "orderId",
+      "amount",
+      "currency",
+      "status",
+      "failureReason",
+      "createdAt",
+      "updatedAt",
+    ]);
+    // A payee alone: only it is named.
+    const withPayee = await createPayment({
+      userId: user.id,
+      orderId: freshRefId("order"),
+      amountMinor: 100,
+      currency: "USD",
+      payee: "Metro Transit",
+    });
+    if (withPayee.kind !== "response") throw new Error("expected a response");
+    expect(Object.keys(JSON.parse(withPayee.response.body).payment).slice(0, 3)).toEqual([
+      "orderId",
+      "payee",
+      "amount",
+    ]);
+  });
+
   it("a credit committed while the payment waits on the wallet lock: the payment decided on the new balance is debited (storm finding)", async () => {
     // The payment waits on the wallet row a credit holds. When the credit commits, the payment must decide on the
     // new version and debit that same version. A statement that locked the row itself (its snapshot taken before

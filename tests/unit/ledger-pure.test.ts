@@ -13,7 +13,14 @@ import {
 } from "../../lib/ledger/keys";
 import { canonicalParams, differingFields, fingerprint } from "../../lib/ledger/fingerprint";
 import { entryColumns, isTerminal, toLedgerEntry, ENTRY_COLUMNS } from "../../lib/ledger/entry";
-import { jsonStoredResponse, paymentView, rewardView, statementEntryView, topupView } from "../../lib/ledger/views";
+import {
+  jsonStoredResponse,
+  paymentDetailsOf,
+  paymentView,
+  rewardView,
+  statementEntryView,
+  topupView,
+} from "../../lib/ledger/views";
 import { fromExisting } from "../../lib/ledger/outcome";
 import { problemStoredResponse } from "../../lib/problems";
 
@@ -276,6 +283,15 @@ describe("entry mapping and views", () => {
       '{"refId":"r1","amount":2500,"currency":"USD","status":"processing","failureReason":null,"createdAt":"2026-01-01T00:00:00.000Z","updatedAt":"2026-01-01T00:00:01.000Z"}',
     );
     expect(paymentView(entry)).toMatchObject({ orderId: "r1", amount: 2500 });
+    // A payment's payee and note come from its parameters, only as strings, and only when there (decision 055).
+    expect(Object.keys(paymentView(entry))).not.toContain("payee");
+    const named = { ...entry, params: { amount: 2500, payee: "Corner Coffee", note: "Beans" } };
+    expect(JSON.stringify(paymentView(named)).slice(0, 60)).toBe(
+      '{"orderId":"r1","payee":"Corner Coffee","note":"Beans","amou',
+    );
+    expect(paymentDetailsOf({ payee: 7, note: "n" })).toEqual({ note: "n" });
+    expect(paymentDetailsOf({ payee: "p", note: 7 })).toEqual({ payee: "p" });
+    expect(paymentDetailsOf({})).toEqual({});
     expect(statementEntryView(entry)).toMatchObject({ type: "topup", refId: "r1", amount: 2500, failureReason: null });
     expect(
       rewardView(toLedgerEntry({ ...row, type: "reward", params: { adId: "ad1", day: "2026-01-01" } })),

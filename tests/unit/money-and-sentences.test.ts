@@ -103,6 +103,39 @@ describe("outcome sentences", () => {
     expect(sentence.text).toContain("different amount");
   });
 
+  it("a stale tab's reused form says what differed, that nothing was charged, and that pressing again works (decision 055)", () => {
+    const reused = (fields: string[], kind: "payment" | "topup" | "refund") =>
+      describeOutcome(
+        {
+          status: 422,
+          body: JSON.stringify(problem("idempotency_key_reused", "other parameters", { fields })),
+          replayed: false,
+        },
+        { ...USD, kind, amountMinor: 1000 },
+      ).text;
+    expect(reused(["amount"], "payment")).toBe(
+      "This form had already been used, in another tab or window, for a payment with a different amount, so this payment of $10.00 was not made and nothing of it was charged. The form is ready for a new one: press Pay again to make it.",
+    );
+    expect(reused(["note", "payee"], "payment")).toContain("for a payment with a different note and payee,");
+    expect(reused(["amount", "note", "payee"], "payment")).toContain("different amount, note and payee,");
+    expect(reused(["amount"], "topup")).toContain("press Top up again");
+    expect(reused(["amount"], "topup")).not.toMatch(/reload/i);
+    // A refund's id is the admin's own: no button to press again, only what happened.
+    expect(reused(["amount"], "refund")).toBe(
+      "This form had already been used, in another tab or window, for a refund with a different amount, so this refund of $10.00 was not made; nothing was refunded.",
+    );
+    for (const fields of [["amount"], ["payee"], ["note"]]) expect(reused(fields, "payment")).not.toMatch(JARGON);
+  });
+
+  it("a payee or note refused by the form gets its own sentence", () => {
+    for (const field of ["payee", "note"] as const) {
+      const body = JSON.stringify(problem("invalid_request", `${field}: too long`, { field }));
+      const sentence = describeOutcome({ status: 400, body, replayed: false }, { ...USD, kind: "payment" });
+      expect(sentence.text).toMatch(field === "payee" ? /^Say who you are paying/ : /^A note is optional/);
+      expect(sentence.text).toContain("Nothing was paid.");
+    }
+  });
+
   it("an amount refused by the form gets the amount hint in the wallet's currency", () => {
     const body = JSON.stringify(
       problem("invalid_request", "amount: must be a JSON integer from 1 to 1000000 (minor units)", { field: "amount" }),

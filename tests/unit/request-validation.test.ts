@@ -208,11 +208,31 @@ describe("small parsers", () => {
     const bad = ["limit=0", "limit=101", "limit=1.5", "limit=-1", "limit=01", "limit=", "limit=1e2", "status=done"];
     for (const text of [...bad, "stuck=yes", "cursor=", "cursor=a.b", `cursor=${"a".repeat(257)}`])
       expect(admin(text).ok, text).toBe(false);
-    // The statement has no status filter: the parameter is not read there.
-    expect(parseQuery(entriesQuerySchema, new URLSearchParams("status=done&limit=2"))).toEqual({
+    // The statement's filters (docs/decisions/055): an unknown parameter is not read; each filter is bounded.
+    const entries = (text: string) => parseQuery(entriesQuerySchema, new URLSearchParams(text));
+    expect(entries("sort=desc&limit=2")).toEqual({ ok: true, value: { limit: 2 } });
+    expect(entries("type=payment&status=failed&q=Corner%20Coffee&from=2026-12-01&to=2026-12-01")).toEqual({
       ok: true,
-      value: { limit: 2 },
+      value: { type: "payment", status: "failed", q: "Corner Coffee", from: "2026-12-01", to: "2026-12-01" },
     });
+    expect(entries(`q=${"x".repeat(128)}`).ok).toBe(true);
+    const hostile = [
+      "status=done",
+      "type=transfer",
+      "q=",
+      `q=${"x".repeat(129)}`,
+      "q=%00",
+      "q=a%0Ab",
+      "q=%E2%80%AEevil",
+      "q=%20padded",
+      "from=2026-13-01",
+      "from=2026-02-30",
+      "from=yesterday",
+      "to=2026-12-01T00:00:00Z",
+      "from=2026-12-02&to=2026-12-01",
+      "from=99999-01-01",
+    ];
+    for (const text of hostile) expect(entries(text).ok, text).toBe(false);
   });
 
   it("minor units are written as major units with two decimals", () => {

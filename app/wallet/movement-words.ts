@@ -1,0 +1,58 @@
+/**
+ * What a movement was, for people: "Top-up", "Payment to Corner Coffee", "Reward for ad A", "Late bank credit for a
+ * failed top-up". The history's lines and the movement page say it the same way; never a raw reference.
+ */
+import type { StatementLine } from "@/lib/wallet/statement-line";
+import { adNameOf } from "@/lib/rewards/offered-ads";
+
+/** The kinds of movement in words, for the history's filter (the API's `type` values). */
+export const KIND_WORDS = {
+  topup: "Top-ups",
+  payment: "Payments",
+  reward: "Rewards",
+  refund: "Refunds",
+  adjustment: "Late bank credits",
+  chargeback: "Disputes lost",
+  chargeback_reversal: "Disputes reversed",
+} as const;
+
+/** What `line` was, in a few words. */
+export function describeMovement(line: Pick<StatementLine, "type" | "refId" | "payee">): string {
+  switch (line.type) {
+    case "topup":
+      return "Top-up";
+    case "payment":
+      return line.payee ? `Payment to ${line.payee}` : "Payment";
+    case "reward":
+      // The ref id is `<adId>:<day>` (contract section 6); people know the ad, not the key.
+      return `Reward for ${adNameOf(line.refId.replace(/:[^:]*$/, ""))}`;
+    case "adjustment":
+      // A charge the bank confirmed after its top-up had failed (contract section 5).
+      return "Late bank credit for a failed top-up";
+    case "refund":
+      // Money sent back to the bank on a top-up (contract section 11).
+      return "Refund of a top-up";
+    case "chargeback":
+      return "Money taken back: the bank upheld a dispute of a top-up";
+    case "chargeback_reversal":
+      return "Money returned: the bank reversed a dispute in your favour";
+  }
+}
+
+/**
+ * A history line's words split in two: a lead that a phone may leave to screen readers ("Payment to ") and the part
+ * every screen shows (the payee), so a line on a 390 px phone names who was paid instead of cutting "Payment to…".
+ * Together they are {@link describeMovement}'s words.
+ */
+export function splitMovementWords(line: Pick<StatementLine, "type" | "refId" | "payee">): {
+  lead: string;
+  main: string;
+} {
+  if (line.type === "payment" && line.payee) return { lead: "Payment to ", main: line.payee };
+  return { lead: "", main: describeMovement(line) };
+}
+
+/** The movement page's address for a readable reference. */
+export function movementHref(reference: string): string {
+  return `/wallet/movements/${encodeURIComponent(reference)}`;
+}
