@@ -6,6 +6,8 @@
 import { render } from "@react-email/render";
 import { createElement, type ReactElement } from "react";
 import { env } from "../env";
+import type { LedgerType } from "../ledger";
+import { readableReference } from "../wallet/readable-reference";
 import type { MailDb } from "./mail-db";
 import { formatMoney } from "../money";
 import { ADDRESS_CHECK_VALID_HOURS, PASSWORD_RESET_VALID_MINUTES } from "./account-mail";
@@ -37,7 +39,8 @@ export class MailNotComposable extends Error {
 }
 
 interface ReceiptEntry {
-  type: string;
+  id: number;
+  type: LedgerType;
   ref_id: string;
   amount_minor: number;
   currency: string;
@@ -60,7 +63,8 @@ function receiptOf(entry: ReceiptEntry): { title: string; lines: ReceiptLine[] }
     { label: "Amount", value: amount },
     ...(payee ? [{ label: "To", value: payee }] : []),
     ...(note ? [{ label: "Note", value: note }] : []),
-    { label: "Reference", value: entry.ref_id },
+    { label: "Reference", value: readableReference(entry.type, entry.id) },
+    { label: "Full reference", value: entry.ref_id },
     { label: "When", value: utcTime(entry.updated_at) },
     { label: "Status", value: "Succeeded" },
   ];
@@ -100,14 +104,15 @@ async function templateOf(db: MailDb, mail: TakenMail, email: string): Promise<[
     }
     case "receipt": {
       const { rows } = await db.query<ReceiptEntry>(
-        `SELECT type, ref_id, amount_minor, currency, params, updated_at FROM ledger_entries
+        `SELECT id, type, ref_id, amount_minor, currency, params, updated_at FROM ledger_entries
           WHERE user_id = $1 AND id = $2 AND status = 'succeeded'`,
         [mail.userId, mail.entryId],
       );
       const entry = rows[0];
       if (!entry) throw new MailNotComposable(`receipt row ${mail.id}: entry ${mail.entryId} is not a succeeded entry`);
       const receipt = receiptOf(entry);
-      return [receipt.title, createElement(ReceiptMail, { ...receipt, walletUrl: `${env().APP_URL}/wallet` })];
+      const pageUrl = `${env().APP_URL}/wallet/movements/${readableReference(entry.type, entry.id)}`;
+      return [receipt.title, createElement(ReceiptMail, { ...receipt, walletUrl: pageUrl })];
     }
   }
 }

@@ -124,7 +124,7 @@ export interface ReceiptLine {
   readonly value: string;
 }
 
-/** A receipt: what happened to the money, and where to see it. `lines` are shown in order. */
+/** A receipt: what happened to the money, and its page in the wallet (`walletUrl`). `lines` are shown in order. */
 export function ReceiptMail(props: { title: string; lines: readonly ReceiptLine[]; walletUrl: string }) {
   return (
     <Frame preview={props.title} heading={props.title}>

@@ -149,6 +149,8 @@ export async function serverDownScenario(s: MailScratch): Promise<void> {
   const caught = await inboxOf(s, user.email);
   expect(caught.map((mail) => mail.subject)).toEqual(["Top-up of $42.00 received"]);
   expect(caught[0]?.text).toContain("$42.00");
+  // The readable reference, and the link to the movement's own page in the wallet.
+  expect(caught[0]?.text).toMatch(/\/wallet\/movements\/TP-[0-9A-Z]{4}-[0-9A-Z]{4}/);
   expect(await moneyOf(s, user.id)).toEqual(moneyBefore);
 
   await onlyDue(s, user.id);
