@@ -1,8 +1,9 @@
 /**
  * `npm run dev`, as a contributor runs it from a clone: the demo's embedded services (PostgreSQL,
  * redis-server, the sandbox bank, the reconciler, the seeded demo user) with `next dev` in front. It serves the
- * wallet page to the signed-in demo user, shows an edited page and an edited route handler without a restart, and
- * refuses a second demo or dev in the same checkout.
+ * wallet page to the signed-in demo user with a clean browser console (no error, no Content-Security-Policy violation:
+ * decision 057), shows an edited page and an edited route handler without a restart, refuses a second demo or dev in
+ * the same checkout.
  *
  * The test never edits this checkout: it runs `npm run dev` in a copy of the project in the system temp folder
  * (sources copied, node_modules hard-linked, which takes a few seconds; a full copy where hard links cannot be
@@ -39,6 +40,7 @@ import {
 } from "../../scripts/lib/processes";
 import { runtimeFilePath } from "../../scripts/lib/runtime-file";
 import { projectRoot } from "../../scripts/lib/stack";
+import { CSP_VIOLATION, visitAndCollectConsole } from "../helpers/browser-console";
 import { waitFor } from "../helpers/wait";
 
 /** Folders of the checkout not copied: dependencies (linked instead), build output, state, reports, VCS. */
@@ -157,6 +159,54 @@ async function getText(path: string, cookie?: string): Promise<string> {
   }
 }
 
+/** The `Content-Security-Policy` of a page of the dev server ("" while it cannot answer, e.g. recompiling). */
+async function pagePolicy(path: string): Promise<string> {
+  try {
+    const response = await fetch(`${appUrl}${path}`, { signal: AbortSignal.timeout(COMPILE_TIMEOUT_MS) });
+    await response.arrayBuffer();
+    return response.headers.get("content-security-policy") ?? "";
+  } catch {
+    return "";
+  }
+}
+
+/**
+ * Opens the sign-in and wallet pages in Chromium as the signed-in demo user: first with the dev server's own policy,
+ * where the console must stay clean; then, as the check's negative control, with the production policy served by
+ * the same dev server (the copy's proxy.ts edited, then restored), where it must show React's refused `eval`.
+ */
+async function expectCleanBrowserConsole(cookie: string): Promise<void> {
+  const visit = { origin: appUrl, paths: ["/sign-in", "/wallet"], cookie, timeoutMs: COMPILE_TIMEOUT_MS };
+  const clean = await visitAndCollectConsole(visit);
+  expect(clean.statuses).toEqual([200, 200]);
+  // Next's hot reload connected on each page (connect-src 'self' allows its same-origin websocket).
+  expect(clean.hotReloadSockets).toHaveLength(2);
+  expect(clean.problems).toEqual([]);
+
+  const proxyFile = join(copyRoot, "proxy.ts");
+  const proxySource = readFileSync(proxyFile, "utf8");
+  expect(proxySource.split("pagePolicyMode()").length - 1, "proxy.ts must pick the policy with pagePolicyMode()").toBe(
+    1,
+  );
+  writeFileSync(proxyFile, proxySource.replace("pagePolicyMode()", '"production"'));
+  try {
+    await pollUntil(
+      () => pagePolicy("/sign-in"),
+      (policy) => policy.includes("script-src") && !policy.includes("unsafe-eval"),
+      COMPILE_TIMEOUT_MS,
+    );
+    const refused = await visitAndCollectConsole({ ...visit, paths: ["/wallet"] });
+    expect(refused.problems).toContain(`${CSP_VIOLATION} script-src eval`);
+  } finally {
+    writeFileSync(proxyFile, proxySource);
+  }
+  await pollUntil(
+    () => pagePolicy("/sign-in"),
+    (policy) => policy.includes("'unsafe-eval'"),
+    COMPILE_TIMEOUT_MS,
+  );
+}
+
 /** Processes whose working folder is inside the copy: everything `npm run dev` started there but PostgreSQL. */
 function processesInCopy(): number[] {
   const pids: number[] = [];
@@ -247,6 +297,9 @@ describe("npm run dev", () => {
       expect(page).toMatch(/^200 /);
       expect(page).toContain("<h1>Wallet</h1>");
       expect(page).toContain('data-testid="balance"');
+
+      // What a developer's browser shows: no console error, no CSP violation (and the check can see one).
+      await expectCleanBrowserConsole(cookie);
 
       // An edited page shows on the next request, from the same server process.
       const marker = `edited-${randomBytes(4).toString("hex")}`;
