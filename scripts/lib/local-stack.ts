@@ -20,13 +20,16 @@
  *   (./secrets.ts).
  * - `.data/runtime.json` (mode 0600) so `npm run users|reconcile|audit` find this stack, with the URLs and the
  *   secrets (`webhookSecret` signs test events); removed on exit.
- * Ctrl-C stops all of it.
+ * Ctrl-C stops all of it, newest first: the reconciler, the app, the bank, this process's own database and Redis
+ * clients, Redis, and PostgreSQL last. The embedded PostgreSQL runs in its own process group so that the terminal's
+ * Ctrl-C does not stop it under its clients (which would log each dropped connection as a warning).
  */
 import { join } from "node:path";
 import { EnvError, parseEnv, secretProblems } from "../../lib/env";
 import { migrate } from "../../lib/migrate";
 import { acquireCheckoutLock, CheckoutBusyError } from "./checkout-lock";
 import { exitWithHelpIfAsked } from "./cli-help";
+import { closeCliClients } from "./close-cli-clients";
 import { defaultDataDir, startEmbeddedPostgres } from "./embedded-postgres";
 import { loadEnvFiles } from "./env-files";
 import { startMailCatcher } from "./mail-catcher";
@@ -149,7 +152,9 @@ async function main(command: LocalStackCommand): Promise<void> {
   let databaseUrl = settings.DATABASE_URL;
   if (!databaseUrl) {
     say("Starting embedded PostgreSQL ...");
-    const postgres = await startEmbeddedPostgres({ dataDir: defaultDataDir("demo") });
+    // In its own process group, so Ctrl-C reaches only this process, which stops the app and closes its own
+    // connections before it stops PostgreSQL: a clean stop then drops no connection in use (nothing logs a warning).
+    const postgres = await startEmbeddedPostgres({ dataDir: defaultDataDir("demo"), ownProcessGroup: true });
     registerCleanup(() => postgres.stop());
     databaseUrl = postgres.url;
   }
@@ -184,7 +189,9 @@ async function main(command: LocalStackCommand): Promise<void> {
   process.env.BETTER_AUTH_SECRET = authSecret;
   process.env.BANK_WEBHOOK_SECRETS = webhookSecret;
 
-  // 4. Demo accounts.
+  // 4. Demo accounts. This process's own database and Redis clients (seeding, the reconciler) close on the way out,
+  // after the reconciler's last pass and before the servers stop.
+  registerCleanup(closeCliClients);
   const { createUser } = await import("../../lib/users/create-user");
   for (const user of DEMO_USERS) {
     const result = await createUser(user);

@@ -1,8 +1,10 @@
 /**
  * `npm run dev`, as a contributor runs it from a clone: the demo's embedded services (PostgreSQL,
  * redis-server, the sandbox bank, the reconciler, the seeded demo user) with `next dev` in front. It serves the
- * wallet page to the signed-in demo user, shows an edited page and an edited route handler without a restart, and
- * refuses a second demo or dev in the same checkout.
+ * wallet page to the signed-in demo user with a clean browser console (no error, no Content-Security-Policy violation:
+ * decision 057), shows an edited page and an edited route handler without a restart, refuses a second demo or dev in
+ * the same checkout, warns when an idle database connection drops while it runs, and stops on Ctrl-C without a line at
+ * warning level or above.
  *
  * The test never edits this checkout: it runs `npm run dev` in a copy of the project in the system temp folder
  * (sources copied, node_modules hard-linked, which takes a few seconds; a full copy where hard links cannot be
@@ -26,6 +28,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkoutLockPath } from "../../scripts/lib/checkout-lock";
 import { embeddedPostgresRoot, stopOrphanedPostgres } from "../../scripts/lib/embedded-postgres";
@@ -39,6 +42,7 @@ import {
 } from "../../scripts/lib/processes";
 import { runtimeFilePath } from "../../scripts/lib/runtime-file";
 import { projectRoot } from "../../scripts/lib/stack";
+import { CSP_VIOLATION, visitAndCollectConsole } from "../helpers/browser-console";
 import { waitFor } from "../helpers/wait";
 
 /** Folders of the checkout not copied: dependencies (linked instead), build output, state, reports, VCS. */
@@ -157,6 +161,115 @@ async function getText(path: string, cookie?: string): Promise<string> {
   }
 }
 
+/** The `Content-Security-Policy` of a page of the dev server ("" while it cannot answer, e.g. recompiling). */
+async function pagePolicy(path: string): Promise<string> {
+  try {
+    const response = await fetch(`${appUrl}${path}`, { signal: AbortSignal.timeout(COMPILE_TIMEOUT_MS) });
+    await response.arrayBuffer();
+    return response.headers.get("content-security-policy") ?? "";
+  } catch {
+    return "";
+  }
+}
+
+/**
+ * Opens the sign-in and wallet pages in Chromium as the signed-in demo user: first with the dev server's own policy,
+ * where the console must stay clean; then, as the check's negative control, with the production policy served by
+ * the same dev server (the copy's proxy.ts edited, then restored), where it must show React's refused `eval`.
+ */
+async function expectCleanBrowserConsole(cookie: string): Promise<void> {
+  const visit = { origin: appUrl, paths: ["/sign-in", "/wallet"], cookie, timeoutMs: COMPILE_TIMEOUT_MS };
+  const clean = await visitAndCollectConsole(visit);
+  expect(clean.statuses).toEqual([200, 200]);
+  // Next's hot reload connected on each page (connect-src 'self' allows its same-origin websocket).
+  expect(clean.hotReloadSockets).toHaveLength(2);
+  expect(clean.problems).toEqual([]);
+
+  const proxyFile = join(copyRoot, "proxy.ts");
+  const proxySource = readFileSync(proxyFile, "utf8");
+  expect(proxySource.split("pagePolicyMode()").length - 1, "proxy.ts must pick the policy with pagePolicyMode()").toBe(
+    1,
+  );
+  writeFileSync(proxyFile, proxySource.replace("pagePolicyMode()", '"production"'));
+  try {
+    await pollUntil(
+      () => pagePolicy("/sign-in"),
+      (policy) => policy.includes("script-src") && !policy.includes("unsafe-eval"),
+      COMPILE_TIMEOUT_MS,
+    );
+    const refused = await visitAndCollectConsole({ ...visit, paths: ["/wallet"] });
+    expect(refused.problems).toContain(`${CSP_VIOLATION} script-src eval`);
+  } finally {
+    writeFileSync(proxyFile, proxySource);
+  }
+  await pollUntil(
+    () => pagePolicy("/sign-in"),
+    (policy) => policy.includes("'unsafe-eval'"),
+    COMPILE_TIMEOUT_MS,
+  );
+}
+
+/**
+ * Ends, from the server's side, every idle connection the wallet's pools (`application_name` wallet-app: the app's
+ * and this stack's reconciler) hold to the dev stack's database, as a failover or a restarted server would; returns
+ * how many it ended.
+ */
+async function terminateIdleAppConnections(databaseUrl: string): Promise<number> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const ended = await client.query(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'wallet-app' AND state = 'idle'",
+    );
+    return ended.rowCount ?? 0;
+  } finally {
+    await client.end();
+  }
+}
+
+/** Local ports of the TCP sockets process `pid` holds open (Linux /proc), to find its connections to PostgreSQL. */
+function tcpPortsOf(pid: number): Set<number> {
+  const inodes = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const socket = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (socket) inodes.add(socket[1]!);
+    } catch {
+      // Closed meanwhile.
+    }
+  }
+  const ports = new Set<number>();
+  for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+    const rows = existsSync(table) ? readFileSync(table, "utf8").split("\n").slice(1) : [];
+    for (const row of rows) {
+      // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+      const fields = row.trim().split(/\s+/);
+      if (fields.length > 9 && inodes.has(fields[9]!)) ports.add(Number.parseInt(fields[1]!.split(":")[1]!, 16));
+    }
+  }
+  return ports;
+}
+
+/** How many idle connections of the wallet's pools process `pid` holds to the dev stack's database. */
+async function idleAppConnectionsOf(databaseUrl: string, pid: number): Promise<number> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const idle = await client.query<{ client_port: number }>(
+      "SELECT client_port FROM pg_stat_activity WHERE application_name = 'wallet-app' AND state = 'idle'",
+    );
+    const ports = tcpPortsOf(pid);
+    return idle.rows.filter((row) => ports.has(row.client_port)).length;
+  } finally {
+    await client.end();
+  }
+}
+
+/** Lines at pino's warning level or above (`"level":40` warn, 50 error, 60 fatal), wherever a service prints them. */
+function warningLines(output: string): string[] {
+  return output.split("\n").filter((line) => /"level":\s*[456]\d\b/.test(line));
+}
+
 /** Processes whose working folder is inside the copy: everything `npm run dev` started there but PostgreSQL. */
 function processesInCopy(): number[] {
   const pids: number[] = [];
@@ -248,6 +361,9 @@ describe("npm run dev", () => {
       expect(page).toContain("<h1>Wallet</h1>");
       expect(page).toContain('data-testid="balance"');
 
+      // What a developer's browser shows: no console error, no CSP violation (and the check can see one).
+      await expectCleanBrowserConsole(cookie);
+
       // An edited page shows on the next request, from the same server process.
       const marker = `edited-${randomBytes(4).toString("hex")}`;
       const pageFile = join(copyRoot, "app", "wallet", "page.tsx");
@@ -281,11 +397,35 @@ describe("npm run dev", () => {
       }
       expect(await getText("/dev-probe")).toBe(`200 {"version":"${marker}"}`);
 
+      // An idle connection dropped while the stack runs is worth a warning (a failover, a restarted server).
+      // Each pool logs every connection it loses, so the stop below starts only once all of them have been told.
+      const dropped = await terminateIdleAppConnections(String(runtime.databaseUrl));
+      expect(dropped).toBeGreaterThan(0);
+      await pollUntil(
+        async () => (dev?.recentOutput() ?? "").split("idle database connection dropped").length - 1,
+        (warnings) => warnings >= dropped,
+        COMPILE_TIMEOUT_MS,
+      );
+
+      // The stop below must have something to drop: the stack's reconciler (a pass every 10 s) holds an idle
+      // connection again, as it does whenever a developer presses Ctrl-C.
+      await pollUntil(
+        () => idleAppConnectionsOf(String(runtime.databaseUrl), Number(runtime.pid)),
+        (idle) => idle > 0,
+        COMPILE_TIMEOUT_MS,
+      );
+
       // Ctrl-C (SIGINT to the foreground process group) stops everything and removes the runtime file and lock.
       signalGroup(dev.pid, "SIGINT");
       // 130 (128 + SIGINT) once every cleanup ran; 0 here meant Node ran out of work in the middle of them (the
       // embedded PostgreSQL, signalled with the group, had already exited and its stop() waited forever).
       expect(await exitOf(dev, STOP_TIMEOUT_MS)).toEqual({ code: 130, signal: null });
+      // A deliberate stop is no incident: the app and this stack's own clients stop before PostgreSQL does, so no
+      // connection in use is dropped and nothing is logged at warning level or above.
+      const stopOutput = dev.recentOutput().split("received SIGINT: stopping services").at(-1) ?? "";
+      expect(dev.recentOutput()).toContain("received SIGINT: stopping services");
+      expect(warningLines(stopOutput), stopOutput).toEqual([]);
+      expect(stopOutput).not.toContain("idle database connection dropped");
       expect(existsSync(runtimeFilePath(copyRoot))).toBe(false);
       expect(existsSync(checkoutLockPath(copyRoot))).toBe(false);
       // Next.js starts a detached telemetry flush as it stops (it finds nothing to send and exits by itself).

@@ -3,14 +3,14 @@
  * URL rewrite (C24), the same-origin rule (C23, and the header pairs of C33), the account-field and token-name rules
  * of every door (C31), the throttle key of an address, and the page policy.
  */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { apiTokenNameField } from "../../lib/api-tokens/create-api-token";
 import { accountFieldsProblem } from "../../lib/auth/credential-fields";
 import { normalizeAddress, resolveClientAddress, UNKNOWN_ADDRESS } from "../../lib/http/client-address";
 import { INVALID_URL_API_PATH, INVALID_URL_PAGE_PATH, invalidUrlRewrite } from "../../lib/http/client-address-hook";
 import { isPlainLine } from "../../lib/http/plain-text";
 import { isSameOrigin, isStateChangingMethod, originMatchesHost } from "../../lib/http/same-origin";
-import { pageContentSecurityPolicy } from "../../lib/http/security-headers";
+import { pageContentSecurityPolicy, pagePolicyMode } from "../../lib/http/security-headers";
 import { addressKey } from "../../lib/limits/auth-throttles";
 
 describe("resolveClientAddress (C22)", () => {
@@ -202,5 +202,43 @@ describe("pageContentSecurityPolicy", () => {
     expect(directives.get("style-src")).toContain("'unsafe-inline'");
     expect(policy).not.toContain("unsafe-eval");
     expect(directives.get("object-src")).toEqual(["'none'"]);
+  });
+
+  it("in production is exactly the policy deployed builds send, also when no mode is given", () => {
+    const production =
+      "default-src 'self'; script-src 'nonce-abc123==' 'strict-dynamic'; style-src 'self' 'unsafe-inline'; " +
+      "img-src 'self' data:; font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; " +
+      "form-action 'self'; frame-ancestors 'none'";
+    expect(pageContentSecurityPolicy("abc123==")).toBe(production);
+    expect(pageContentSecurityPolicy("abc123==", "production")).toBe(production);
+  });
+
+  it("in development adds only 'unsafe-eval' to script-src (decision 057); every other directive is production's", () => {
+    const directivesOf = (policy: string) => new Map(policy.split("; ").map((d) => [d.split(" ")[0], d]));
+    const production = directivesOf(pageContentSecurityPolicy("abc123==", "production"));
+    const development = directivesOf(pageContentSecurityPolicy("abc123==", "development"));
+    expect([...development.keys()]).toEqual([...production.keys()]);
+    for (const [name, directive] of production) {
+      if (name !== "script-src") expect(development.get(name), name).toBe(directive);
+    }
+    // Still nonce-bound: an inline script without the nonce, or one from another origin, stays blocked.
+    expect(development.get("script-src")).toBe("script-src 'nonce-abc123==' 'strict-dynamic' 'unsafe-eval'");
+    expect(development.get("script-src")).not.toContain("unsafe-inline");
+  });
+
+  it("is in development mode only when NODE_ENV is development (next dev), production for anything else", () => {
+    try {
+      for (const [value, mode] of [
+        ["development", "development"],
+        ["production", "production"],
+        ["test", "production"],
+        ["", "production"],
+      ] as const) {
+        vi.stubEnv("NODE_ENV", value);
+        expect(pagePolicyMode(), JSON.stringify(value)).toBe(mode);
+      }
+    } finally {
+      vi.unstubAllEnvs();
+    }
   });
 });
