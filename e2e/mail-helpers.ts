@@ -1,6 +1,6 @@
 /**
  * The test stack's mail catcher (MailDev) as the browser tests read it: every message the app sent, through its REST
- * API (`GET /api/email`), filtered by recipient.
+ * API (`GET /email`), filtered by recipient.
  */
 import { expect } from "@playwright/test";
 
@@ -20,7 +20,7 @@ function inboxUrl(): string {
 
 /** Every message sent to `address` so far, oldest first. */
 export async function mailTo(address: string): Promise<CaughtMail[]> {
-  const response = await fetch(`${inboxUrl()}/api/email`);
+  const response = await fetch(`${inboxUrl()}/email`);
   if (!response.ok) throw new Error(`mail catcher: HTTP ${response.status}`);
   const all = (await response.json()) as CaughtMail[];
   return all.filter((mail) => mail.to.some((to) => to.address.toLowerCase() === address.toLowerCase()));

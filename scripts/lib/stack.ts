@@ -67,7 +67,7 @@ export interface TestStackInfo {
   webhookSecrets: string;
   /** The mail catcher's `smtp://127.0.0.1:<port>` (the app's SMTP_URL); null when the stack was started without the app. */
   smtpUrl: string | null;
-  /** The mail catcher's `http://127.0.0.1:<port>` (its API: `/api/email`); null without the app. */
+  /** The mail catcher's `http://127.0.0.1:<port>` (its API: `/email`); null without the app. */
   mailInboxUrl: string | null;
 }
 

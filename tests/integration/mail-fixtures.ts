@@ -82,7 +82,7 @@ interface CaughtMail {
 
 /** What the catcher holds for `address`. */
 export async function inboxOf(s: MailScratch, address: string): Promise<CaughtMail[]> {
-  const response = await fetch(`${s.catcher.inboxUrl}/api/email`);
+  const response = await fetch(`${s.catcher.inboxUrl}/email`);
   const all = (await response.json()) as CaughtMail[];
   return all.filter((mail) => mail.to.some((to) => to.address.toLowerCase() === address.toLowerCase()));
 }
