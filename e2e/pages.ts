@@ -119,6 +119,16 @@ function pageVisits(user: SeededUser): PageVisit[] {
       as: "admin",
       open: go(`/admin/topups/${encodeURIComponent(user.userId)}/${encodeURIComponent(user.refId)}`),
     },
+    {
+      name: "error",
+      as: "user",
+      open: async (page) => {
+        const response = await page.goto("/error-drill");
+        expect(response?.status()).toBe(500);
+        await expect(page.getByRole("heading", { level: 1 })).toHaveText("Something went wrong");
+      },
+    },
+    { name: "sign-in-password-changed", as: "visitor", open: go("/sign-in?ended=password-changed") },
   ];
 }
 
@@ -136,8 +146,8 @@ async function contextFor(
   await page.getByLabel("Email").fill(as === "admin" ? user.adminEmail : user.email);
   await page.getByLabel("Password").fill("correct-horse-battery");
   await page.getByRole("button", { name: "Sign in" }).click();
-  // Verifying the password (argon2id) takes seconds on a loaded 2-core machine.
-  await expect(page).toHaveURL(/\/wallet$/, { timeout: 20_000 });
+  // Verifying the password (argon2id) takes seconds on a loaded 2-core machine. An admin lands on the admin page.
+  await expect(page).toHaveURL(as === "admin" ? /\/admin$/ : /\/wallet$/, { timeout: 20_000 });
   await page.close();
   return context;
 }

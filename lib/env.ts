@@ -203,6 +203,12 @@ const schema = z
      * and the public API description does not list it.
      */
     BENCH_FLOOR_ROUTE: z.enum(["0", "1"]).default("0"),
+    /**
+     * "1" only in the test stack (scripts/test.ts): then the page `/error-drill` throws, so the browser tests can see
+     * the app's error page (app/error.tsx) without breaking a real page. Otherwise that address is the 404 page like any
+     * unknown one, and `npm start` refuses to start with it set (scripts/lib/start-checks.ts).
+     */
+    ERROR_DRILL: z.enum(["0", "1"]).default("0"),
     APP_HEAP_MB: z.coerce
       .number()
       .int()

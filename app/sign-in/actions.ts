@@ -1,13 +1,15 @@
 "use server";
 /**
  * The sign-in form's action (works without JavaScript): parses the fields with zod, signs in through better-auth
- * (the session cookie is set on this response) and redirects to /wallet, or answers with what went wrong and the
+ * (the session cookie is set on this response) and redirects to the user's first page (/admin for an admin,
+ * /wallet otherwise: lib/auth/home-path.ts), or answers with what went wrong and the
  * email as typed, so the form shows it again. The password is never sent back.
  */
 import { headers } from "next/headers";
 import { redirect } from "next/navigation";
 import { z } from "zod";
 import { emailField, signInPasswordField } from "@/lib/auth/credential-fields";
+import { homePath } from "@/lib/auth/home-path";
 import { signInWithPassword } from "@/lib/auth/sign-in-with-password";
 
 /** What the form shows after a failed attempt. */
@@ -29,7 +31,7 @@ export async function signInAction(_previous: SignInState, formData: FormData): 
   const result = await signInWithPassword(form.data, await headers());
   switch (result.kind) {
     case "signed_in":
-      return redirect("/wallet");
+      return redirect(homePath(result.role));
     case "wrong_credentials":
       return { error: "credentials", email: typedEmail };
     case "throttled":
