@@ -24,6 +24,8 @@ export interface SeededUser {
   readonly refId: string;
   /** Another account, an admin. */
   readonly adminEmail: string;
+  /** A top-up of this user whose webhook the bank delivers three times (`sbx-dup-`), for the webhook table. */
+  readonly webhookRefId: string;
 }
 
 /** A top-up reference of 128 characters, the longest the API accepts. */
@@ -51,6 +53,8 @@ async function seedUser(page: Page): Promise<SeededUser> {
   if (process.env.DOCS_SCREENSHOTS !== "1") expect(await apiTopup(page, longestReference(), 700)).toBe(201);
   const refId = `sbx-nohook-${randomUUID().slice(0, 8)}`;
   expect(await apiTopup(page, refId, 5000)).toBe(201);
+  const webhookRefId = `sbx-dup-${randomUUID().slice(0, 8)}`;
+  expect(await apiTopup(page, webhookRefId, 2500)).toBe(201);
   await page.goto("/wallet");
   const pay = page.getByTestId("pay-form");
   await pay.getByLabel("Other amount").fill("99.99");
@@ -66,7 +70,7 @@ async function seedUser(page: Page): Promise<SeededUser> {
   }
   await page.getByRole("button", { name: "Revoke token old script" }).click();
   await expect(page.getByRole("table", { name: "Revoked and expired tokens" })).toBeVisible();
-  return { email, userId, refId, adminEmail };
+  return { email, userId, refId, adminEmail, webhookRefId };
 }
 
 /** Every page of the app people use, in the order a visitor meets them. */
@@ -110,6 +114,16 @@ function pageVisits(user: SeededUser): PageVisit[] {
       },
     },
     {
+      name: "admin-numbers",
+      as: "admin",
+      open: async (page) => {
+        await go("/admin")(page);
+        for (const summary of await page.getByText("Show the numbers").all()) await summary.click();
+        await expect(page.getByRole("region", { name: "Top-ups per hour, as numbers" })).toBeVisible();
+        await expect(page.getByRole("region", { name: "Claim to final state, as numbers" })).toBeVisible();
+      },
+    },
+    {
       name: "admin-user-filter",
       as: "admin",
       open: go(`/admin?user=${encodeURIComponent(user.email)}`),
@@ -118,6 +132,18 @@ function pageVisits(user: SeededUser): PageVisit[] {
       name: "admin-timeline",
       as: "admin",
       open: go(`/admin/topups/${encodeURIComponent(user.userId)}/${encodeURIComponent(user.refId)}`),
+    },
+    { name: "admin-timeline-webhooks", as: "admin", open: openWebhookTimeline(user) },
+    {
+      name: "admin-refund-confirm",
+      as: "admin",
+      open: async (page) => {
+        await openWebhookTimeline(user)(page);
+        const form = page.getByTestId("refund-form");
+        await form.getByLabel(/Amount to refund/).fill("5.00");
+        await form.getByRole("button", { name: "Review refund" }).click();
+        await expect(form.getByTestId("refund-confirm")).toBeVisible();
+      },
     },
     {
       name: "error",
@@ -130,6 +156,17 @@ function pageVisits(user: SeededUser): PageVisit[] {
     },
     { name: "sign-in-password-changed", as: "visitor", open: go("/sign-in?ended=password-changed") },
   ];
+}
+
+/** Opens the admin timeline of the seeded `sbx-dup-` top-up once its webhook rows are there (the bank sends them). */
+function openWebhookTimeline(user: SeededUser): (page: Page) => Promise<void> {
+  return async (page) => {
+    const path = `/admin/topups/${encodeURIComponent(user.userId)}/${encodeURIComponent(user.webhookRefId)}`;
+    await expect(async () => {
+      await page.goto(path);
+      await expect(page.getByTestId("webhooks").locator("tbody tr").first()).toBeVisible({ timeout: 1_000 });
+    }).toPass({ timeout: 20_000 });
+  };
 }
 
 /** A context signed in as the seeded user or the admin (by the sign-in page), or signed out. */
