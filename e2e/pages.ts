@@ -155,6 +155,17 @@ function pageVisits(user: SeededUser): PageVisit[] {
       },
     },
     { name: "sign-in-password-changed", as: "visitor", open: go("/sign-in?ended=password-changed") },
+    {
+      name: "api-docs-operation",
+      as: "visitor",
+      open: async (page) => {
+        await page.goto("/docs/api");
+        // An operation with a request body, parameters and responses: the widest Swagger UI draws.
+        const operation = page.locator('[data-path="/api/v1/topups"]').first();
+        await operation.click({ timeout: 20_000 });
+        await expect(page.locator(".opblock.is-open .responses-table").first()).toBeVisible();
+      },
+    },
   ];
 }
 
