@@ -54,7 +54,13 @@ describe("ended sessions", () => {
     const here = await sessionCookieFor(email);
     const elsewhere = await sessionCookieFor(email);
     const refused = await changePassword(
-      { userId, email, currentPassword: "not the password", newPassword: "a new horse battery staple", keepApiTokens: true },
+      {
+        userId,
+        email,
+        currentPassword: "not the password",
+        newPassword: "a new horse battery staple",
+        keepApiTokens: true,
+      },
       new Headers({ cookie: here }),
     );
     expect(refused.kind).toBe("wrong_password");
