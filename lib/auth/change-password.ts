@@ -4,7 +4,8 @@ import { beginPasswordAttempt, finishPasswordAttempt } from "../limits/auth-thro
 import { revokeAllApiTokens } from "../api-tokens/revoke-api-token";
 import { auth } from "./auth";
 import { newPasswordField, signInPasswordField } from "./credential-fields";
-import { listLiveSessionTokens, recordEndedSessions } from "./record-ended-sessions";
+import { listLiveSessionTokens } from "./list-live-session-tokens";
+import { recordEndedSessions } from "./record-ended-sessions";
 
 export type ChangePasswordResult =
   | { kind: "changed"; apiTokensRevoked: number }

@@ -1,6 +1,7 @@
 import { getSessionCookie } from "better-auth/cookies";
 import { pool } from "../db";
-import { type EndedSessionReason, sessionTokenHash } from "./record-ended-sessions";
+import type { EndedSessionReason } from "./record-ended-sessions";
+import { sessionTokenHash } from "./session-token-hash";
 
 const REASON_SQL = `SELECT reason FROM ended_sessions WHERE token_hash = $1`;
 

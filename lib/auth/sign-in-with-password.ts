@@ -25,8 +25,8 @@ export function retryAfterFrom(error: { headers?: HeadersInit | undefined }): nu
  * @param input.email the address as typed (better-auth case-folds it).
  * @param input.password the password as typed, at most 128 characters.
  * @param requestHeaders the incoming request's headers (`await headers()` in a server action).
- * @returns `signed_in` with the user's id and role (an admin's first page is /admin); `wrong_credentials` (also for a malformed email or over-long
- *   password); `throttled` after too many failed attempts for this email and address
+ * @returns `signed_in` with the user's id and role (an admin's first page is /admin); `wrong_credentials` (also for
+ *   a malformed email or over-long password); `throttled` after too many failed attempts for this email and address
  *   (lib/limits/auth-throttles.ts), with the seconds to wait.
  * @throws any other better-auth `APIError` (a misconfiguration) and database errors: those are bugs or outages,
  *   not outcomes.

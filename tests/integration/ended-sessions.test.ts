@@ -8,7 +8,8 @@ import { pool } from "../../lib/db";
 import { auth } from "../../lib/auth/auth";
 import { changePassword } from "../../lib/auth/change-password";
 import { getEndedSessionReason } from "../../lib/auth/get-ended-session-reason";
-import { recordEndedSessions, sessionTokenHash } from "../../lib/auth/record-ended-sessions";
+import { recordEndedSessions } from "../../lib/auth/record-ended-sessions";
+import { sessionTokenHash } from "../../lib/auth/session-token-hash";
 import { createUser } from "../../lib/users/create-user";
 
 const PASSWORD = "correct horse battery staple";
