@@ -26,6 +26,8 @@ export interface SeededUser {
   readonly adminEmail: string;
   /** The address of one of the user's movements (a payment to a payee, with a note): its receipt page. */
   readonly movementPath: string;
+  /** A top-up of this user whose webhook the bank delivers three times (`sbx-dup-`), for the webhook table. */
+  readonly webhookRefId: string;
 }
 
 /** A top-up reference of 128 characters, the longest the API accepts. */
@@ -53,6 +55,8 @@ async function seedUser(page: Page): Promise<SeededUser> {
   if (process.env.DOCS_SCREENSHOTS !== "1") expect(await apiTopup(page, longestReference(), 700)).toBe(201);
   const refId = `sbx-nohook-${randomUUID().slice(0, 8)}`;
   expect(await apiTopup(page, refId, 5000)).toBe(201);
+  const webhookRefId = `sbx-dup-${randomUUID().slice(0, 8)}`;
+  expect(await apiTopup(page, webhookRefId, 2500)).toBe(201);
   await page.goto("/wallet");
   const pay = page.getByTestId("pay-form");
   // The longest payee and note the form takes: the history's line and the receipt may not grow wider for them.
@@ -77,7 +81,7 @@ async function seedUser(page: Page): Promise<SeededUser> {
   }
   await page.getByRole("button", { name: "Revoke token old script" }).click();
   await expect(page.getByRole("table", { name: "Revoked and expired tokens" })).toBeVisible();
-  return { email, userId, refId, adminEmail, movementPath };
+  return { email, userId, refId, adminEmail, movementPath, webhookRefId };
 }
 
 /** Every page of the app people use, in the order a visitor meets them. */
@@ -130,6 +134,16 @@ function pageVisits(user: SeededUser): PageVisit[] {
       },
     },
     {
+      name: "admin-numbers",
+      as: "admin",
+      open: async (page) => {
+        await go("/admin")(page);
+        for (const summary of await page.getByText("Show the numbers").all()) await summary.click();
+        await expect(page.getByRole("region", { name: "Top-ups per hour, as numbers" })).toBeVisible();
+        await expect(page.getByRole("region", { name: "Claim to final state, as numbers" })).toBeVisible();
+      },
+    },
+    {
       name: "admin-user-filter",
       as: "admin",
       open: go(`/admin?user=${encodeURIComponent(user.email)}`),
@@ -139,7 +153,51 @@ function pageVisits(user: SeededUser): PageVisit[] {
       as: "admin",
       open: go(`/admin/topups/${encodeURIComponent(user.userId)}/${encodeURIComponent(user.refId)}`),
     },
+    { name: "admin-timeline-webhooks", as: "admin", open: openWebhookTimeline(user) },
+    {
+      name: "admin-refund-confirm",
+      as: "admin",
+      open: async (page) => {
+        await openWebhookTimeline(user)(page);
+        const form = page.getByTestId("refund-form");
+        await form.getByLabel(/Amount to refund/).fill("5.00");
+        await form.getByRole("button", { name: "Review refund" }).click();
+        await expect(form.getByTestId("refund-confirm")).toBeVisible();
+      },
+    },
+    {
+      name: "error",
+      as: "user",
+      open: async (page) => {
+        const response = await page.goto("/error-drill");
+        expect(response?.status()).toBe(500);
+        await expect(page.getByRole("heading", { level: 1 })).toHaveText("Something went wrong");
+      },
+    },
+    { name: "sign-in-password-changed", as: "visitor", open: go("/sign-in?ended=password-changed") },
+    {
+      name: "api-docs-operation",
+      as: "visitor",
+      open: async (page) => {
+        await page.goto("/docs/api");
+        // An operation with a request body, parameters and responses: the widest Swagger UI draws.
+        const operation = page.locator('[data-path="/api/v1/topups"]').first();
+        await operation.click({ timeout: 20_000 });
+        await expect(page.locator(".opblock.is-open .responses-table").first()).toBeVisible();
+      },
+    },
   ];
+}
+
+/** Opens the admin timeline of the seeded `sbx-dup-` top-up once its webhook rows are there (the bank sends them). */
+function openWebhookTimeline(user: SeededUser): (page: Page) => Promise<void> {
+  return async (page) => {
+    const path = `/admin/topups/${encodeURIComponent(user.userId)}/${encodeURIComponent(user.webhookRefId)}`;
+    await expect(async () => {
+      await page.goto(path);
+      await expect(page.getByTestId("webhooks").locator("tbody tr").first()).toBeVisible({ timeout: 1_000 });
+    }).toPass({ timeout: 20_000 });
+  };
 }
 
 /** A context signed in as the seeded user or the admin (by the sign-in page), or signed out. */
@@ -156,8 +214,8 @@ async function contextFor(
   await page.getByLabel("Email").fill(as === "admin" ? user.adminEmail : user.email);
   await page.getByLabel("Password").fill("correct-horse-battery");
   await page.getByRole("button", { name: "Sign in" }).click();
-  // Verifying the password (argon2id) takes seconds on a loaded 2-core machine.
-  await expect(page).toHaveURL(/\/wallet$/, { timeout: 20_000 });
+  // Verifying the password (argon2id) takes seconds on a loaded 2-core machine. An admin lands on the admin page.
+  await expect(page).toHaveURL(as === "admin" ? /\/admin$/ : /\/wallet$/, { timeout: 20_000 });
   await page.close();
   return context;
 }

@@ -195,6 +195,12 @@ const schema = z
      */
     BENCH_FLOOR_ROUTE: z.enum(["0", "1"]).default("0"),
     /**
+     * "1" only in the test stack (scripts/test.ts): then the page `/error-drill` throws, so the browser tests can see
+     * the app's error page (app/error.tsx) without breaking a real page. Otherwise that address is the 404 page like any
+     * unknown one, and `npm start` refuses to start with it set (scripts/lib/start-checks.ts).
+     */
+    ERROR_DRILL: z.enum(["0", "1"]).default("0"),
+    /**
      * The mail server messages go out through (docs/decisions/054-mail-outbox.md): `smtp://user:password@host:587`
      * (STARTTLS when the server offers it) or `smtps://...:465`. A production server refuses to start without it
      * unless MAIL_DELIVERY is `off`; `npm run demo`, `npm run dev` and the test stack set it to their local mail

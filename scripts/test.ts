@@ -351,7 +351,8 @@ async function main(): Promise<number> {
   );
   if (needsStack && !shutdownSignal()) {
     try {
-      stack = await startStack({ withApp: appReady, label: "npm-test" });
+      // ERROR_DRILL: the page /error-drill throws, so e2e can show the error page (never set by `npm start`).
+      stack = await startStack({ withApp: appReady, label: "npm-test", env: { ERROR_DRILL: "1" } });
     } catch (error) {
       process.stderr.write(`could not start the stack${appReady ? " with the app" : ""}: ${describe(error)}\n`);
       if (appReady) {

@@ -7,7 +7,7 @@
 import Link from "next/link";
 import { formatMoney } from "@/lib/money";
 import { isUnfinished } from "@/lib/web/status-words";
-import { LocalTime } from "../components/local-time";
+import { UtcTime } from "./utc-time";
 import { ShowMoreButton } from "../components/show-more-button";
 import { StatusBadge } from "../components/status-badge";
 import { useShowMore } from "../components/use-show-more";
@@ -83,7 +83,7 @@ export function AdminTopupsTable({
                   />
                   {isUnfinished(t.status) && t.leaseExpiresAt && (
                     <span className="reason" title={t.leaseOwner ?? undefined}>
-                      lease until <LocalTime iso={t.leaseExpiresAt} detail="seconds" /> (attempt {t.attempt})
+                      lease until <UtcTime iso={t.leaseExpiresAt} /> (attempt {t.attempt})
                     </span>
                   )}
                 </td>
@@ -91,7 +91,7 @@ export function AdminTopupsTable({
                   <ChargeId chargeId={t.chargeId} none="none yet" />
                 </td>
                 <td data-label="Created" className="nowrap">
-                  <LocalTime iso={t.createdAt} detail="seconds" />
+                  <UtcTime iso={t.createdAt} />
                 </td>
               </tr>
             ))}

@@ -10,7 +10,7 @@ import type { FlaggedTopupView } from "@/lib/admin/list-flagged-topups";
 import type { AdminTopupView } from "@/lib/admin/list-admin-topups";
 import type { RefundNeedingAttention } from "@/lib/admin/list-refunds-needing-attention";
 import { formatMoney } from "@/lib/money";
-import { LocalTime } from "../components/local-time";
+import { UtcTime } from "./utc-time";
 import { StatusBadge } from "../components/status-badge";
 import { timelineHref } from "./timeline-href";
 
@@ -45,12 +45,11 @@ function RefundRow({ row }: { row: RefundNeedingAttention }) {
       {row.settleFlaggedAt ? (
         <span className="reason">
           settlement failed {row.settleFailures} times
-          {row.settleLastError ? `: ${row.settleLastError}` : ""} (flagged{" "}
-          <LocalTime iso={row.settleFlaggedAt} detail="seconds" />)
+          {row.settleLastError ? `: ${row.settleLastError}` : ""} (flagged <UtcTime iso={row.settleFlaggedAt} />)
         </span>
       ) : (
         <span className="muted">
-          since <LocalTime iso={row.createdAt} detail="seconds" />
+          since <UtcTime iso={row.createdAt} />
         </span>
       )}
     </li>
@@ -90,15 +89,15 @@ export function NeedsAttention({
               <AttentionRow key={`${row.userId}:${row.refId}`} row={row} why="flagged">
                 <span className="reason">
                   settlement failed {row.settleFailures} times
-                  {row.settleLastError ? `: ${row.settleLastError}` : ""} (flagged{" "}
-                  <LocalTime iso={row.settleFlaggedAt} detail="seconds" />)
+                  {row.settleLastError ? `: ${row.settleLastError}` : ""} (flagged <UtcTime iso={row.settleFlaggedAt} />
+                  )
                 </span>
               </AttentionRow>
             ))}
             {stuckOnly.map((row) => (
               <AttentionRow key={`${row.userId}:${row.refId}`} row={row} why="stuck">
                 <span className="muted">
-                  since <LocalTime iso={row.createdAt} detail="seconds" />
+                  since <UtcTime iso={row.createdAt} />
                 </span>
               </AttentionRow>
             ))}

@@ -1,7 +1,7 @@
 import { listOpenDisputes } from "@/lib/chargebacks/list-open-disputes";
 import { env } from "@/lib/env";
 import { formatMoney } from "@/lib/money";
-import { LocalTime } from "../components/local-time";
+import { UtcTime } from "./utc-time";
 import { ChargeId } from "./charge-id";
 
 /**
@@ -50,7 +50,7 @@ export async function OpenDisputes() {
                   {formatMoney(d.amount, d.currency)}
                 </td>
                 <td data-label="Opened" className="nowrap">
-                  <LocalTime iso={d.openedAt} detail="seconds" />
+                  <UtcTime iso={d.openedAt} />
                 </td>
               </tr>
             ))}

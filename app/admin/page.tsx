@@ -13,7 +13,7 @@ import { adminTopupsQuerySchema, parseQuery } from "@/lib/http/list-query";
 import { formatMoney } from "@/lib/money";
 import { firstPageOrThrow } from "@/lib/pagination/cursor";
 import { STATUS_WORDS } from "@/lib/web/status-words";
-import { LocalTime } from "../components/local-time";
+import { UtcTime } from "./utc-time";
 import { listAdminTopupRows } from "./admin-topup-rows";
 import { ChargeId } from "./charge-id";
 import { AdminTopupsTable } from "./admin-topups-table";
@@ -203,7 +203,7 @@ export default async function AdminPage({ searchParams }: { searchParams: Promis
                       {a.deliveries}
                     </td>
                     <td data-label="Last seen" className="nowrap">
-                      <LocalTime iso={a.lastSeenAt} detail="seconds" />
+                      <UtcTime iso={a.lastSeenAt} />
                     </td>
                   </tr>
                 ))}

@@ -1,6 +1,7 @@
 "use client";
 import { useActionState } from "react";
 import { reconcileNowAction, type ReconcileActionState } from "./actions";
+import { UtcTime } from "./utc-time";
 
 const COUNTERS = ["examined", "completed", "failed", "redriven", "skipped"] as const;
 
@@ -23,8 +24,7 @@ export function ReconcileNow() {
       {state.kind === "done" && (
         <div className="reconcile-result" data-testid="reconcile-result" aria-live="polite">
           <p>
-            Pass finished at{" "}
-            <time dateTime={state.finishedAt}>{state.finishedAt.replace("T", " ").slice(0, 19)} UTC</time>
+            Pass finished at <UtcTime iso={state.finishedAt} />
           </p>
           <dl className="counters">
             {COUNTERS.map((name) => (

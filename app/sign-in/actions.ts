@@ -1,7 +1,8 @@
 "use server";
 /**
  * The sign-in form's action (works without JavaScript): parses the fields with zod, signs in through better-auth
- * (the session cookie is set on this response) and redirects to /wallet, or answers with what went wrong and the
+ * (the session cookie is set on this response) and redirects to the user's first page (/admin for an admin,
+ * /wallet otherwise: lib/auth/home-path.ts), or answers with what went wrong and the
  * email as typed, so the form shows it again. The password is never sent back.
  */
 import { cookies, headers } from "next/headers";
@@ -9,6 +10,7 @@ import { redirect } from "next/navigation";
 import { noteSignInDevice } from "@/lib/auth/note-sign-in-device";
 import { z } from "zod";
 import { emailField, signInPasswordField } from "@/lib/auth/credential-fields";
+import { homePath } from "@/lib/auth/home-path";
 import { signInWithPassword } from "@/lib/auth/sign-in-with-password";
 
 /** What the form shows after a failed attempt. */
@@ -32,7 +34,7 @@ export async function signInAction(_previous: SignInState, formData: FormData): 
   switch (result.kind) {
     case "signed_in":
       await noteSignInDevice(result.userId, await cookies(), requestHeaders);
-      return redirect("/wallet");
+      return redirect(homePath(result.role));
     case "wrong_credentials":
       return { error: "credentials", email: typedEmail };
     case "throttled":

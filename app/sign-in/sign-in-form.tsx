@@ -1,7 +1,8 @@
 "use client";
 /**
  * The sign-in form. Controlled inputs: nothing typed is lost on a failed attempt (with JavaScript the password
- * stays too; without it the server sends the email back, never the password).
+ * stays too; without it the server sends the email back, never the password). The page's notice (signed out, or the
+ * session ended by a password change elsewhere) shows until the first attempt; then only that attempt's message does.
  */
 import { useActionState, useRef, useState } from "react";
 import { useKeptFormValues } from "../components/use-kept-form-values";
@@ -21,7 +22,24 @@ function message(state: SignInState): string | null {
   return "Wrong email or password.";
 }
 
-export function SignInForm() {
+/** Why the visitor is on the sign-in page, when the address says. */
+export type SignInNotice = "signed_out" | "password_changed" | "password_reset";
+
+const NOTICES: Record<SignInNotice, string> = {
+  signed_out: "You are signed out.",
+  password_changed:
+    "You were signed out because your password was changed in another browser or device. Sign in with the new password.",
+  password_reset: "Your password was changed and every device signed out. Sign in with the new password.",
+};
+
+/** Each notice's test id. */
+const NOTICE_TEST_IDS: Record<SignInNotice, string> = {
+  signed_out: "signed-out",
+  password_changed: "session-ended",
+  password_reset: "password-reset",
+};
+
+export function SignInForm({ notice }: { notice: SignInNotice | null }) {
   const [state, formAction, pending] = useActionState(signInAction, null);
   const [email, setEmail] = useState(state?.email ?? "");
   const [password, setPassword] = useState("");
@@ -35,6 +53,11 @@ export function SignInForm() {
       className="auth-form"
       aria-describedby={error ? "sign-in-error" : undefined}
     >
+      {notice && !state && (
+        <p role="status" className="form-notice" data-testid={NOTICE_TEST_IDS[notice]}>
+          {NOTICES[notice]}
+        </p>
+      )}
       {error && (
         <p role="alert" id="sign-in-error" className="form-error">
           {error}

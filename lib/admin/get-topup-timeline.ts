@@ -43,6 +43,11 @@ export interface TopupTimeline {
     leaseOwner: string | null;
     leaseExpiresAt: string | null;
     fencingToken: number;
+    /**
+     * What is left to refund now, minor units: the amount less the refunds that did not fail (the refund
+     * reservation), or 0 while a dispute of its charge is open or lost (contract sections 11 and 12, case C26).
+     */
+    refundableMinor: number;
   };
   merchantRef: string | null;
   /** The stored first response (status and exact body), or null when none was stored yet. */
@@ -125,6 +130,10 @@ export async function getTopupTimeline(userId: string, refId: string): Promise<T
       leaseOwner: entry.leaseOwner,
       leaseExpiresAt: entry.leaseExpiresAt?.toISOString() ?? null,
       fencingToken: entry.fencingToken,
+      refundableMinor:
+        entry.disputeStatus === "open" || entry.disputeStatus === "lost"
+          ? 0
+          : Math.max(0, entry.amountMinor - entry.refundedMinor),
     },
     merchantRef,
     response: entry.response,

@@ -67,7 +67,7 @@ const ARGON2_OPTIONS = {
  * How long a session lasts, in seconds: 7 days (better-auth's default, spelled out). A session older than a
  * day is extended on its next use (`updateAge`), which is at most one write per session per day.
  */
-const SESSION_EXPIRES_IN_S = 7 * 24 * 3600;
+export const SESSION_EXPIRES_IN_S = 7 * 24 * 3600;
 const SESSION_UPDATE_AGE_S = 24 * 3600;
 
 /**

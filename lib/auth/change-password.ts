@@ -5,6 +5,8 @@ import { revokeAllApiTokens } from "../api-tokens/revoke-api-token";
 import { queuePasswordChanged } from "../mail/account-mail";
 import { auth } from "./auth";
 import { newPasswordField, signInPasswordField } from "./credential-fields";
+import { listLiveSessionTokens } from "./list-live-session-tokens";
+import { recordEndedSessions } from "./record-ended-sessions";
 
 export type ChangePasswordResult =
   | { kind: "changed"; apiTokensRevoked: number }
@@ -18,8 +20,9 @@ export type ChangePasswordResult =
  * The current password is a password guess like a sign-in: it counts against the same failed-attempt limits
  * for the account's email and the client's address (lib/limits/auth-throttles.ts). On success every other
  * session of the user is revoked (better-auth's `revokeOtherSessions`; this browser gets a fresh session
- * cookie through `nextCookies()`), and every API token too unless `keepApiTokens`; the owner is mailed a notice
- * (docs/decisions/054-mail-outbox.md).
+ * cookie through `nextCookies()`), and every API token too unless `keepApiTokens`. The ended sessions are recorded
+ * (lib/auth/record-ended-sessions.ts), so the other browsers' sign-in page says the password was changed elsewhere
+ * (docs/decisions/056), and the owner is mailed a notice (docs/decisions/054-mail-outbox.md).
  *
  * @param input.userId, input.email the signed-in user, from the session (never from the form).
  * @param input.currentPassword as typed; input.newPassword 10..128 characters.
@@ -44,6 +47,8 @@ export async function changePassword(
     if (!decision.allowed) return { kind: "throttled", retryAfterS: decision.retryAfterS };
     attempt = decision.attempt;
   }
+  // Read before the change, which deletes their rows; recorded only once the change is done.
+  const endingTokens = await listLiveSessionTokens(input.userId);
   try {
     await auth().api.changePassword({
       body: { currentPassword: input.currentPassword, newPassword: input.newPassword, revokeOtherSessions: true },
@@ -59,6 +64,7 @@ export async function changePassword(
     throw error;
   }
   if (attempt) await finishPasswordAttempt(attempt, true);
+  await recordEndedSessions({ userId: input.userId, tokens: endingTokens, reason: "password_changed" });
   const apiTokensRevoked = input.keepApiTokens ? 0 : await revokeAllApiTokens(input.userId);
   await queuePasswordChanged(input.userId, "changed");
   return { kind: "changed", apiTokensRevoked };

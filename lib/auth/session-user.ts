@@ -5,6 +5,7 @@
 import { cache } from "react";
 import { headers } from "next/headers";
 import { redirect } from "next/navigation";
+import { getEndedSessionReason } from "./get-ended-session-reason";
 import { getSessionPrincipal, type Principal } from "./principal";
 
 /**
@@ -20,14 +21,26 @@ export const getSessionUser: () => Promise<Principal | null> = cache(async () =>
 });
 
 /**
- * Like {@link getSessionUser}, but sends anyone not signed in to `/sign-in` (a redirect, so it never returns
- * null).
+ * Where to send a browser that is not signed in: `/sign-in`, or `/sign-in?ended=password-changed` when its cookie
+ * names a session that a password change in another browser ended (docs/decisions/056), so the page says why.
+ *
+ * @returns the sign-in page's path.
+ * @throws database errors; Next's error outside a request.
+ */
+export async function signInPath(): Promise<string> {
+  const reason = await getEndedSessionReason(await headers());
+  return reason === "password_changed" ? "/sign-in?ended=password-changed" : "/sign-in";
+}
+
+/**
+ * Like {@link getSessionUser}, but sends anyone not signed in to the sign-in page ({@link signInPath}: a redirect,
+ * so it never returns null).
  *
  * @returns the signed-in principal.
  * @throws Next's redirect signal (do not catch it) when nobody is signed in.
  */
 export async function requireSessionUser(): Promise<Principal> {
   const user = await getSessionUser();
-  if (!user) redirect("/sign-in");
+  if (!user) redirect(await signInPath());
   return user;
 }

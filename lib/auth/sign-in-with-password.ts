@@ -2,7 +2,7 @@ import { isAPIError } from "better-auth/api";
 import { auth } from "./auth";
 
 export type SignInWithPasswordResult =
-  | { kind: "signed_in"; userId: string }
+  | { kind: "signed_in"; userId: string; role: "user" | "admin" }
   | { kind: "wrong_credentials" }
   | { kind: "throttled"; retryAfterS: number };
 
@@ -25,8 +25,8 @@ export function retryAfterFrom(error: { headers?: HeadersInit | undefined }): nu
  * @param input.email the address as typed (better-auth case-folds it).
  * @param input.password the password as typed, at most 128 characters.
  * @param requestHeaders the incoming request's headers (`await headers()` in a server action).
- * @returns `signed_in` with the user's id; `wrong_credentials` (also for a malformed email or over-long
- *   password); `throttled` after too many failed attempts for this email and address
+ * @returns `signed_in` with the user's id and role (an admin's first page is /admin); `wrong_credentials` (also for
+ *   a malformed email or over-long password); `throttled` after too many failed attempts for this email and address
  *   (lib/limits/auth-throttles.ts), with the seconds to wait.
  * @throws any other better-auth `APIError` (a misconfiguration) and database errors: those are bugs or outages,
  *   not outcomes.
@@ -40,7 +40,7 @@ export async function signInWithPassword(
       body: { email: input.email, password: input.password },
       headers: requestHeaders,
     });
-    return { kind: "signed_in", userId: result.user.id };
+    return { kind: "signed_in", userId: result.user.id, role: result.user.role === "admin" ? "admin" : "user" };
   } catch (error) {
     if (!isAPIError(error)) throw error;
     if (error.statusCode === 401) return { kind: "wrong_credentials" };

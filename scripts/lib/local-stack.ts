@@ -15,6 +15,8 @@
  *   inbox page is printed; its mail is kept in `.data/mail`.
  * - The sandbox bank on `BANK_PORT` (default PORT + 1) and the app on 127.0.0.1:`PORT`.
  * - The reconciler on a timer (`RECONCILE_INTERVAL_MS`).
+ * - The demo user's history: top-ups, payments, a reward, a refund and a chargeback, sent through the app's API with
+ *   fixed references, so a second start moves no money again (./demo-history.ts).
  * - Secrets (contract section 9): `BANK_WEBHOOK_SECRETS` and `BETTER_AUTH_SECRET` from the environment or `.env`
  *   when set (checked like the server checks them), else generated once per data folder in `.data/secrets.json`
  *   (./secrets.ts).
@@ -43,8 +45,15 @@ import { demoSecrets } from "./secrets";
 /** The npm script being run: both start the same services; "dev" puts `next dev` in front instead of `next start`. */
 export type LocalStackCommand = "demo" | "dev";
 
-/** Demo accounts. Local-only credentials, printed at start; change them for anything but a demo. */
-const DEMO_USERS = [
+interface DemoUser {
+  readonly email: string;
+  readonly password: string;
+  readonly name: string;
+  readonly role: "user" | "admin";
+}
+
+/** Demo accounts (the user first, then the admin). Local-only credentials, printed at start; change them for anything but a demo. */
+const DEMO_USERS: readonly [DemoUser, DemoUser] = [
   { email: "demo@example.com", password: "demo-password-1", name: "Demo User", role: "user" as const },
   { email: "admin@example.com", password: "admin-password-1", name: "Demo Admin", role: "admin" as const },
 ];
@@ -240,6 +249,16 @@ async function main(command: LocalStackCommand): Promise<void> {
     const { startReconcilerTimer } = await import("../../lib/reconciler/start-reconciler-timer");
     const stopTimer = startReconcilerTimer(settings.RECONCILE_INTERVAL_MS);
     registerCleanup(async () => stopTimer());
+  }
+
+  // 6. The demo user's history, through the app's API (idempotent: a second start replays, ./demo-history.ts).
+  say("Seeding the demo user's history ...");
+  try {
+    const { seedDemoHistory } = await import("./demo-history");
+    const [user, admin] = DEMO_USERS;
+    for (const line of await seedDemoHistory(settings.APP_URL, { user, admin })) say(`  ${line}`);
+  } catch (error) {
+    say(`  not seeded: ${error instanceof Error ? error.message : String(error)}`);
   }
 
   say("");

@@ -59,6 +59,9 @@ export async function checkBeforeStart(options: StartCheckOptions): Promise<Star
   if (settings && !databaseUrl) {
     problems.push("DATABASE_URL is missing: set it to the PostgreSQL database this server uses (nothing is embedded)");
   }
+  if (settings?.ERROR_DRILL === "1") {
+    problems.push("ERROR_DRILL=1 makes the page /error-drill throw: it is for the test stack only; unset it");
+  }
   // The same rule the server applies when it starts (instrumentation.ts), asked here so it joins the list.
   problems.push(...secretProblems());
 

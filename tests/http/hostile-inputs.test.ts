@@ -59,9 +59,18 @@ const timelinePath = (userId: string, refId: string) =>
   `/admin/topups/${encodeURIComponent(userId)}/${encodeURIComponent(refId)}`;
 const refundsPath = (userId: string, refId: string) => `/api/v1${timelinePath(userId, refId)}/refunds`;
 
-/** Posts the admin timeline page's refund form with `fields` (all four: the hidden ones and the amount). */
+/**
+ * Posts the admin timeline page's refund form with `fields` (all four: the hidden ones and the amount) and
+ * `step: "confirm"`, as its "Confirm refund" button sends them (decision 056: the first step only reviews).
+ */
 function postRefundForm(cookie: string, pagePath: string, fields: Record<string, string>) {
-  return submitPageFormFrom(FROM, `${appUrl()}${pagePath}`, fields, { cookie }, { containing: 'name="refundId"' });
+  return submitPageFormFrom(
+    FROM,
+    `${appUrl()}${pagePath}`,
+    { ...fields, step: "confirm" },
+    { cookie },
+    { containing: 'name="refundId"' },
+  );
 }
 
 /** What the refund form says for a 400 (lib/web/outcome-sentences.ts), as React writes it in the page. */

@@ -22,6 +22,8 @@ export function ApiReference({ documentUrl }: { documentUrl: string }) {
         deepLinking: false,
         defaultModelsExpandDepth: 0,
         tryItOutEnabled: false,
+        // Swagger UI's server choice has no label of its own (axe-core: select-name).
+        onComplete: () => container.current?.querySelector("select#servers")?.setAttribute("aria-label", "Server"),
       });
     });
     return () => {

@@ -1,5 +1,6 @@
 import type { Metadata } from "next";
 import { ApiReference } from "./api-reference";
+import "./api-docs.css";
 
 export const metadata: Metadata = { title: "API reference · Exactly-once wallet" };
 

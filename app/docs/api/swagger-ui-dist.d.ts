@@ -7,6 +7,8 @@ declare module "swagger-ui-dist/swagger-ui-es-bundle.js" {
     deepLinking?: boolean;
     defaultModelsExpandDepth?: number;
     tryItOutEnabled?: boolean;
+    /** Called once the document is rendered. */
+    onComplete?: () => void;
   }
   const SwaggerUIBundle: (options: SwaggerUIOptions) => unknown;
   export default SwaggerUIBundle;

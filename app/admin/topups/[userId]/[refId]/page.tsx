@@ -10,7 +10,7 @@ import { listTopupChargebacks } from "@/lib/chargebacks/list-topup-chargebacks";
 import { listTopupRefunds } from "@/lib/refunds/list-topup-refunds";
 import { describeFailure } from "@/lib/web/failure-reasons";
 import { STATUS_WORDS } from "@/lib/web/status-words";
-import { LocalTime } from "../../../../components/local-time";
+import { UtcTime } from "../../../utc-time";
 import { StatusBadge } from "../../../../components/status-badge";
 import { ChargeId } from "../../../charge-id";
 import { currentAdmin } from "../../../require-admin";
@@ -31,7 +31,7 @@ function decodeSegment(segment: string): string {
 
 /** A time on this page, with seconds; "—" for none. */
 function At({ iso }: { iso: string | null }) {
-  return iso ? <LocalTime iso={iso} detail="seconds" /> : <>—</>;
+  return iso ? <UtcTime iso={iso} /> : <>—</>;
 }
 
 /** A state name of the audit trail, as the pages write it ("∅" before the claim). */
@@ -169,6 +169,9 @@ export default async function TopupTimelinePage({ params }: { params: Promise<{ 
             currency={topup.currency}
             maxAmountMinor={settings.MAX_AMOUNT_MINOR}
             inputPattern={moneyInputPattern(topup.currency)}
+            topupAmountMinor={topup.amount}
+            refundableMinor={topup.refundableMinor}
+            userLabel={topup.userEmail ?? "this user"}
           />
         )}
       </section>
@@ -237,20 +240,30 @@ export default async function TopupTimelinePage({ params }: { params: Promise<{ 
         {webhooks.length === 0 ? (
           <p>No webhook received for this merchant reference.</p>
         ) : (
-          <table data-testid="webhooks" className="cards admin-table">
+          <table data-testid="webhooks" className="cards admin-table webhooks-table">
             <thead>
               <tr>
-                <th scope="col">Event</th>
-                <th scope="col">Type</th>
-                <th scope="col">Charge</th>
-                <th scope="col" className="num">
+                <th scope="col" className="col-event">
+                  Event
+                </th>
+                <th scope="col" className="col-type">
+                  Type
+                </th>
+                <th scope="col" className="col-charge">
+                  Charge
+                </th>
+                <th scope="col" className="num col-amount">
                   Amount
                 </th>
-                <th scope="col">Outcome</th>
-                <th scope="col" className="num">
+                <th scope="col" className="col-outcome">
+                  Outcome
+                </th>
+                <th scope="col" className="num col-deliveries">
                   Deliveries
                 </th>
-                <th scope="col">First / last seen</th>
+                <th scope="col" className="col-seen">
+                  First and last seen
+                </th>
               </tr>
             </thead>
             <tbody>
@@ -260,8 +273,10 @@ export default async function TopupTimelinePage({ params }: { params: Promise<{ 
                     <code title={w.eventId}>{w.eventId}</code>
                   </td>
                   <td data-label="Type">{w.type}</td>
-                  <td data-label="Charge" className="nowrap">
-                    <code className="charge-id">{w.chargeId ?? "—"}</code>
+                  <td data-label="Charge" className="clip">
+                    <code className="charge-id" title={w.chargeId ?? undefined}>
+                      {w.chargeId ?? "—"}
+                    </code>
                   </td>
                   <td data-label="Amount" className="num nowrap">
                     {w.amount === null || w.currency === null ? "—" : formatMoney(w.amount, w.currency)}
@@ -270,8 +285,17 @@ export default async function TopupTimelinePage({ params }: { params: Promise<{ 
                   <td data-label="Deliveries" className="num">
                     {w.deliveries}
                   </td>
-                  <td data-label="First / last seen" className="nowrap">
-                    <At iso={w.firstSeenAt} /> / <At iso={w.lastSeenAt} />
+                  <td data-label="First and last seen">
+                    {/* One element, so the phone's card keeps both times in its value column (a bare "/" between
+                        two elements became a row of its own there). */}
+                    <span className="seen">
+                      <span>
+                        first <At iso={w.firstSeenAt} />
+                      </span>
+                      <span>
+                        last <At iso={w.lastSeenAt} />
+                      </span>
+                    </span>
                   </td>
                 </tr>
               ))}

@@ -15,6 +15,8 @@ import { currentAdmin } from "../../../require-admin";
 
 export type RefundActionState =
   | { kind: "idle" }
+  /** The amount was read; the form asks to confirm it before anything is sent (`amountText` as typed, trimmed). */
+  | { kind: "review"; amountMinor: number; amountText: string }
   | { kind: "done"; status: number; body: string; replayed: boolean; amountMinor: number | null };
 
 function problemState(code: keyof typeof PROBLEM_CODES, amountMinor: number | null): RefundActionState {
@@ -28,6 +30,10 @@ function problemState(code: keyof typeof PROBLEM_CODES, amountMinor: number | nu
 }
 
 /**
+ * The refund form's two steps (`step`): `review` reads the amount and answers `review` (nothing is sent), so the form
+ * can ask to confirm it; `confirm` refunds; `edit` goes back to the empty form (`idle`). A refund is made only by a
+ * `confirm`. An amount that cannot be read answers 400 `invalid_request` at either step.
+ *
  * Refunds `amount` (typed in the wallet's currency) of the top-up named by the form's hidden fields. Every field is
  * checked like the API route's path and body before anything reaches PostgreSQL (which refuses `\u0000` in text,
  * case C31): the user id as a user id, the top-up's ref id as any ref id, the refund id as a new operation's
@@ -39,7 +45,10 @@ export async function refundTopupAction(_previous: RefundActionState, form: Form
   const userId = String(form.get("userId") ?? "");
   const topupRefId = String(form.get("topupRefId") ?? "");
   const refundId = String(form.get("refundId") ?? "");
-  const amountMinor = parseMoneyInput(String(form.get("amount") ?? ""), env().WALLET_CURRENCY);
+  const step = String(form.get("step") ?? "");
+  if (step === "edit") return { kind: "idle" };
+  const amountText = String(form.get("amount") ?? "").trim();
+  const amountMinor = parseMoneyInput(amountText, env().WALLET_CURRENCY);
   if (
     !USER_ID_PATTERN.test(userId) ||
     !isValidRefId(topupRefId) ||
@@ -49,8 +58,11 @@ export async function refundTopupAction(_previous: RefundActionState, form: Form
   )
     return problemState("invalid_request", amountMinor);
   if (amountMinor > env().MAX_AMOUNT_MINOR) return problemState("invalid_request", amountMinor);
+  if (step !== "confirm") return { kind: "review", amountMinor, amountText };
   const result = await createRefund({ userId, topupRefId, refundId, amountMinor });
   revalidatePath("/admin");
+  // The timeline page shows the new refund and what is left to refund (and mints a new refund id for the next one).
+  revalidatePath(`/admin/topups/${encodeURIComponent(userId)}/${encodeURIComponent(topupRefId)}`);
   switch (result.kind) {
     case "response":
       return { kind: "done", ...result.response, replayed: result.replayed, amountMinor };
