@@ -5,7 +5,7 @@
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { EnvError, parseEnv, secretProblems, type Env } from "../../lib/env";
+import { EnvError, mailProblems, parseEnv, secretProblems, type Env } from "../../lib/env";
 import { checkMigrations, migrate, MigrationMismatchError } from "../../lib/migrate";
 import { buildStaleReason } from "./stack";
 
@@ -32,8 +32,9 @@ export interface StartCheckOptions {
  * Checks, in order and without stopping at the first failure:
  * 1. the settings (`parseEnv()` over `process.env`, every invalid variable), and `DATABASE_URL`, which `npm start`
  *    requires since it embeds nothing;
- * 2. the secrets (contract section 9, case C16): lib/env.ts `secretProblems`, the rule the server itself applies
- *    at start (instrumentation.ts), so this refuses exactly what the server would, only earlier and in one list;
+ * 2. the secrets (contract section 9, case C16) and the mail server (docs/decisions/054): lib/env.ts `secretProblems`
+ *    and `mailProblems`, the rules the server itself applies at start (instrumentation.ts), so this refuses exactly
+ *    what the server would, only earlier and in one list;
  * 3. the build: `.next/BUILD_ID` exists (a build older than its sources is a warning);
  * 4. the database: reachable, every migration on disk applied with its recorded checksum, and every function file
  *    of prisma/functions applied as it now is (lib/migrate.ts `checkMigrations`, docs/decisions/052); with
@@ -62,8 +63,9 @@ export async function checkBeforeStart(options: StartCheckOptions): Promise<Star
   if (settings?.ERROR_DRILL === "1") {
     problems.push("ERROR_DRILL=1 makes the page /error-drill throw: it is for the test stack only; unset it");
   }
-  // The same rule the server applies when it starts (instrumentation.ts), asked here so it joins the list.
-  problems.push(...secretProblems());
+  // The same rules the server applies when it starts (instrumentation.ts), asked here so they join the list; npm start
+  // always runs the production server, whatever NODE_ENV the shell has.
+  problems.push(...secretProblems(), ...mailProblems({ ...process.env, NODE_ENV: "production" }));
 
   if (!existsSync(join(options.root, ".next", "BUILD_ID"))) {
     problems.push("build: no production build in .next: run `npm run build` first");

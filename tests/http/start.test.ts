@@ -49,6 +49,7 @@ function startEnvironment(databaseUrl: string, port: number, extra: Record<strin
     PORT: String(port),
     BANK_URL: bank!.url,
     BANK_WEBHOOK_SECRETS: testStack().webhookSecrets,
+    SMTP_URL: testStack().smtpUrl ?? "",
     LOG_LEVEL: "warn",
     ...extra,
   };
@@ -135,12 +136,14 @@ describe("npm start", () => {
       const port = await freePort();
       const env = startEnvironment(databaseUrl, port, { RECONCILE_INTERVAL_MS: "1000", LEASE_MS: "1000" });
 
-      const refused = npm("start-refused", ["start"], env);
+      const refused = npm("start-refused", ["start"], { ...env, SMTP_URL: "" });
       expect((await exitOf(refused, RUN_TIMEOUT_MS)).code, refused.recentOutput()).toBe(1);
       const output = refused.recentOutput();
       expect(output).toContain("refusing to start");
       for (const name of migrationNames) expect(output).toContain(name);
       expect(output).toMatch(/BETTER_AUTH_SECRET[^\n]*missing/);
+      // No mail server and mail not switched off (docs/decisions/054).
+      expect(output).toMatch(/SMTP_URL is missing[^\n]*MAIL_DELIVERY=off/);
       expect(await isPortFree(port), "npm start listened although it refused").toBe(true);
 
       const migrated = npm("start-db-migrate", ["run", "db:migrate"], { ...env });
@@ -151,6 +154,7 @@ describe("npm start", () => {
       const stillRefused = npm("start-refused-secret", ["start"], env);
       expect((await exitOf(stillRefused, RUN_TIMEOUT_MS)).code, stillRefused.recentOutput()).toBe(1);
       expect(stillRefused.recentOutput()).toMatch(/BETTER_AUTH_SECRET[^\n]*missing/);
+      expect(stillRefused.recentOutput()).not.toContain("SMTP_URL");
       for (const name of migrationNames) expect(stillRefused.recentOutput()).not.toContain(name);
 
       const server = await serve("start-served", [], { ...env, BETTER_AUTH_SECRET: randomAuthSecret() });
