@@ -10,6 +10,7 @@ import { listRefundsNeedingAttention } from "@/lib/admin/list-refunds-needing-at
 import { listWebhookAnomalies } from "@/lib/admin/list-webhook-anomalies";
 import { STUCK_AGE_MS } from "@/lib/admin/stuck";
 import { adminTopupsQuerySchema, parseQuery } from "@/lib/http/list-query";
+import { readMailOverview } from "@/lib/mail/mail-needing-attention";
 import { formatMoney } from "@/lib/money";
 import { firstPageOrThrow } from "@/lib/pagination/cursor";
 import { STATUS_WORDS } from "@/lib/web/status-words";
@@ -18,6 +19,7 @@ import { listAdminTopupRows } from "./admin-topup-rows";
 import { ChargeId } from "./charge-id";
 import { AdminTopupsTable } from "./admin-topups-table";
 import { AuditReport } from "./audit-report";
+import { MailCard } from "./mail-card";
 import { NeedsAttention } from "./needs-attention";
 import { OpenDisputes } from "./open-disputes";
 import { ReconcileNow } from "./reconcile-now";
@@ -66,7 +68,7 @@ export default async function AdminPage({ searchParams }: { searchParams: Promis
         limit: query.value.limit,
       }
     : { stuck: false };
-  const [counts, stats, flagged, attention, refunds, topups, anomalies] = await Promise.all([
+  const [counts, stats, flagged, attention, refunds, topups, anomalies, mail] = await Promise.all([
     countTopupsByStatus(),
     getTopupHourlyStats(),
     listFlaggedTopups(ATTENTION_ROWS_MAX),
@@ -74,6 +76,7 @@ export default async function AdminPage({ searchParams }: { searchParams: Promis
     listRefundsNeedingAttention(ATTENTION_ROWS_MAX),
     listAdminTopupRows(filters).then(firstPageOrThrow),
     listWebhookAnomalies(),
+    readMailOverview(ATTENTION_ROWS_MAX),
   ]);
 
   return (
@@ -156,6 +159,8 @@ export default async function AdminPage({ searchParams }: { searchParams: Promis
       </section>
 
       <ReconcileNow />
+
+      <MailCard overview={mail} />
 
       <section className="card" aria-labelledby="anomalies-heading">
         <h2 id="anomalies-heading">Webhook anomalies</h2>

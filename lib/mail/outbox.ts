@@ -154,11 +154,3 @@ export async function expireMailLeases(db: MailDb): Promise<number> {
   );
   return rowCount ?? 0;
 }
-
-/** How many rows are in each state (the admin page's mail line). @throws database errors. */
-export async function countMailByStatus(db: MailDb): Promise<Record<string, number>> {
-  const { rows } = await db.query<{ status: string; n: number }>(
-    `SELECT status, count(*)::int AS n FROM mail_outbox GROUP BY status`,
-  );
-  return Object.fromEntries(rows.map((row) => [row.status, row.n]));
-}

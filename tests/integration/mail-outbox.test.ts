@@ -7,7 +7,8 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { completeEntry, markProcessing } from "../../lib/ledger/transitions";
-import { queueMail } from "../../lib/mail/outbox";
+import { readMailOverview } from "../../lib/mail/mail-needing-attention";
+import { queueMail, settleMail, takeDueMail } from "../../lib/mail/outbox";
 import { classifySmtpFailure } from "../../lib/mail/smtp-outcome";
 import { createPayment } from "../../lib/payments/create-payment";
 import { createTestUser, testPool } from "../helpers/db";
@@ -107,6 +108,25 @@ describe("delivery", () => {
 
   it("a stale sender cannot settle a row taken again since (fencing token)", async () => {
     await staleTokenScenario(scratch);
+  });
+
+  it("the admin's overview counts the waiting and lists the failed and unknown, newest first", async () => {
+    const user = await scratchUser(scratch);
+    for (const amount of [1, 2, 3]) await scratchTopup(scratch, user.id, amount);
+    await onlyDue(scratch, user.id);
+    const taken = await takeDueMail(scratch.db, { workerId: "overview", limit: 3, leaseMs: 60_000 });
+    expect(taken).toHaveLength(3);
+    await settleMail(scratch.db, taken[0]!, { kind: "failed", error: "550 no such user" });
+    await settleMail(scratch.db, taken[1]!, { kind: "unknown", error: "connection lost after DATA" });
+    const before = await readMailOverview(10, scratch.db);
+    expect(before.counts.sending).toBeGreaterThanOrEqual(1);
+    const mine = before.attention.filter((mail) => mail.email === user.email);
+    expect(mine.map((mail) => [mail.status, mail.lastError])).toEqual([
+      ["unknown", "connection lost after DATA"],
+      ["failed", "550 no such user"],
+    ]);
+    expect(mine[0]).toMatchObject({ kind: "receipt", attempts: 1 });
+    expect((await readMailOverview(1, scratch.db)).attention).toHaveLength(1);
   });
 });
 
