@@ -94,6 +94,10 @@ function pageVisits(user: SeededUser): PageVisit[] {
   return [
     { name: "sign-in", as: "visitor", open: go("/sign-in") },
     { name: "sign-up", as: "visitor", open: go("/sign-up") },
+    { name: "forgot-password", as: "visitor", open: go("/forgot-password") },
+    // A reset link's page with a token (the form) and without one (the "expired or used" answer).
+    { name: "reset-password", as: "visitor", open: go("/reset-password?token=AbCdEfGhIjKlMnOpQrStUvWx") },
+    { name: "reset-password-no-token", as: "visitor", open: go("/reset-password") },
     {
       name: "wallet",
       as: "user",
