@@ -13,6 +13,6 @@ export async function register(): Promise<void> {
   const { installClientAddressHook } = await import("./lib/http/client-address-hook");
   installClientAddressHook(env().TRUSTED_PROXY_HOPS);
   // Mail goes out from every server with MAIL_DELIVERY=smtp (docs/decisions/054-mail-outbox.md).
-  const { startMailWorker } = await import("./lib/mail/mail-worker");
+  const { startMailWorker } = await import("./lib/mail/start-mail-worker");
   startMailWorker();
 }

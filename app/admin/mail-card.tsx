@@ -2,7 +2,7 @@
  * The admin page's Mail card (docs/decisions/054-mail-outbox.md): how many messages wait, are being sent, failed or
  * have an unknown outcome, and the newest failed and unknown ones, which will not go out by themselves. Times in UTC.
  */
-import type { MailOverview } from "@/lib/mail/mail-needing-attention";
+import type { MailOverview } from "@/lib/mail/read-mail-overview";
 import { UtcTime } from "./utc-time";
 
 /** Each kind of message, in words. */

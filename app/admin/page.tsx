@@ -10,7 +10,7 @@ import { listRefundsNeedingAttention } from "@/lib/admin/list-refunds-needing-at
 import { listWebhookAnomalies } from "@/lib/admin/list-webhook-anomalies";
 import { STUCK_AGE_MS } from "@/lib/admin/stuck";
 import { adminTopupsQuerySchema, parseQuery } from "@/lib/http/list-query";
-import { readMailOverview } from "@/lib/mail/mail-needing-attention";
+import { readMailOverview } from "@/lib/mail/read-mail-overview";
 import { formatMoney } from "@/lib/money";
 import { firstPageOrThrow } from "@/lib/pagination/cursor";
 import { STATUS_WORDS } from "@/lib/web/status-words";

@@ -1,7 +1,7 @@
 "use server";
-/** "Send the link again" of the address-check notice (lib/auth/password-reset.ts `sendAddressCheckAgain`). */
+/** "Send the link again" of the address-check notice (lib/auth/send-address-check-again.ts). */
 import { headers } from "next/headers";
-import { sendAddressCheckAgain } from "@/lib/auth/password-reset";
+import { sendAddressCheckAgain } from "@/lib/auth/send-address-check-again";
 import { requireSessionUser } from "@/lib/auth/session-user";
 
 export type AddressCheckState = { readonly outcome: "requested" | "throttled" } | null;

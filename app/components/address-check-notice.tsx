@@ -2,7 +2,7 @@
  * "Confirm your address" on the wallet page, while the signed-in user has not opened the link sign-up mailed
  * (docs/decisions/054-mail-outbox.md); nothing once the address is confirmed.
  */
-import { isAddressConfirmed } from "@/lib/auth/password-reset";
+import { isAddressConfirmed } from "@/lib/auth/is-address-confirmed";
 import { AddressCheckResend } from "./address-check-resend";
 
 export async function AddressCheckNotice({ userId, email }: { userId: string; email: string }) {

@@ -1,10 +1,10 @@
 "use server";
 /**
  * The "forgot password" form's action (works without JavaScript): asks better-auth for a reset link through
- * lib/auth/password-reset.ts and answers the same whether or not the address has an account.
+ * lib/auth/request-password-reset.ts and answers the same whether or not the address has an account.
  */
 import { headers } from "next/headers";
-import { requestPasswordReset } from "@/lib/auth/password-reset";
+import { requestPasswordReset } from "@/lib/auth/request-password-reset";
 
 /** What the form shows after a request. */
 export type ForgotPasswordState = {

@@ -1,10 +1,10 @@
 "use server";
 /**
  * The reset page's action (works without JavaScript): sets the new password with the link's token through
- * lib/auth/password-reset.ts, then sends the person to sign in with it.
+ * lib/auth/request-password-reset.ts, then sends the person to sign in with it.
  */
 import { redirect } from "next/navigation";
-import { resetPassword } from "@/lib/auth/password-reset";
+import { resetPassword } from "@/lib/auth/reset-password";
 
 /** What the form shows after a failed attempt. */
 export type ResetPasswordState = { readonly error: "password" | "token" } | null;
