@@ -68,8 +68,9 @@ for (const viewport of VIEWPORTS) {
   test(`every page fits a ${viewport.width} px ${viewport.label}, with a screenshot of each`, async ({
     browser,
   }, testInfo) => {
-    // Nine pages, two sign-ins and nine full-page screenshots: about 20 s on a quiet machine, over 4 minutes at nice 19 on a loaded one.
-    test.setTimeout(360_000);
+    // Every page of e2e/pages.ts (about 25 with their opened states), two sign-ins and a full-page screenshot of each:
+    // under a minute on a quiet machine, several at nice 19 on a loaded one, so 10 minutes leaves room.
+    test.setTimeout(600_000);
     const found: string[] = [];
     await forEveryPage(browser, user, viewport, async (visit, tab) => {
       for (const problem of await overflowOf(tab)) found.push(`${visit.name} at ${viewport.width} px: ${problem}`);
