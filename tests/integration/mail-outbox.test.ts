@@ -7,7 +7,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { completeEntry, markProcessing } from "../../lib/ledger/transitions";
-import { readMailOverview } from "../../lib/mail/mail-needing-attention";
+import { readMailOverview } from "../../lib/mail/read-mail-overview";
 import { queueMail, settleMail, takeDueMail } from "../../lib/mail/outbox";
 import { classifySmtpFailure } from "../../lib/mail/smtp-outcome";
 import { createPayment } from "../../lib/payments/create-payment";
