@@ -557,8 +557,11 @@ async function run(options: StormOptions, watchdog: StormWatchdog): Promise<numb
  * holds that much, is debited too, so 7.1 alone would not notice. It also raises one succeeded refund to 1.00 more
  * than its top-up (breaks refunds_within_topups, the client's "amounts as sent", "never more back to the card than
  * charged" and, when an admin saw it acknowledged, "acknowledged refunds within their top-ups"); a storm without a
- * succeeded refund skips that part. A
- * storm run with it must report violations and exit 1.
+ * succeeded refund skips that part. And it tampers with the books (contract section 13): one payment's merchant
+ * posting is raised by 1 behind the append-only trigger (breaks books_balanced); the wallet bumped above is off its
+ * account (wallet_accounts_match), the top-up marked failed keeps its transaction (journal_matches_entries) and the
+ * raised refund is off the bank's movements (bank_clearing_matches_bank). A storm run with it must report
+ * violations and exit 1.
  */
 async function corruptOnPurpose(db: pg.Pool, userIds: readonly string[]): Promise<void> {
   await db.query("UPDATE wallets SET balance_minor = balance_minor + 1 WHERE user_id = $1", [userIds[0]]);
@@ -583,6 +586,21 @@ async function corruptOnPurpose(db: pg.Pool, userIds: readonly string[]): Promis
                                   ORDER BY id LIMIT 1)`,
     [userIds],
   );
+  const books = await db.connect();
+  try {
+    await books.query("BEGIN");
+    await books.query("SET LOCAL session_replication_role = replica");
+    await books.query(
+      `UPDATE ledger_postings SET amount_minor = amount_minor + 1
+        WHERE (user_id, entry_id, event, account) = (
+          SELECT user_id, entry_id, event, account FROM ledger_postings
+           WHERE user_id = ANY ($1::text[]) AND account = 'merchants_payable' ORDER BY id LIMIT 1)`,
+      [userIds],
+    );
+    await books.query("COMMIT");
+  } finally {
+    books.release();
+  }
   await db.query(
     `UPDATE ledger_entries SET response_body = response_body || ' '
       WHERE (user_id, id) = (SELECT user_id, id FROM ledger_entries

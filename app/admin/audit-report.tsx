@@ -17,6 +17,10 @@ const CHECK_TITLES: Record<string, string> = {
   bank_refunds_recorded: "Every refund at the bank is recorded once, and finished as the bank finished it",
   lost_disputes_charged_back: "Every lost dispute is charged back once, and every reversal credited back once",
   returned_within_charge: "Refunds and chargebacks together never return more than was charged",
+  books_balanced: "Every journal transaction balances, and all accounts together sum to zero",
+  journal_matches_entries: "Every movement of money is booked exactly once",
+  wallet_accounts_match: "Every wallet equals its account in the books, posting by posting",
+  bank_clearing_matches_bank: "The bank clearing account equals the bank's movements",
 };
 
 /**

@@ -16,6 +16,12 @@ import { createSucceededChargesCreditedCheck } from "./checks/succeeded-charges-
 import { createBankRefundsRecordedCheck, createRefundsWithinTopupsCheck } from "./checks/refunds";
 import { createReturnedWithinChargeCheck } from "./checks/returned-within-charge";
 import { createDisputesCheck } from "../chargebacks/audit-disputes";
+import {
+  createBankClearingCheck,
+  createBooksBalancedCheck,
+  createJournalMatchesEntriesCheck,
+  createWalletAccountsCheck,
+} from "./checks/books";
 
 /** `{ ok, checks }`: the OpenAPI document's `AuditReport` (./types.ts); `ok` is true when every check holds. */
 export type AuditReport = z.infer<typeof auditReportSchema>;
@@ -37,7 +43,9 @@ export interface RunAuditOptions {
  * charge that succeeded more than STUCK_AFTER_S ago credited exactly once, whatever its lease; then contract section
  * 11's refunds: within their top-ups, and every bank refund recorded once (and, once the bank finished it, finished
  * in the ledger); then section 12's lost disputes, each charged back exactly once (lib/chargebacks/audit-disputes.ts);
- * then refunds and chargebacks of one charge together within it (case C26).
+ * then refunds and chargebacks of one charge together within it (case C26); then section 13's books
+ * (lib/audit/checks/books.ts): balanced transactions, one per money-moving event, wallets equal to their accounts and
+ * the bank clearing account equal to the bank's movements.
  *
  * The reward-cap check (7.3) is `rewardCapCheck` (whole ledger, REDIS_URL's counters); a scoped audit
  * uses the same check built for those users.
@@ -66,6 +74,11 @@ export function defaultAuditChecks(options: Omit<RunAuditOptions, "checks"> = {}
     createDisputesCheck(bank, scope, { stuckAfterS: settings.STUCK_AFTER_S }),
     // Sections 11 and 12 together (case C26): refunds and chargebacks never return more than the charge.
     createReturnedWithinChargeCheck(scope),
+    // Contract section 13: the books.
+    createBooksBalancedCheck(scope),
+    createJournalMatchesEntriesCheck(scope),
+    createWalletAccountsCheck(scope),
+    createBankClearingCheck(scope),
   );
   return checks;
 }

@@ -82,7 +82,7 @@ BEGIN
   END IF;
   UPDATE ledger_entries t SET refunded_minor = t.refunded_minor + p_amount_minor
    WHERE t.user_id = p_user_id AND t.id = p_topup_entry_id;
-  balance_minor := ledger_debit_wallet(p_user_id => p_user_id, p_amount_minor => p_amount_minor);
+  balance_minor := ledger_debit_wallet(p_entry => entry, p_event => 'reserve');
   IF balance_minor IS NULL THEN
     RAISE EXCEPTION 'refund % of user %: reserved under the wallet lock, then not debited', p_ref_id, p_user_id;
   END IF;

@@ -1,19 +1,28 @@
--- ledger_credit_wallet: a credit of `p_amount_minor` to the user's wallet, repaying its debt first (contract section
--- 12: what a chargeback took that the balance could not cover is owed, and every credit repays it before anything
--- reaches the balance; docs/decisions/036). Creates the wallet (in `p_currency`) when the user has none. Both SET
--- expressions read the row as it was before the update. Returns the wallet as it is now.
+-- ledger_credit_wallet: the credit of an entry's amount to its user's wallet, repaying the wallet's debt first (contract
+-- section 12: what a chargeback took that the balance could not cover is owed, and every credit repays it before
+-- anything reaches the balance; docs/decisions/036), and its journal transaction (ledger_journal, `p_event`: `move`, or
+-- a refund's `release`; contract section 13) in the same call. Creates the wallet (in the entry's currency) when the
+-- user has none. Both SET expressions read the row as it was before the update. Returns the wallet as it is now.
 --
 -- The one credit of the ledger: ledger_move_entry (a top-up, an adjustment, a chargeback's reversal completed with a
 -- credit), ledger_decide_reward, ledger_release_refund (a failed refund's money given back) and
 -- ledger_land_dispute_entry (a reversal). Never refused for the ceiling: the admissions made room for it first
 -- (ledger_room_for_credit); the balance CHECK is the last line of defence.
-CREATE OR REPLACE FUNCTION ledger_credit_wallet(p_user_id text, p_amount_minor bigint, p_currency text)
+CREATE OR REPLACE FUNCTION ledger_credit_wallet(p_entry ledger_entries, p_event text DEFAULT 'move')
 RETURNS wallets
-LANGUAGE sql VOLATILE AS $$
-  INSERT INTO wallets AS w (user_id, balance_minor, currency) VALUES (p_user_id, p_amount_minor, p_currency)
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+  v_wallet wallets;
+BEGIN
+  INSERT INTO wallets AS w (user_id, balance_minor, currency)
+  VALUES (p_entry.user_id, p_entry.amount_minor, p_entry.currency)
   ON CONFLICT (user_id) DO UPDATE
      SET balance_minor = w.balance_minor + GREATEST(EXCLUDED.balance_minor - w.debt_minor, 0),
          debt_minor = GREATEST(w.debt_minor - EXCLUDED.balance_minor, 0),
          updated_at = now()
-  RETURNING w.*
+  RETURNING w.* INTO v_wallet;
+  PERFORM ledger_journal(p_entry => p_entry, p_event => p_event,
+                         p_wallet_after_minor => v_wallet.balance_minor - v_wallet.debt_minor);
+  RETURN v_wallet;
+END
 $$;

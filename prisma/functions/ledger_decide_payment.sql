@@ -64,7 +64,7 @@ BEGIN
   IF NOT FOUND THEN
     RETURN;
   END IF;
-  IF v_verdict = 'covered' AND ledger_debit_wallet(p_user_id => p_user_id, p_amount_minor => p_amount_minor) IS NULL THEN
+  IF v_verdict = 'covered' AND ledger_debit_wallet(p_entry => v_entry) IS NULL THEN
     RAISE EXCEPTION 'payment % of user %: decided under the wallet lock, then not debited', p_ref_id, p_user_id;
   END IF;
   RETURN NEXT v_entry;

@@ -74,8 +74,7 @@ BEGIN
           USING ERRCODE = 'check_violation', CONSTRAINT = 'reward_cap_days_within_cap';
       END IF;
     END IF;
-    PERFORM ledger_credit_wallet(p_user_id => p_user_id, p_amount_minor => v_entry.amount_minor,
-                                 p_currency => v_entry.currency);
+    PERFORM ledger_credit_wallet(p_entry => v_entry);
   END IF;
   RETURN QUERY SELECT v_entry, v_counted_minor;
 END

@@ -34,9 +34,9 @@ BEGIN
     RETURN;
   END IF;
   IF p_type = 'chargeback' THEN
-    PERFORM ledger_debit_into_debt(p_user_id => p_user_id, p_amount_minor => p_amount_minor, p_currency => p_currency);
+    PERFORM ledger_debit_into_debt(p_entry => v_entry);
   ELSE
-    PERFORM ledger_credit_wallet(p_user_id => p_user_id, p_amount_minor => p_amount_minor, p_currency => p_currency);
+    PERFORM ledger_credit_wallet(p_entry => v_entry);
   END IF;
   RETURN NEXT v_entry;
 END

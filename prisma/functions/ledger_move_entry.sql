@@ -4,8 +4,9 @@
 -- often, and a `processing` entry never goes back. A lease holder passes its fencing token
 -- (`p_attempt`), so a worker whose lease was taken over changes nothing; the webhook and the reconciler's completion
 -- pass NULL (the bank's word: a status guard only). A move to a terminal status ends the lease. The audit row and,
--- with `p_credit`, the wallet's credit of the entry's amount (ledger_credit_wallet: debt repaid first) are written in
--- the same transaction as the move, so money moves exactly when the entry does, once.
+-- with `p_credit`, the wallet's credit of the entry's amount (ledger_credit_wallet: debt repaid first, and its journal
+-- transaction), or a reserved amount's settlement (ledger_journal: a refund that succeeded), are written in the same
+-- transaction as the move, so money moves and is booked exactly when the entry does, once.
 --
 -- Returns the moved row, the status it left and the wallet's new balance (NULL without a credit); no row when the
 -- guard did not hold and nothing changed (the caller reads the row to see why).
@@ -50,8 +51,13 @@ BEGIN
   END IF;
   PERFORM ledger_log_transition(p_user_id, p_entry_id, v_from, p_to_status, p_actor, v_entry.attempt, p_detail);
   IF p_credit THEN
-    SELECT w.balance_minor INTO v_balance_minor
-      FROM ledger_credit_wallet(p_user_id, v_entry.amount_minor, v_entry.currency) AS w;
+    SELECT w.balance_minor INTO v_balance_minor FROM ledger_credit_wallet(p_entry => v_entry) AS w;
+  END IF;
+  -- What a claim reserved (a refund's money, taken from the wallet at its claim) is settled by its success: the
+  -- types with a `settle` rule (ledger_journal_rules) post it from where it was held to its counter-party.
+  IF p_to_status = 'succeeded'
+     AND EXISTS (SELECT 1 FROM ledger_journal_rules r WHERE r.type = v_entry.type AND r.event = 'settle') THEN
+    PERFORM ledger_journal(p_entry => v_entry, p_event => 'settle', p_wallet_after_minor => NULL);
   END IF;
   RETURN QUERY SELECT v_entry, v_from, v_balance_minor;
 END

@@ -7,7 +7,8 @@
 --
 -- Statements, in the lock order of every statement about a top-up's money: the refund row is moved first
 -- (ledger_move_entry, status guard only: the bank's word), then the top-up's remainder is given back, then the wallet
--- is credited (ledger_credit_wallet: a debt that opened while the refund was in flight is repaid first). The credit
+-- is credited (ledger_credit_wallet: a debt that opened while the refund was in flight is repaid first; its journal
+-- transaction is the refund's `release`, from refunds in flight back to the wallet). The credit
 -- is never refused for the ceiling: admission counted the reservation as money that may still arrive (case C27).
 -- One the database still refuses fails the whole call; the caller counts it on the row (case C28).
 CREATE OR REPLACE FUNCTION ledger_release_refund(
@@ -38,7 +39,6 @@ BEGIN
   UPDATE ledger_entries t SET refunded_minor = t.refunded_minor - entry.amount_minor
    WHERE t.user_id = p_user_id AND t.id = entry.refunds_entry_id;
   SELECT w.balance_minor INTO balance_minor
-    FROM ledger_credit_wallet(p_user_id => p_user_id, p_amount_minor => entry.amount_minor,
-                              p_currency => entry.currency) AS w;
+    FROM ledger_credit_wallet(p_entry => entry, p_event => 'release') AS w;
 END
 $$;

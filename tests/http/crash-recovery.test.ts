@@ -188,6 +188,10 @@ describe("admin routes", () => {
       "bank_refunds_recorded",
       "lost_disputes_charged_back",
       "returned_within_charge",
+      "books_balanced",
+      "journal_matches_entries",
+      "wallet_accounts_match",
+      "bank_clearing_matches_bank",
     ]);
   });
 });

@@ -189,6 +189,7 @@ describe("negative controls: a copy of a function with a guard removed lets thro
     [name, guard, standIn]: readonly [string, string, string],
     key: { userId: string; refId: string },
     reported: ReportedCharge,
+    alsoBroken?: string,
   ): Promise<{ credited: boolean; balanceMinor: number }> {
     const client = await testPool().connect();
     try {
@@ -197,6 +198,7 @@ describe("negative controls: a copy of a function with a guard removed lets thro
       const broken = real.replace(guard, standIn);
       expect(broken).not.toBe(real);
       await client.query(broken);
+      if (alsoBroken) await client.query(alsoBroken);
       const { moved } = await creditThrough(key, reported, client);
       const balance = await client.query<{ b: string }>(
         "SELECT balance_minor::text AS b FROM wallets WHERE user_id = $1",
@@ -209,7 +211,7 @@ describe("negative controls: a copy of a function with a guard removed lets thro
     }
   }
 
-  it("without the state machine's guard, a second success credits a succeeded row again", async () => {
+  it("without the state machine's guard, a second success of a succeeded row is refused by the books' key; without both, it credits again", async () => {
     const user = await createTestUser();
     const { key } = await processingTopup(user.id);
     const reported = charge();
@@ -217,7 +219,14 @@ describe("negative controls: a copy of a function with a guard removed lets thro
     expect((await creditThrough(key, reported)).moved).toBeNull();
     const guard = `     AND ((p_to_status = 'processing' AND e.status = 'initiated')
           OR (p_to_status IN ('succeeded', 'failed') AND e.status IN ('initiated', 'processing')))`;
-    expect(await creditThroughBroken(["ledger_move_entry", guard, ""], key, reported)).toEqual({
+    // The books' key refuses a second journal transaction for the entry's move: the guard behind this guard.
+    await expect(creditThroughBroken(["ledger_move_entry", guard, ""], key, reported)).rejects.toMatchObject({
+      code: "23505",
+      constraint: "ledger_postings_pkey",
+    });
+    // Without both, the row is credited again (the key dropped in this transaction only, rolled back with it).
+    const withoutBooksKey = "ALTER TABLE ledger_postings DROP CONSTRAINT ledger_postings_pkey";
+    expect(await creditThroughBroken(["ledger_move_entry", guard, ""], key, reported, withoutBooksKey)).toEqual({
       credited: true,
       balanceMinor: 2000,
     });

@@ -297,8 +297,8 @@ async function functionRecords(url: string): Promise<Map<string, { checksum: str
 
 // A function whose body is easy to tell apart, and one that sorts before it (to show that a later failure takes
 // back an earlier file of the same run).
-const APPEND_ONLY = "ledger_transitions_append_only";
-const APPEND_ONLY_MESSAGE = "'ledger_transitions is append-only'";
+const APPEND_ONLY = "ledger_append_only";
+const APPEND_ONLY_MESSAGE = "'% is append-only', TG_TABLE_NAME";
 
 describe("migrate: the function files (prisma/functions)", () => {
   it("records every function file with its checksum on the first run; a changed file is applied once and recorded, an unchanged one is not run again", async () => {

@@ -536,7 +536,8 @@ describe("C25: money-path plans survive a ledger that grows after they were made
       "FROM wallets w WHERE w.user_id = p_user_id FOR UPDATE",
       "ON CONFLICT (user_id, type, ref_id) DO NOTHING",
       "INSERT INTO ledger_transitions",
-      "SET balance_minor = w.balance_minor - p_amount_minor",
+      "SET balance_minor = w.balance_minor - p_entry.amount_minor",
+      "INSERT INTO ledger_postings",
     ];
     expectReportedWithoutScans("payment", paymentStatements, texts);
   });

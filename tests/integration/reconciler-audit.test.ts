@@ -62,17 +62,21 @@ describe("audit", () => {
       "bank_refunds_recorded",
       "lost_disputes_charged_back",
       "returned_within_charge",
+      "books_balanced",
+      "journal_matches_entries",
+      "wallet_accounts_match",
+      "bank_clearing_matches_bank",
     ]);
     expect(report.ok).toBe(true);
     for (const check of report.checks) expect(check, check.name).toMatchObject({ ok: true, violations: [] });
   });
 
-  it("7.1 fails when a wallet balance is bumped by SQL", async () => {
+  it("7.1 fails when a wallet balance is bumped by SQL (and the wallet is off its account in the books)", async () => {
     const user = await cleanUser();
     await testPool().query("UPDATE wallets SET balance_minor = balance_minor + 1 WHERE user_id = $1", [user.id]);
     const report = await audit(user.id);
     expect(report.ok).toBe(false);
-    expect(failing(report)).toEqual(["balance_matches_ledger"]);
+    expect(failing(report)).toEqual(["balance_matches_ledger", "wallet_accounts_match"]);
     expect(report.checks[0]!.violations).toEqual([
       `user ${user.id}: wallet balance minus debt 1751 but succeeded credits minus debits are 1750`,
     ]);

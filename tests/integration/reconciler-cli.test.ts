@@ -152,7 +152,10 @@ describe("npm run audit", () => {
     expect(violated.code).toBe(1);
     const report = JSON.parse(violated.stdout.trim()) as { ok: boolean; checks: Array<{ name: string; ok: boolean }> };
     expect(report.ok).toBe(false);
-    expect(report.checks.filter((c) => !c.ok).map((c) => c.name)).toEqual(["balance_matches_ledger"]);
+    expect(report.checks.filter((c) => !c.ok).map((c) => c.name)).toEqual([
+      "balance_matches_ledger",
+      "wallet_accounts_match",
+    ]);
   });
 
   it("exit 2 when it cannot run: no database to find, or a database that does not answer", async () => {
