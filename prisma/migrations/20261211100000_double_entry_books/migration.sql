@@ -132,15 +132,17 @@ WITH moved AS (
                WHERE t.user_id = e.user_id AND t.entry_id = e.id AND t.to_status = w.wanted_status) AS at
     ) v
 ), legs AS (
-  SELECT m.user_id, m.entry_id, m.event, m.event_order, m.currency, m.at, leg.account, leg.amount_minor
+  SELECT m.user_id, m.entry_id, m.event, m.event_order, m.currency, m.at, leg.account, leg.amount_minor, leg.leg_order
     FROM moved m
     JOIN ledger_journal_rules r ON r.type = m.type AND r.event = m.event
-    CROSS JOIN LATERAL (VALUES (r.from_account, -m.amount_minor), (r.to_account, m.amount_minor)) AS leg(account, amount_minor)
+    CROSS JOIN LATERAL (VALUES (r.from_account, -m.amount_minor, 0), (r.to_account, m.amount_minor, 1))
+                    AS leg(account, amount_minor, leg_order)
 )
 SELECT user_id, entry_id, event, account, amount_minor, currency,
        CASE WHEN account = 'wallet'
             THEN SUM(amount_minor) FILTER (WHERE account = 'wallet')
-                   OVER (PARTITION BY user_id ORDER BY at, entry_id, event_order ROWS UNBOUNDED PRECEDING) END,
-       at
+                   OVER (PARTITION BY user_id ORDER BY at, entry_id, event_order ROWS UNBOUNDED PRECEDING)
+       END AS balance_after_minor,
+       at AS posted_at
   FROM legs
- ORDER BY at, entry_id, event_order, account;
+ ORDER BY at, entry_id, event_order, leg_order;
