@@ -210,3 +210,30 @@ test("a refund an admin tried and the wallet refused is not in the customer's hi
     await admin.close();
   }
 });
+
+test("the history and the tokens page state their time zone once, and their times are in it", async ({ browser }) => {
+  test.setTimeout(120_000);
+  // A reader in New York: every time on these pages is New York's, and the pages say so by name.
+  const context = await browser.newContext({ viewport: VIEWPORTS[1], timezoneId: "America/New_York" });
+  const page = await context.newPage();
+  try {
+    await signUp(page);
+    expect(await apiTopup(page, `zone-${randomUUID().slice(0, 8)}`, 700)).toBe(201);
+    await page.goto("/wallet");
+    const note = page.locator("#history").getByTestId("time-zone-note");
+    await expect(note).toHaveText(/^Times are in your time zone, America\/New_York \((EST|EDT|GMT-5|GMT-4)\)\.$/);
+    const time = page.getByTestId("history").locator("time").first();
+    const iso = (await time.getAttribute("datetime")) ?? "";
+    const newYork = new Intl.DateTimeFormat("en-US", {
+      dateStyle: "medium",
+      timeStyle: "short",
+      timeZone: "America/New_York",
+    }).format(new Date(iso));
+    await expect(time).toHaveText(newYork);
+
+    await page.goto("/settings/tokens");
+    await expect(page.getByTestId("time-zone-note")).toHaveText(/America\/New_York/);
+  } finally {
+    await context.close();
+  }
+});

@@ -12,6 +12,7 @@ import { STATUS_WORDS } from "@/lib/web/status-words";
 import { HistoryList } from "./history-list";
 import { KIND_WORDS } from "./movement-words";
 import { STATEMENT_PAGE_SIZE } from "./page-sizes";
+import { TimeZoneNote } from "../components/time-zone-note";
 
 /** The page address's query, as Next.js hands it to a page. */
 export type PageQuery = Readonly<Record<string, string | string[] | undefined>>;
@@ -45,6 +46,7 @@ export async function HistorySection({ userId, query }: { userId: string; query:
   return (
     <section className="card" id="history" aria-labelledby="history-heading">
       <h2 id="history-heading">History</h2>
+      <TimeZoneNote />
       <search>
         <form method="get" action="/wallet#history" className="history-filters" data-testid="history-filters">
           <label className="field">

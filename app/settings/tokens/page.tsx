@@ -14,6 +14,7 @@ import {
 import { type ApiTokenSummary, listApiTokens } from "@/lib/api-tokens/list-api-tokens";
 import { revokeApiToken } from "@/lib/api-tokens/revoke-api-token";
 import { LocalTime } from "../../components/local-time";
+import { TimeZoneNote } from "../../components/time-zone-note";
 import { CreateTokenForm, type CreateTokenState } from "./create-token-form";
 
 export const metadata: Metadata = { title: "API tokens" };
@@ -176,6 +177,7 @@ export default async function ApiTokensPage({
       />
       <section className="card token-list" aria-labelledby="token-list-heading">
         <h2 id="token-list-heading">Active tokens ({active.length})</h2>
+        <TimeZoneNote />
         {active.length === 0 ? (
           <p>You have no active tokens.</p>
         ) : (
