@@ -24,7 +24,8 @@ const USAGE = "usage: npm run audit [-- --user <id> ...]";
 const HELP = `${USAGE}
 
 Checks every invariant of the wallet (balances equal their ledgers, no operation twice, top-ups match the bank's
-charges, rewards within the daily cap, stored answers replay, no unfinished row with an expired lease). Prints
+charges, rewards within the daily cap, stored answers replay, no unfinished row with an expired lease, the books
+balanced and equal to the wallets and the bank). Prints
 the report as JSON on stdout and one line per check on stderr.
   --user <id>        only these users and their charges (repeatable)
 

@@ -16,12 +16,8 @@ import { createSucceededChargesCreditedCheck } from "./checks/succeeded-charges-
 import { createBankRefundsRecordedCheck, createRefundsWithinTopupsCheck } from "./checks/refunds";
 import { createReturnedWithinChargeCheck } from "./checks/returned-within-charge";
 import { createDisputesCheck } from "../chargebacks/audit-disputes";
-import {
-  createBankClearingCheck,
-  createBooksBalancedCheck,
-  createJournalMatchesEntriesCheck,
-  createWalletAccountsCheck,
-} from "./checks/books";
+import { createBankClearingCheck } from "./checks/bank-clearing";
+import { createBooksBalancedCheck, createJournalMatchesEntriesCheck, createWalletAccountsCheck } from "./checks/books";
 
 /** `{ ok, checks }`: the OpenAPI document's `AuditReport` (./types.ts); `ok` is true when every check holds. */
 export type AuditReport = z.infer<typeof auditReportSchema>;
@@ -44,8 +40,8 @@ export interface RunAuditOptions {
  * 11's refunds: within their top-ups, and every bank refund recorded once (and, once the bank finished it, finished
  * in the ledger); then section 12's lost disputes, each charged back exactly once (lib/chargebacks/audit-disputes.ts);
  * then refunds and chargebacks of one charge together within it (case C26); then section 13's books
- * (lib/audit/checks/books.ts): balanced transactions, one per money-moving event, wallets equal to their accounts and
- * the bank clearing account equal to the bank's movements.
+ * (lib/audit/checks/books.ts): balanced transactions, one per money-moving event, wallets equal to their accounts;
+ * and the bank clearing account equal, charge by charge, to what the bank reports (lib/audit/checks/bank-clearing.ts).
  *
  * The reward-cap check (7.3) is `rewardCapCheck` (whole ledger, REDIS_URL's counters); a scoped audit
  * uses the same check built for those users.
@@ -78,7 +74,7 @@ export function defaultAuditChecks(options: Omit<RunAuditOptions, "checks"> = {}
     createBooksBalancedCheck(scope),
     createJournalMatchesEntriesCheck(scope),
     createWalletAccountsCheck(scope),
-    createBankClearingCheck(scope),
+    createBankClearingCheck(bank, scope, { stuckAfterS: settings.STUCK_AFTER_S }),
   );
   return checks;
 }

@@ -46,6 +46,8 @@ export type GetRefundResult =
   | UnknownOutcome
   | RejectedOutcome;
 
+export type ListChargeRefundsResult = { kind: "refunds"; refunds: BankRefund[] } | UnknownOutcome | RejectedOutcome;
+
 export interface CreateRefundInput {
   /** The refund's key at the bank (`refund:<userId>:<refundId>`), sent as `Idempotency-Key`. */
   merchantRef: string;
@@ -96,4 +98,22 @@ export async function getRefund(refundId: string, options: BankCallOptions): Pro
   if (!parsed.success) return badResponse("refund body does not match the protocol");
   if (parsed.data.id !== refundId) return badResponse("another refund than the one asked for");
   return { kind: "found", refund: parsed.data };
+}
+
+/**
+ * Lists one charge's refunds: `GET /refunds?chargeId=<id>` (docs/bank-sandbox.md, "Refunds"), in creation order,
+ * as the bank reports them now.
+ *
+ * @returns `refunds` (possibly empty), `rejected` (4xx) or `unknown` (no usable answer).
+ * @throws only for invalid options (a bug).
+ */
+export async function listChargeRefunds(chargeId: string, options: BankCallOptions): Promise<ListChargeRefundsResult> {
+  const raw = await call(options, "GET", `refunds?chargeId=${encodeURIComponent(chargeId)}`);
+  if (raw.kind === "unknown") return raw;
+  const failed = classifyStatus(raw);
+  if (failed) return failed;
+  const parsed = z.object({ refunds: z.array(refundSchema).max(10_000) }).safeParse(raw.json);
+  if (!parsed.success) return badResponse("refund list does not match the protocol");
+  if (parsed.data.refunds.some((refund) => refund.chargeId !== chargeId)) return badResponse("another charge's refund");
+  return { kind: "refunds", refunds: parsed.data.refunds };
 }

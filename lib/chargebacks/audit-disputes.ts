@@ -6,38 +6,18 @@
  * the reconciler not running) or money moved on a dispute the bank never lost.
  */
 import { pool } from "../db";
-import { listDisputesSince, type BankDispute } from "../bank/disputes";
 import { parseMerchantRef } from "../bank/merchant-ref";
 import type { AuditCheck } from "../audit/types";
 import { checkResult, WHOLE_LEDGER, type AuditBankOptions, type AuditScope } from "../audit/checks/scope";
 import { disputeWasLost, disputeWasReversed } from "./apply-dispute";
+import { readAllDisputes } from "./read-all-disputes";
 
 export const DISPUTES_CHECK_NAME = "lost_disputes_charged_back";
-
-/** Pages of 1000 disputes read at most: 100,000 disputes; beyond it the check says it cannot judge. */
-const DISPUTE_PAGES_MAX = 100;
 
 const DISPUTE_ENTRIES_SQL = `
 SELECT user_id, type, ref_id, status FROM ledger_entries
  WHERE type IN ('chargeback', 'chargeback_reversal')
    AND ($1::text[] IS NULL OR user_id = ANY ($1::text[]))`;
-
-/** Every dispute at the bank, or why not. */
-async function readAllDisputes(
-  bank: AuditBankOptions,
-): Promise<{ kind: "read"; disputes: BankDispute[] } | { kind: "unreadable"; reason: string }> {
-  const disputes: BankDispute[] = [];
-  let since = "1970-01-01T00:00:00Z";
-  for (let page = 0; page < DISPUTE_PAGES_MAX; page++) {
-    const listed = await listDisputesSince(since, { ...bank, limit: 1000 });
-    if (listed.kind === "unknown") return { kind: "unreadable", reason: `bank unreachable (${listed.reason})` };
-    if (listed.kind === "rejected") return { kind: "unreadable", reason: `bank refused (${listed.status})` };
-    disputes.push(...listed.disputes);
-    if (!listed.hasMore) return { kind: "read", disputes };
-    since = listed.nextCursor;
-  }
-  return { kind: "unreadable", reason: `the bank lists more than ${DISPUTE_PAGES_MAX} pages of disputes` };
-}
 
 /**
  * The dispute check over `scope`, reading the bank at `bank`. `options.stuckAfterS` (STUCK_AFTER_S) excuses a

@@ -10,20 +10,21 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runAudit } from "@/lib/audit/run-audit";
+import { BANK_CLEARING_CHECK_NAME, createBankClearingCheck } from "@/lib/audit/checks/bank-clearing";
 import {
-  BANK_CLEARING_CHECK_NAME,
   BOOKS_BALANCED_CHECK_NAME,
-  createBankClearingCheck,
   createBooksBalancedCheck,
   createJournalMatchesEntriesCheck,
   createWalletAccountsCheck,
   JOURNAL_MATCHES_ENTRIES_CHECK_NAME,
   WALLET_ACCOUNTS_CHECK_NAME,
 } from "@/lib/audit/checks/books";
+import { createRefund } from "@/lib/refunds/create-refund";
 import { creditReward } from "@/lib/rewards/credit-reward";
 import { createTestUser, testPool } from "../helpers/db";
 import { freshRefId } from "../helpers/ledger";
 import { bankDisputeOf, deliver, disputeEventBodies, pay, topUp } from "./chargeback-fixtures";
+import { deliverRefundEvent, waitForBankRefund } from "./refund-fixtures";
 import { BANK_TIMEOUT_MS, startTestBank, type TestBank } from "./reconciler-fixtures";
 
 let bank: TestBank;
@@ -69,7 +70,7 @@ async function failingBookChecks(userId: string): Promise<string[]> {
     createBooksBalancedCheck(scope),
     createJournalMatchesEntriesCheck(scope),
     createWalletAccountsCheck(scope),
-    createBankClearingCheck(scope),
+    createBankClearingCheck({ bankUrl: bank.url, timeoutMs: BANK_TIMEOUT_MS }, scope, { stuckAfterS: 0 }),
   ];
   const results = await Promise.all(checks.map((check) => check.run()));
   return results.filter((r) => !r.ok).map((r) => r.name);
@@ -192,12 +193,34 @@ describe("the books", () => {
     expect(await failingBookChecks(userId)).toEqual([WALLET_ACCOUNTS_CHECK_NAME]);
   });
 
-  it("negative control: the bank clearing account off the bank's movements (a top-up's amount changed) is found", async () => {
+  it("negative control: a refund the bank made that the books never settled leaves the clearing account above the bank's figure", async () => {
     const userId = await bookedUser();
-    await testPool().query(
-      "UPDATE ledger_entries SET amount_minor = amount_minor + 1 WHERE user_id = $1 AND type = 'topup'",
+    const charge = await testPool().query<{ id: string }>(
+      "SELECT bank_charge_id AS id FROM ledger_entries WHERE user_id = $1 AND type = 'topup'",
       [userId],
     );
-    expect(await failingBookChecks(userId)).toEqual([BOOKS_BALANCED_CHECK_NAME, BANK_CLEARING_CHECK_NAME]);
+    const chargeId = charge.rows[0]!.id;
+    // A refund the books made and settled, so the check reads this charge's refunds at the bank; then one they did not.
+    const topupRefId = (
+      await testPool().query<{ ref_id: string }>(
+        "SELECT ref_id FROM ledger_entries WHERE user_id = $1 AND type = 'topup'",
+        [userId],
+      )
+    ).rows[0]!.ref_id;
+    const booked = freshRefId("booked");
+    expect((await createRefund({ userId, topupRefId, refundId: booked, amountMinor: 100 })).kind).toBe("response");
+    const made = await waitForBankRefund(bank.url, chargeId, `refund:${userId}:${booked}`, "succeeded");
+    expect(await deliverRefundEvent("refund.succeeded", made, `evt_books_${booked}`)).toMatchObject({
+      outcome: "refund_succeeded",
+    });
+    expect(await failingBookChecks(userId)).toEqual([]);
+    const stray = await fetch(`${bank.url}/refunds`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "idempotency-key": `refund:${userId}:stray` },
+      body: JSON.stringify({ chargeId, amount: 50 }),
+    });
+    expect(stray.status).toBe(201);
+    await waitForBankRefund(bank.url, chargeId, `refund:${userId}:stray`, "succeeded");
+    expect(await failingBookChecks(userId)).toEqual([BANK_CLEARING_CHECK_NAME]);
   });
 });

@@ -7,10 +7,7 @@
  *   transaction, and each transaction belongs to such an event of an entry;
  * - `wallet_accounts_match`: each wallet's balance minus its debt equals its account (the sum of its postings), and
  *   each posting's recorded balance after it equals the running sum;
- * - `bank_clearing_matches_bank`: the bank clearing account equals what the ledger's bank-facing entries say the bank
- *   holds: charges credited (top-ups, adjustments, reversed disputes) minus refunds succeeded minus disputes lost.
- *   That each of those entries is the bank's own record is what the checks beside this one hold against the bank
- *   (top-ups against charges, bank refunds recorded, disputes charged back).
+ * The bank clearing account against the bank's own figures is lib/audit/checks/bank-clearing.ts.
  *
  * Sums are numeric in SQL, returned as text: a corrupted ledger may sum past 2^53.
  */
@@ -21,7 +18,6 @@ import { checkResult, WHOLE_LEDGER, type AuditScope } from "./scope";
 export const BOOKS_BALANCED_CHECK_NAME = "books_balanced";
 export const JOURNAL_MATCHES_ENTRIES_CHECK_NAME = "journal_matches_entries";
 export const WALLET_ACCOUNTS_CHECK_NAME = "wallet_accounts_match";
-export const BANK_CLEARING_CHECK_NAME = "bank_clearing_matches_bank";
 
 // $1 user ids or null, $2 limit. A transaction whose legs, accounts or amounts are not its rule's.
 const UNBALANCED_SQL = `
@@ -184,41 +180,6 @@ export function createWalletAccountsCheck(scope: AuditScope = WHOLE_LEDGER): Aud
           : []),
       ]);
       return checkResult(WALLET_ACCOUNTS_CHECK_NAME, violations, result.rows[0]?.total ?? 0);
-    },
-  };
-}
-
-// $1 user ids or null. The clearing account's balance (an asset: minus the sum of its postings) against the entries
-// that record the bank's own movements.
-const BANK_CLEARING_SQL = `
-SELECT currency, c.clearing_minor::text, COALESCE(b.bank_minor, 0)::text AS bank_minor
-  FROM (SELECT currency, -SUM(amount_minor::numeric) AS clearing_minor FROM ledger_postings
-         WHERE account = 'bank_clearing' AND ($1::text[] IS NULL OR user_id = ANY ($1::text[]))
-         GROUP BY currency) c
-  FULL OUTER JOIN (
-        SELECT currency,
-               SUM(CASE WHEN type IN ('topup', 'adjustment', 'chargeback_reversal') THEN amount_minor::numeric
-                        ELSE -amount_minor::numeric END) AS bank_minor
-          FROM ledger_entries
-         WHERE status = 'succeeded' AND type IN ('topup', 'adjustment', 'chargeback_reversal', 'refund', 'chargeback')
-           AND ($1::text[] IS NULL OR user_id = ANY ($1::text[]))
-         GROUP BY currency) b USING (currency)
- WHERE COALESCE(c.clearing_minor, 0) <> COALESCE(b.bank_minor, 0)`;
-
-/** The bank clearing account against the bank's movements as the ledger's entries record them. */
-export function createBankClearingCheck(scope: AuditScope = WHOLE_LEDGER): AuditCheck {
-  return {
-    name: BANK_CLEARING_CHECK_NAME,
-    async run() {
-      const result = await pool().query<{ currency: string; clearing_minor: string | null; bank_minor: string }>(
-        BANK_CLEARING_SQL,
-        [scope.userIds],
-      );
-      const violations = result.rows.map(
-        (row) =>
-          `bank clearing holds ${row.clearing_minor ?? "0"} ${row.currency}, but charges credited minus refunds and disputes lost are ${row.bank_minor}`,
-      );
-      return checkResult(BANK_CLEARING_CHECK_NAME, violations);
     },
   };
 }
