@@ -75,26 +75,44 @@ export interface StatementPostingRow {
 
 /**
  * The caller's wallet postings in `[$2, $3)` (timestamptz text), oldest first by `(posted_at, id)`, after the
- * position `($4, $5)` when one is given, at most `$6`. Every condition binds `user_id` and `account = 'wallet'`, so it
- * reads `ledger_postings_wallet_idx` forward from the range's start (or the cursor) and stops at the page's end. The
- * counter-party is the other account of the posting's rule (`ledger_journal_rules`, the one place of that rule).
+ * position `($4, $5)` when one is given, at most `$6`. The page is cut first, from the postings alone, so its read is
+ * `ledger_postings_wallet_idx` forward from the range's start (or the cursor), in the index's order, stopping at the
+ * page's end (every condition binds `user_id` and `account = 'wallet'`); only then is each line joined to its entry
+ * (payee, note, type) and its rule, whose other account is the counter-party (`ledger_journal_rules`, the one place
+ * of that rule). Joined first, a planner that thinks the user's entries few could read them all and sort.
  * The time leaves as exact microseconds: a JavaScript Date would round it to the millisecond.
  */
 export const STATEMENT_POSTINGS_SQL = `
+WITH page AS MATERIALIZED (
+  SELECT p.id, p.posted_at, p.entry_id, p.event, p.amount_minor, p.balance_after_minor, p.currency
+    FROM ledger_postings p
+   WHERE p.user_id = $1 AND p.account = 'wallet'
+     AND p.posted_at >= $2::timestamptz AND p.posted_at < $3::timestamptz
+     AND ($4::timestamptz IS NULL OR (p.posted_at, p.id) > ($4::timestamptz, $5::bigint))
+   ORDER BY p.posted_at, p.id
+   LIMIT $6
+)
 SELECT p.id::text AS id, (extract(epoch FROM p.posted_at) * 1000000)::bigint::text AS posted_us,
        p.entry_id::text AS entry_id, e.type, p.event, p.amount_minor::text AS amount,
        p.balance_after_minor::text AS balance_after, p.currency,
        CASE WHEN e.type = 'payment' THEN e.params->>'payee' END AS payee,
        CASE WHEN e.type = 'payment' THEN e.params->>'note' END AS note,
        CASE WHEN r.from_account = 'wallet' THEN r.to_account ELSE r.from_account END AS counterparty
-  FROM ledger_postings p
-  JOIN ledger_entries e ON e.user_id = p.user_id AND e.id = p.entry_id
+  FROM page p
+  JOIN ledger_entries e ON e.user_id = $1 AND e.id = p.entry_id
   JOIN ledger_journal_rules r ON r.type = e.type AND r.event = p.event
- WHERE p.user_id = $1 AND p.account = 'wallet'
-   AND p.posted_at >= $2::timestamptz AND p.posted_at < $3::timestamptz
-   AND ($4::timestamptz IS NULL OR (p.posted_at, p.id) > ($4::timestamptz, $5::bigint))
- ORDER BY p.posted_at, p.id
- LIMIT $6`;
+ ORDER BY p.posted_at, p.id`;
+
+/**
+ * The wallet account of user `$1` at the instant `$2` (timestamptz text): one read of ledger_postings_wallet_idx
+ * (user_id, posted_at, id) backwards from the instant; the newest posting at or before it carries the account after
+ * it. The instant is compared as text PostgreSQL parses, so its microseconds count (a Date would round them).
+ */
+export const WALLET_ACCOUNT_AT_SQL = `
+SELECT balance_after_minor::text AS account, currency FROM ledger_postings
+ WHERE user_id = $1 AND account = 'wallet' AND posted_at <= $2::timestamptz
+ ORDER BY posted_at DESC, id DESC
+ LIMIT 1`;
 
 const KIND_WORDS: Readonly<Record<LedgerType, string>> = {
   topup: "Top-up",

@@ -11,8 +11,8 @@ import { getWallet } from "@/lib/wallet/get-wallet";
 import { csvRecord } from "@/lib/wallet/csv-cells";
 import { readBalanceAt } from "@/lib/wallet/read-balance-at";
 import { readStatement } from "@/lib/wallet/read-statement";
-import { isoMicros, microsOf } from "@/lib/wallet/statement-posting";
-import { createTestUser } from "../helpers/db";
+import { isoMicros, microsOf, STATEMENT_POSTINGS_SQL, WALLET_ACCOUNT_AT_SQL } from "@/lib/wallet/statement-posting";
+import { createTestUser, testPool } from "../helpers/db";
 import { freshRefId } from "../helpers/ledger";
 import { bankDisputeOf, deliver, disputeEventBodies, topUp } from "./chargeback-fixtures";
 import { startTestBank, type TestBank } from "./reconciler-fixtures";
@@ -198,5 +198,60 @@ describe("the statement's CSV export", () => {
           return [...row.slice(0, 4), ...amounts];
         }),
     );
+  });
+});
+
+interface PlanNode {
+  "Node Type": string;
+  "Relation Name"?: string;
+  "Index Name"?: string;
+  Plans?: PlanNode[];
+}
+
+/** The index (or the node type, when it is none) of every node of `explained` that reads ledger_postings. */
+function postingReads(explained: { "QUERY PLAN": Array<{ Plan: PlanNode }> }): string[] {
+  const reads: string[] = [];
+  const visit = (node: PlanNode) => {
+    if (node["Relation Name"] === "ledger_postings") reads.push(node["Index Name"] ?? node["Node Type"]);
+    for (const child of node.Plans ?? []) visit(child);
+  };
+  visit(explained["QUERY PLAN"][0]!.Plan);
+  return reads;
+}
+
+describe("the statement's plans", () => {
+  it("read the caller's wallet postings only through ledger_postings_wallet_idx, never a scan", async () => {
+    const userId = await userThroughDebt();
+    const client = await testPool().connect();
+    try {
+      await client.query("BEGIN");
+      // A young table's statistics make every plan look cheap; forbid the scan so only a usable index can win.
+      await client.query("SET LOCAL enable_seqscan = off");
+      const { startIso, endIso } = {
+        startIso: `${rangeAroundNow().from}T00:00:00Z`,
+        endIso: `${rangeAroundNow().to}T00:00:00Z`,
+      };
+      const plans = [
+        await client.query(`EXPLAIN (FORMAT JSON) ${WALLET_ACCOUNT_AT_SQL}`, [userId, new Date().toISOString()]),
+        await client.query(`EXPLAIN (FORMAT JSON) ${STATEMENT_POSTINGS_SQL}`, [
+          userId,
+          startIso,
+          endIso,
+          null,
+          null,
+          51,
+        ]),
+      ].map(({ rows }) => rows[0]);
+      for (const plan of plans) {
+        // Every read of ledger_postings is the wallet index, in its order (no sort below the postings' read).
+        const reads = postingReads(plan);
+        expect(reads.length).toBeGreaterThan(0);
+        expect(reads).toEqual(reads.map(() => "ledger_postings_wallet_idx"));
+        expect(JSON.stringify(plan)).not.toContain("Seq Scan");
+      }
+    } finally {
+      await client.query("ROLLBACK");
+      client.release();
+    }
   });
 });
