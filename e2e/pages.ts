@@ -116,6 +116,14 @@ function pageVisits(user: SeededUser): PageVisit[] {
       },
     },
     { name: "wallet-history-filtered", as: "user", open: go("/wallet?type=payment&q=bakery#history") },
+    {
+      name: "statement",
+      as: "user",
+      open: async (page) => {
+        await go("/wallet/statement")(page);
+        await expect(page.getByTestId("statement")).toBeVisible();
+      },
+    },
     { name: "tokens", as: "user", open: go("/settings/tokens") },
     { name: "security", as: "user", open: go("/settings/security") },
     { name: "forbidden", as: "user", open: go("/admin") },

@@ -47,6 +47,11 @@ export async function HistorySection({ userId, query }: { userId: string; query:
     <section className="card" id="history" aria-labelledby="history-heading">
       <h2 id="history-heading">History</h2>
       <TimeZoneNote />
+      <p>
+        <a href="/wallet/statement" data-testid="statement-link">
+          Statement with running balance, and CSV download
+        </a>
+      </p>
       <search>
         <form method="get" action="/wallet#history" className="history-filters" data-testid="history-filters">
           <label className="field">

@@ -109,3 +109,66 @@ export function parseQuery<S extends z.ZodObject>(schema: S, params: URLSearchPa
   }
   return { ok: true, value: parsed.data };
 }
+
+/**
+ * How far ahead of the server's clock `GET /api/v1/wallet?at=` may ask, in seconds: five minutes absorb a client's
+ * clock running fast; further ahead is a question about postings not made yet, refused (contract section 13.4).
+ */
+export const AT_FUTURE_SKEW_S = 300;
+/** The earliest instant asked about: the Unix epoch, long before any posting (older text is a mistake). */
+const AT_EARLIEST_MS = 0;
+/** Longest `at` text: `YYYY-MM-DDTHH:MM:SS.ffffff+HH:MM` is 32 characters. */
+const AT_LENGTH_MAX = 32;
+
+const atParam = z
+  .string()
+  .max(AT_LENGTH_MAX)
+  .pipe(z.iso.datetime({ offset: true }))
+  // PostgreSQL keeps microseconds and would round a seventh decimal (possibly up, past a posting made after it).
+  .refine((text) => !/\.\d{7}/.test(text), "at most six decimals of a second")
+  .refine((text) => {
+    const ms = Date.parse(text);
+    return ms >= AT_EARLIEST_MS && ms <= Date.now() + AT_FUTURE_SKEW_S * 1000;
+  }, `must be from 1970 to at most ${AT_FUTURE_SKEW_S} seconds from now`)
+  .meta({
+    description:
+      "An instant, ISO-8601 with `Z` or an offset (`2026-12-01T18:30:00Z`, up to six decimals of a second): the " +
+      "balance and debt after every posting at or before it. Up to five minutes ahead of the server's clock answers " +
+      "what is booked so far; further ahead, or before 1970, is 400 invalid_request.",
+    example: "2026-12-01T18:30:00Z",
+  });
+
+/** `GET /api/v1/wallet`: `at`, the balance at an instant (contract section 13.4); without it, the balance now. */
+export const walletQuerySchema = z.object({ at: atParam.optional() });
+
+/**
+ * Longest range of a statement, in UTC days (both ends included): a year and its leap day, the longest period a
+ * statement is asked for (a tax year). It bounds what one CSV export reads to one user's year of postings.
+ */
+export const STATEMENT_DAYS_MAX = 366;
+
+const DAY_MS = 86_400_000;
+
+const statementRange = {
+  from: dayParam.meta({ description: "The statement's first UTC day." }),
+  to: dayParam.meta({
+    description: `The statement's last UTC day (included); at most ${STATEMENT_DAYS_MAX} days in all.`,
+  }),
+};
+
+function withRangeRules<S extends z.ZodObject<typeof statementRange>>(schema: S): S {
+  return schema
+    .refine((query) => query.from <= query.to, { message: "must not be before from", path: ["to"] })
+    .refine((query) => (Date.parse(query.to) - Date.parse(query.from)) / DAY_MS < STATEMENT_DAYS_MAX, {
+      message: `the range is at most ${STATEMENT_DAYS_MAX} days`,
+      path: ["to"],
+    });
+}
+
+/** `GET /api/v1/statement` (contract section 13.4): a range of UTC days, both included, and paging. */
+export const statementQuerySchema = withRangeRules(
+  z.object({ ...statementRange, limit: limitParam.optional(), cursor: cursorParam.optional() }),
+);
+
+/** `GET /api/v1/statement.csv` (contract section 13.4): a range of UTC days, both included; the file is every line. */
+export const statementCsvQuerySchema = withRangeRules(z.object(statementRange));

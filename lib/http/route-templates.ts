@@ -10,6 +10,8 @@ const API_ROUTE_TEMPLATES = [
   "/api/v1/topups",
   "/api/v1/topups/{refId}",
   "/api/v1/entries",
+  "/api/v1/statement",
+  "/api/v1/statement.csv",
   "/api/v1/rewards",
   "/api/v1/payments",
   "/api/v1/bank/webhook",

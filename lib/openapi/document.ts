@@ -19,7 +19,15 @@ import {
 import { adminTopupViewSchema } from "../admin/list-admin-topups";
 import { auditReportSchema } from "../audit/types";
 import { healthSchema } from "../health/check-health";
-import { adminTopupsQuerySchema, entriesQuerySchema, topupsQuerySchema } from "../http/list-query";
+import {
+  adminTopupsQuerySchema,
+  entriesQuerySchema,
+  STATEMENT_DAYS_MAX,
+  statementCsvQuerySchema,
+  statementQuerySchema,
+  topupsQuerySchema,
+  walletQuerySchema,
+} from "../http/list-query";
 import { paymentRequestSchema, refIdSchema, rewardRequestSchema, topupRequestSchema } from "../http/operation-requests";
 import { REQUEST_ID_PATTERN } from "../http/request-context";
 import type { DocumentedRouteTemplate } from "../http/route-templates";
@@ -30,6 +38,7 @@ import { refundPathSchema, refundRequestSchema } from "../refunds/refund-request
 import { refundResponseSchema } from "../refunds/refund-view-schema";
 import { bankEventSchema } from "../webhooks/bank-event-schema";
 import { walletViewSchema } from "../wallet/get-wallet";
+import { statementPageSchema } from "../wallet/read-statement";
 import { statementLineSchema } from "../wallet/statement-line";
 
 /** The API's version in the document's `info` (the `/api/v1` prefix is the compatibility promise). */
@@ -206,11 +215,17 @@ const API_PATHS = {
     }),
   },
   "/api/v1/wallet": {
-    get: operation("The caller's balance", {
+    get: operation("The caller's balance, now or at an instant", {
       tags: ["wallet"],
       security: SESSION_OR_TOKEN,
-      success: { 200: json("Balance in minor units.", walletViewSchema) },
-      problems: { codes: AUTH_CODES },
+      description:
+        "Without `at`: the balance now. With `at`: the balance and debt after every posting to the wallet account " +
+        "at or before that instant, and `at` echoed (contract section 13.4); 0 before the first posting.",
+      requestParams: { query: walletQuerySchema },
+      success: {
+        200: json("Balance in minor units (and `at` when asked for an instant).", walletViewSchema),
+      },
+      problems: { codes: ["invalid_request", ...AUTH_CODES] },
     }),
   },
   "/api/v1/topups": {
@@ -267,6 +282,51 @@ const API_PATHS = {
         problems: { codes: ["invalid_request", ...AUTH_CODES] },
       },
     ),
+  },
+  "/api/v1/statement": {
+    get: operation(
+      "The caller's statement: every posting to the wallet in a range of UTC days, oldest first, one page",
+      {
+        tags: ["wallet"],
+        security: SESSION_OR_TOKEN,
+        description:
+          "Contract section 13.4: each line is one posting to the wallet account (time booked with microseconds, " +
+          "readable reference, kind, counter-party in words, signed amount, running balance after it), with the " +
+          `account when the range begins. \`from\` and \`to\` are UTC days, both included, at most ${STATEMENT_DAYS_MAX} days.`,
+        requestParams: { query: statementQuerySchema },
+        success: { 200: json("One page.", statementPageSchema) },
+        problems: { codes: ["invalid_request", ...AUTH_CODES] },
+      },
+    ),
+  },
+  "/api/v1/statement.csv": {
+    get: operation("The caller's statement for a range of UTC days as a CSV download (streamed)", {
+      tags: ["wallet"],
+      security: SESSION_OR_TOKEN,
+      description:
+        "Contract section 13.4: RFC 4180 (CRLF, every text cell quoted, quotes doubled), UTF-8 with a byte order " +
+        "mark, a header row, then one record per posting, oldest first. A text cell starting with `=`, `+`, `-`, `@`, " +
+        "a tab or a carriage return gets a leading `'` (OWASP CSV Injection); amounts are bare decimals (`-12.50`). " +
+        `At most ${STATEMENT_DAYS_MAX} days.`,
+      requestParams: { query: statementCsvQuerySchema },
+      success: {
+        200: {
+          description: "The file.",
+          headers: z.object({
+            ...baseHeaders,
+            "Content-Disposition": z
+              .string()
+              .regex(/^attachment; filename="statement-[0-9]{4}-[0-9]{2}-[0-9]{2}-to-[0-9]{4}-[0-9]{2}-[0-9]{2}\.csv"$/)
+              .meta({
+                description: '`attachment; filename="statement-<from>-to-<to>.csv"`.',
+                header: { id: "Content-Disposition" },
+              }),
+          }),
+          content: { "text/csv": { schema: z.string() } },
+        },
+      },
+      problems: { codes: ["invalid_request", ...AUTH_CODES] },
+    }),
   },
   "/api/v1/rewards": {
     post: operation("Claim the reward of an ad, once per ad and local day, under the daily cap", {

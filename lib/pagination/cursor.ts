@@ -18,7 +18,7 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 
 /** The lists that page by cursor. The name is inside every cursor, so these strings are part of the format. */
-export type ListName = "topups" | "entries" | "admin-topups" | "admin-stuck-topups";
+export type ListName = "topups" | "entries" | "admin-topups" | "admin-stuck-topups" | "statement";
 
 /** Contract section 4: `limit` defaults to 50 and is at most 100. */
 export const LIST_LIMIT_DEFAULT = 50;
@@ -33,10 +33,15 @@ const CURSOR_LENGTH_MAX = 256;
 /** base64url without padding (RFC 4648 section 5), 1..256 characters: the only text a cursor can be. */
 export const CURSOR_PATTERN = new RegExp(`^[A-Za-z0-9_-]{1,${CURSOR_LENGTH_MAX}}$`);
 
-/** Where a page ended: the last row's `created_at` (milliseconds; the column is timestamptz(3)) and `id`. */
+/**
+ * Where a page ended: the last row's `created_at` (milliseconds; the column is timestamptz(3)) and `id`. A list
+ * ordered by a microsecond column (the statement's `posted_at`, docs/decisions/058) also keeps the microseconds past
+ * that millisecond, `subMillisecondUs` (0..999), so its position is exact.
+ */
 export interface PagePosition {
   readonly createdAt: Date;
   readonly id: number;
+  readonly subMillisecondUs?: number;
 }
 
 /** Version of the cursor format; a cursor of another version is refused as malformed. */
@@ -48,6 +53,7 @@ const payloadSchema = z.strictObject({
   s: z.string(),
   t: z.int().min(0).max(8_640_000_000_000_000),
   i: z.int().min(1),
+  u: z.int().min(0).max(999).optional(),
 });
 
 /** A 16-character digest (96 bits of SHA-256) of the list and its scope: equal only for the same list and scope. */
@@ -66,6 +72,8 @@ export function encodeCursor(list: ListName, scope: string, position: PagePositi
     s: scopeDigest(list, scope),
     t: position.createdAt.getTime(),
     i: position.id,
+    // Only the microsecond lists carry it, so every other cursor keeps the bytes it always had.
+    ...(position.subMillisecondUs === undefined ? {} : { u: position.subMillisecondUs }),
   };
   return Buffer.from(JSON.stringify(payload), "utf8").toString("base64url");
 }
@@ -90,11 +98,12 @@ export function decodeCursor(cursor: string, list: ListName, scope: string): Dec
   }
   const payload = payloadSchema.safeParse(parsed);
   if (!payload.success) return malformed;
-  const { l, s, t, i } = payload.data;
+  const { l, s, t, i, u } = payload.data;
   if (l !== list || s !== scopeDigest(list, scope)) {
     return { ok: false, detail: "cursor: belongs to another list, user or set of filters (foreign)" };
   }
-  return { ok: true, position: { createdAt: new Date(t), id: i } };
+  const position = { createdAt: new Date(t), id: i };
+  return { ok: true, position: u === undefined ? position : { ...position, subMillisecondUs: u } };
 }
 
 /** One page of a list: at most `limit` items, and the cursor of the next page (null on the last page). */

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { prisma } from "../db";
 import { env } from "../env";
 
-/** `GET /api/v1/wallet` (contract section 4); the OpenAPI document's `Wallet`. */
+/** `GET /api/v1/wallet` (contract section 4), and with `?at=` (section 13.4); the OpenAPI document's `Wallet`. */
 export const walletViewSchema = z
   .strictObject({
     balance: z.int().min(0).meta({ description: "Integer minor units." }),
@@ -11,6 +11,14 @@ export const walletViewSchema = z
       description:
         "Integer minor units a chargeback took that the balance could not cover; present only while a debt is open. Credits repay it first; payments are refused with 402 debt_outstanding meanwhile.",
     }),
+    at: z
+      .string()
+      .optional()
+      .meta({
+        description:
+          "Present only when asked with `?at=`: the instant, exactly as sent; `balance` and `debt` are then those after " +
+          "every posting to the wallet account at or before it (contract section 13.4).",
+      }),
   })
   .meta({ id: "Wallet" });
 export type WalletView = z.infer<typeof walletViewSchema>;
