@@ -18,7 +18,7 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 
 /** The lists that page by cursor. The name is inside every cursor, so these strings are part of the format. */
-export type ListName = "topups" | "entries" | "admin-topups" | "admin-stuck-topups";
+export type ListName = "topups" | "entries" | "admin-topups" | "admin-stuck-topups" | "admin-account-postings";
 
 /** Contract section 4: `limit` defaults to 50 and is at most 100. */
 export const LIST_LIMIT_DEFAULT = 50;
@@ -33,10 +33,16 @@ const CURSOR_LENGTH_MAX = 256;
 /** base64url without padding (RFC 4648 section 5), 1..256 characters: the only text a cursor can be. */
 export const CURSOR_PATTERN = new RegExp(`^[A-Za-z0-9_-]{1,${CURSOR_LENGTH_MAX}}$`);
 
-/** Where a page ended: the last row's `created_at` (milliseconds; the column is timestamptz(3)) and `id`. */
+/**
+ * Where a page ended: the last row's `created_at` (milliseconds; the column is timestamptz(3)) and `id`. A list
+ * ordered by a microsecond column (the books' `posted_at`, docs/decisions/058) also carries `micros`, the
+ * microseconds past `createdAt`'s millisecond (0..999): cut to the millisecond, the next page would skip the rows
+ * of the same millisecond that sort after the cursor.
+ */
 export interface PagePosition {
   readonly createdAt: Date;
   readonly id: number;
+  readonly micros?: number;
 }
 
 /** Version of the cursor format; a cursor of another version is refused as malformed. */
@@ -48,6 +54,7 @@ const payloadSchema = z.strictObject({
   s: z.string(),
   t: z.int().min(0).max(8_640_000_000_000_000),
   i: z.int().min(1),
+  u: z.int().min(0).max(999).optional(),
 });
 
 /** A 16-character digest (96 bits of SHA-256) of the list and its scope: equal only for the same list and scope. */
@@ -66,6 +73,7 @@ export function encodeCursor(list: ListName, scope: string, position: PagePositi
     s: scopeDigest(list, scope),
     t: position.createdAt.getTime(),
     i: position.id,
+    ...(position.micros === undefined ? {} : { u: position.micros }),
   };
   return Buffer.from(JSON.stringify(payload), "utf8").toString("base64url");
 }
@@ -90,11 +98,11 @@ export function decodeCursor(cursor: string, list: ListName, scope: string): Dec
   }
   const payload = payloadSchema.safeParse(parsed);
   if (!payload.success) return malformed;
-  const { l, s, t, i } = payload.data;
+  const { l, s, t, i, u } = payload.data;
   if (l !== list || s !== scopeDigest(list, scope)) {
     return { ok: false, detail: "cursor: belongs to another list, user or set of filters (foreign)" };
   }
-  return { ok: true, position: { createdAt: new Date(t), id: i } };
+  return { ok: true, position: { createdAt: new Date(t), id: i, ...(u === undefined ? {} : { micros: u }) } };
 }
 
 /** One page of a list: at most `limit` items, and the cursor of the next page (null on the last page). */
@@ -144,6 +152,24 @@ export function keysetAfter(
   const decoded = decodeCursor(cursor, list, scope);
   if (!decoded.ok) return decoded;
   return { ok: true, params: [decoded.position.createdAt, decoded.position.id] };
+}
+
+/**
+ * {@link keysetAfter} for a list ordered by a microsecond column: the cursor's time as ISO 8601 text with six
+ * decimals (`2026-12-02T14:03:07.123456Z`, exact where a `Date` would cut it to the millisecond), for SQL of the form
+ * `($n::timestamptz IS NULL OR (posted_at, id) < ($n::timestamptz, $m::bigint))`.
+ */
+export function keysetAfterMicros(
+  cursor: string | undefined,
+  list: ListName,
+  scope: string,
+): { ok: true; params: [string | null, number | null] } | { ok: false; detail: string } {
+  if (cursor === undefined) return { ok: true, params: [null, null] };
+  const decoded = decodeCursor(cursor, list, scope);
+  if (!decoded.ok) return decoded;
+  const { createdAt, id, micros } = decoded.position;
+  const iso = createdAt.toISOString().replace("Z", `${String(micros ?? 0).padStart(3, "0")}Z`);
+  return { ok: true, params: [iso, id] };
 }
 
 /**
