@@ -56,8 +56,9 @@ const HOUSE_ACCOUNT_SQL = `
 SELECT name, normal_side, description FROM ledger_accounts WHERE name = $1 AND kind = 'house'`;
 
 // $1 account, $2 and $3 the cursor's (posted_at, id) or nulls, $4 limit. The page is read from the partial index
-// ledger_postings_house_idx (account, posted_at, id) backwards from the cursor, then joined to at most $4 entries.
-// `p.account <> 'wallet'` is the index's predicate, written out for the planner.
+// ledger_postings_house_idx (account, posted_at, id) backwards from the cursor, then joined to at most $4 entries, each
+// read by its key; the top-up of a refund or adjustment by its key too, a dispute's by the unique (user_id,
+// bank_charge_id). `p.account <> 'wallet'` is the index's predicate, written out for the planner.
 const POSTINGS_SQL = `
 WITH page AS (
   SELECT p.id, p.user_id, p.entry_id, p.event, p.amount_minor, p.currency, p.posted_at
@@ -69,15 +70,16 @@ WITH page AS (
 )
 SELECT pg.id::text, pg.user_id, u.email AS user_email, pg.entry_id::text, pg.event, pg.amount_minor::text,
        pg.currency, (extract(epoch FROM pg.posted_at) * 1000000)::bigint::text AS posted_us, e.type, e.ref_id,
-       CASE WHEN e.type = 'topup' THEN e.ref_id ELSE t.ref_id END AS topup_ref_id
+       CASE WHEN e.type = 'topup' THEN e.ref_id
+            WHEN e.type IN ('refund', 'adjustment') THEN
+              (SELECT t.ref_id FROM ledger_entries t WHERE t.user_id = e.user_id AND t.type = 'topup'
+                  AND t.id = COALESCE(e.refunds_entry_id, e.adjusts_entry_id))
+            WHEN e.type IN ('chargeback', 'chargeback_reversal') THEN
+              (SELECT t.ref_id FROM ledger_entries t WHERE t.user_id = e.user_id AND t.type = 'topup'
+                  AND t.bank_charge_id = e.params->>'chargeId') END AS topup_ref_id
   FROM page pg
   JOIN ledger_entries e ON e.user_id = pg.user_id AND e.id = pg.entry_id
   LEFT JOIN "user" u ON u.id = pg.user_id
-  LEFT JOIN LATERAL (
-       SELECT t.ref_id FROM ledger_entries t
-        WHERE t.user_id = e.user_id AND t.type = 'topup'
-          AND (t.id = COALESCE(e.refunds_entry_id, e.adjusts_entry_id) OR t.bank_charge_id = e.params->>'chargeId')
-        LIMIT 1) t ON e.type <> 'topup'
  ORDER BY pg.posted_at DESC, pg.id DESC`;
 
 interface PostingRow {
