@@ -3,8 +3,12 @@ import type { LedgerType } from "@/lib/ledger";
 
 /** An account's name as people read it: `bank_clearing` → "Bank clearing". */
 export function accountLabel(name: string): string {
-  const words = name.replaceAll("_", " ");
-  return words.charAt(0).toUpperCase() + words.slice(1);
+  return sentence(name.replaceAll("_", " "));
+}
+
+/** `text` with its first letter in capitals, to start a sentence (the chart's descriptions are lower case). */
+export function sentence(text: string): string {
+  return text.charAt(0).toUpperCase() + text.slice(1);
 }
 
 /** Each kind of movement, in a word or two. */

@@ -76,7 +76,9 @@ export default async function BooksPage() {
                 <td data-label="Account">
                   <span>
                     <LineName line={line} />
-                    {line.users !== null && <span className="reason">{line.users} users</span>}
+                    {line.users !== null && (
+                      <span className="reason">{line.users === 1 ? "1 user" : `${line.users} users`}</span>
+                    )}
                   </span>
                 </td>
                 <td data-label="Normal side">{line.normalSide}</td>
@@ -95,14 +97,16 @@ export default async function BooksPage() {
               <td data-label="Account">
                 <strong>Total</strong>
               </td>
-              <td data-label="Normal side">credits − debits: {money(books.totalMinor)}</td>
+              <td data-label="Normal side">—</td>
               <td data-label="Debit" className="num nowrap">
                 {money(debits)}
               </td>
               <td data-label="Credit" className="num nowrap">
                 {money(credits)}
               </td>
-              <td data-label="Balance as shown" />
+              <td data-label="Balance as shown" className="num nowrap">
+                —
+              </td>
             </tr>
           </tbody>
         </table>
@@ -136,7 +140,7 @@ export default async function BooksPage() {
                   </th>
                   {columns.map((name) => (
                     <td key={name} className="nowrap" data-account={name}>
-                      {formatMoney(day.changes[name] ?? 0, books.currency, { sign: "always" })}
+                      {day.changes[name] ? formatMoney(day.changes[name], books.currency, { sign: "always" }) : "—"}
                     </td>
                   ))}
                 </tr>

@@ -8,7 +8,7 @@ import { AdminNav } from "../../admin-nav";
 import { currentAdmin } from "../../require-admin";
 import { timelineHref } from "../../timeline-href";
 import { UtcTime } from "../../utc-time";
-import { accountLabel, EVENT_WORDS, MOVEMENT_WORDS } from "../account-words";
+import { accountLabel, EVENT_WORDS, MOVEMENT_WORDS, sentence } from "../account-words";
 import "../../admin.css";
 
 export const metadata: Metadata = { title: "Account postings" };
@@ -65,7 +65,7 @@ export default async function AccountPostingsPage({
       <section className="card" aria-labelledby="postings-heading" data-testid="account-postings">
         <h1 id="postings-heading">{accountLabel(result.account.name)}</h1>
         <p>
-          {result.account.description}. Normal side: {result.account.normalSide}
+          {sentence(result.account.description)}. Normal side: {result.account.normalSide}
           {result.account.normalSide === "debit"
             ? " (an asset: its balance is minus the sum of its postings, so each amount below is shown that way)."
             : " (its balance is the sum of its postings)."}{" "}
@@ -114,7 +114,9 @@ export default async function AccountPostingsPage({
                     </span>
                   </td>
                   <td data-label="User" className="clip">
-                    <span title={posting.userId}>{posting.userEmail ?? "(account deleted)"}</span>
+                    <span title={`${posting.userEmail ?? "(account deleted)"}, user ${posting.userId}`}>
+                      {posting.userEmail ?? "(account deleted)"}
+                    </span>
                   </td>
                   <td data-label="Amount" className="num nowrap">
                     {formatMoney(posting.balanceChangeMinor, posting.currency, { sign: "always" })}
