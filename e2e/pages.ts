@@ -178,6 +178,23 @@ function pageVisits(user: SeededUser): PageVisit[] {
       },
     },
     {
+      name: "admin-books",
+      as: "admin",
+      open: async (page) => {
+        await go("/admin/books")(page);
+        await expect(page.getByTestId("trial-balance")).toBeVisible();
+        await expect(page.getByTestId("books-days")).toBeVisible();
+      },
+    },
+    {
+      name: "admin-books-account",
+      as: "admin",
+      open: async (page) => {
+        await go("/admin/books/bank_clearing")(page);
+        await expect(page.getByTestId("postings").locator("tbody tr").first()).toBeVisible();
+      },
+    },
+    {
       name: "error",
       as: "user",
       open: async (page) => {

@@ -15,6 +15,7 @@ import { formatMoney } from "@/lib/money";
 import { firstPageOrThrow } from "@/lib/pagination/cursor";
 import { STATUS_WORDS } from "@/lib/web/status-words";
 import { UtcTime } from "./utc-time";
+import { AdminNav } from "./admin-nav";
 import { listAdminTopupRows } from "./admin-topup-rows";
 import { ChargeId } from "./charge-id";
 import { AdminTopupsTable } from "./admin-topups-table";
@@ -81,6 +82,7 @@ export default async function AdminPage({ searchParams }: { searchParams: Promis
 
   return (
     <main className="admin">
+      <AdminNav current="overview" />
       <section className="card admin-head">
         <h1>Admin</h1>
         <dl className="counters" data-testid="status-counts">

@@ -93,6 +93,19 @@ export const adminTopupsQuerySchema = z.object({
   cursor: cursorParam.optional(),
 });
 
+/** `GET /api/v1/admin/books/{account}/postings`: paging only. */
+export const accountPostingsQuerySchema = z.object({
+  limit: limitParam.optional(),
+  cursor: cursorParam.optional(),
+});
+
+/** The path of `GET /api/v1/admin/books/{account}/postings`: a house account's name (contract section 13.1). */
+export const bookAccountPathSchema = z.object({
+  account: z.string().meta({
+    description: "A house account: `bank_clearing`, `refunds_in_flight`, `rewards_funded`, `merchants_payable`.",
+  }),
+});
+
 /**
  * Parses the members of `schema` from `params` (the first value of each; others are ignored) and returns the
  * values, or a 400 detail naming each invalid parameter.

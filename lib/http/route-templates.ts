@@ -19,6 +19,8 @@ const API_ROUTE_TEMPLATES = [
   "/api/v1/admin/topups/{userId}/{refId}/refunds",
   "/api/v1/admin/reconcile",
   "/api/v1/admin/audit",
+  "/api/v1/admin/books",
+  "/api/v1/admin/books/{account}/postings",
   "/api/v1/bench/noop",
   "/api/v1/openapi.json",
   "/api/v1/metrics",

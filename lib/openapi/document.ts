@@ -16,11 +16,15 @@ import {
   type ZodOpenApiResponseObject,
   type ZodOpenApiResponsesObject,
 } from "zod-openapi";
+import { bookAccountSchema, bookPostingSchema } from "../admin/list-account-postings";
 import { adminTopupViewSchema } from "../admin/list-admin-topups";
+import { trialBalanceSchema } from "../admin/read-trial-balance";
 import { auditReportSchema } from "../audit/types";
 import { healthSchema } from "../health/check-health";
 import {
+  accountPostingsQuerySchema,
   adminTopupsQuerySchema,
+  bookAccountPathSchema,
   entriesQuerySchema,
   STATEMENT_DAYS_MAX,
   statementCsvQuerySchema,
@@ -458,6 +462,38 @@ const API_PATHS = {
       problems: { codes: ADMIN_CODES },
     }),
   },
+  "/api/v1/admin/books": {
+    get: operation("The books' trial balance and its last 14 UTC days (admins)", {
+      tags: ["admin"],
+      security: SESSION_OR_TOKEN,
+      description:
+        "Contract section 13.5. Each house account's balance (the sum of its postings), the wallet accounts above " +
+        "zero (owed to users) and below zero (debts) from the wallets, the total of all accounts (0 when the books " +
+        "balance; otherwise `balanced: false`, still a 200), and each account's change per UTC day.",
+      success: { 200: json("The trial balance.", trialBalanceSchema) },
+      problems: { codes: ADMIN_CODES },
+    }),
+  },
+  "/api/v1/admin/books/{account}/postings": {
+    get: operation("One house account's postings (admins), newest first, one page", {
+      tags: ["admin"],
+      security: SESSION_OR_TOKEN,
+      description:
+        "Contract section 13.5. Ordered by the posting's time (to the microsecond) and id; each posting with its " +
+        "movement (type, full and readable reference), its user and the top-up whose timeline shows it. `wallet` " +
+        "and any other name that is not a house account are 404 not_found.",
+      requestParams: { path: bookAccountPathSchema, query: accountPostingsQuerySchema },
+      success: {
+        200: json(
+          "One page.",
+          z
+            .strictObject({ account: bookAccountSchema, postings: z.array(bookPostingSchema), nextCursor })
+            .meta({ id: "BookPostingPage" }),
+        ),
+      },
+      problems: { codes: ["invalid_request", "not_found", ...ADMIN_CODES] },
+    }),
+  },
   "/api/v1/metrics": {
     get: operation("This process's metrics in the Prometheus text format (METRICS_TOKEN, or admins)", {
       tags: ["service"],
@@ -527,7 +563,10 @@ export function openApiDocument(): ReturnType<typeof createDocument> {
     servers: [{ url: "/" }],
     tags: [
       { name: "wallet", description: "The caller's money: balance, top-ups, rewards, payments, statement." },
-      { name: "admin", description: "Administrators only: every top-up, the reconciler, the invariant audit." },
+      {
+        name: "admin",
+        description: "Administrators only: every top-up, the reconciler, the invariant audit, the books.",
+      },
       { name: "bank", description: "Called by the bank (payment provider), signed." },
       { name: "service", description: "Health, metrics, this document, the benchmark floor." },
     ],

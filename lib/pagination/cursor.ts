@@ -18,7 +18,13 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 
 /** The lists that page by cursor. The name is inside every cursor, so these strings are part of the format. */
-export type ListName = "topups" | "entries" | "admin-topups" | "admin-stuck-topups" | "statement";
+export type ListName =
+  | "topups"
+  | "entries"
+  | "admin-topups"
+  | "admin-stuck-topups"
+  | "statement"
+  | "admin-account-postings";
 
 /** Contract section 4: `limit` defaults to 50 and is at most 100. */
 export const LIST_LIMIT_DEFAULT = 50;
@@ -153,6 +159,24 @@ export function keysetAfter(
   const decoded = decodeCursor(cursor, list, scope);
   if (!decoded.ok) return decoded;
   return { ok: true, params: [decoded.position.createdAt, decoded.position.id] };
+}
+
+/**
+ * {@link keysetAfter} for a list ordered by a microsecond column: the cursor's time as ISO 8601 text with six
+ * decimals (`2026-12-02T14:03:07.123456Z`, exact where a `Date` would cut it to the millisecond), for SQL of the form
+ * `($n::timestamptz IS NULL OR (posted_at, id) < ($n::timestamptz, $m::bigint))`.
+ */
+export function keysetAfterMicros(
+  cursor: string | undefined,
+  list: ListName,
+  scope: string,
+): { ok: true; params: [string | null, number | null] } | { ok: false; detail: string } {
+  if (cursor === undefined) return { ok: true, params: [null, null] };
+  const decoded = decodeCursor(cursor, list, scope);
+  if (!decoded.ok) return decoded;
+  const { createdAt, id, subMillisecondUs } = decoded.position;
+  const iso = createdAt.toISOString().replace("Z", `${String(subMillisecondUs ?? 0).padStart(3, "0")}Z`);
+  return { ok: true, params: [iso, id] };
 }
 
 /**

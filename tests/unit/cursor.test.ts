@@ -9,6 +9,7 @@ import {
   decodeCursor,
   encodeCursor,
   keysetAfter,
+  keysetAfterMicros,
   pageOf,
 } from "../../lib/pagination/cursor";
 
@@ -25,6 +26,26 @@ describe("cursors", () => {
       params: [position.createdAt, position.id],
     });
     expect(keysetAfter(undefined, "topups", "user:u1|status:*")).toEqual({ ok: true, params: [null, null] });
+  });
+
+  it("carry a microsecond column's position whole (the books' postings), and read one without microseconds as .000", () => {
+    const scope = "account:bank_clearing";
+    const precise = { ...position, subMillisecondUs: 7 };
+    const cursor = encodeCursor("admin-account-postings", scope, precise);
+    expect(decodeCursor(cursor, "admin-account-postings", scope)).toEqual({ ok: true, position: precise });
+    expect(keysetAfterMicros(cursor, "admin-account-postings", scope)).toEqual({
+      ok: true,
+      params: ["2026-11-30T10:11:12.345007Z", 4242],
+    });
+    const plain = encodeCursor("admin-account-postings", scope, position);
+    expect(keysetAfterMicros(plain, "admin-account-postings", scope)).toEqual({
+      ok: true,
+      params: ["2026-11-30T10:11:12.345000Z", 4242],
+    });
+    expect(keysetAfterMicros(undefined, "admin-account-postings", scope)).toEqual({ ok: true, params: [null, null] });
+    expect(keysetAfterMicros(cursor, "admin-account-postings", "account:merchants_payable")).toMatchObject({
+      ok: false,
+    });
   });
 
   it("refuse a cursor of another list, another user or other filters as foreign", () => {
