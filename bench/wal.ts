@@ -189,6 +189,9 @@ async function main(): Promise<number> {
         `INSERT INTO "user" ("id", "name", "email") SELECT i::text, 'WAL user ' || i, i || '@wal.test' FROM generate_series(1, $1::int) AS i`,
         [USERS],
       );
+      // Old users, as in a live database: their rows hinted and frozen, so that a movement's foreign-key read of its
+      // user does not set hint bits (a full-page image per user page after each checkpoint, with data checksums on).
+      await pool.query('VACUUM (FREEZE, ANALYZE) "user"');
       dbs.push({ name: database.name, pool });
     }
     const phases: PhaseFigures[] = [];
