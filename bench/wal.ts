@@ -33,6 +33,7 @@ import {
 import { paymentResponses } from "../lib/payments/create-payment";
 import { runCleanups } from "../scripts/lib/processes";
 import { projectRoot, startStack } from "../scripts/lib/stack";
+import { cpuSnapshot, cpuUse, findCpuTargets } from "./cpu-accounting";
 
 const USERS = 10_000;
 const CONCURRENCY = 8;
@@ -98,6 +99,10 @@ interface PhaseFigures {
   phase: "cold" | "warm";
   movements: number;
   seconds: number;
+  /** Movements per second and PostgreSQL's and this process's CPU per movement (ms), for the same phase. */
+  perS: number;
+  postgresCpuMs: number;
+  nodeCpuMs: number;
   walBytes: number;
   walBytesPerMovement: number;
   byResourceManager: { resourceManager: string; records: number; recordBytes: number; fpiBytes: number }[];
@@ -195,6 +200,7 @@ async function main(): Promise<number> {
       dbs.push({ name: database.name, pool });
     }
     const phases: PhaseFigures[] = [];
+    const targets = findCpuTargets({ app: null, postgres: Number(new URL(stack.databaseUrl).port), bank: null });
     // Credits first (they create the wallets), then payments, the databases in reverse order.
     for (const kind of ["credit", "payment"] as const) {
       for (const { name, pool } of kind === "credit" ? dbs : [...dbs].reverse()) {
@@ -208,7 +214,9 @@ async function main(): Promise<number> {
           if (phase === "cold") await pool.query("CHECKPOINT");
           const start = (await pool.query<{ lsn: string }>("SELECT pg_current_wal_insert_lsn()::text AS lsn")).rows[0]!
             .lsn;
+          const cpuBefore = cpuSnapshot(targets);
           const seconds = await move(pool, kind, movements);
+          const cpu = cpuUse(cpuBefore, cpuSnapshot(targets));
           const end = (await pool.query<{ lsn: string }>("SELECT pg_current_wal_insert_lsn()::text AS lsn")).rows[0]!
             .lsn;
           const bytes = Number(
@@ -226,19 +234,24 @@ async function main(): Promise<number> {
             phase,
             movements,
             seconds,
+            perS: movements / seconds,
+            postgresCpuMs: cpu.postgres / movements,
+            nodeCpuMs: cpu.self / movements,
             walBytes: bytes,
             walBytesPerMovement: bytes / movements,
             ...detail,
           });
           say(
-            `${name}, ${kind}, ${phase}: ${(bytes / movements).toFixed(0)} bytes per movement (${seconds.toFixed(1)} s)`,
+            `${name}, ${kind}, ${phase}: ${(bytes / movements).toFixed(0)} bytes per movement, ${(movements / seconds).toFixed(0)}/s, PostgreSQL ${(cpu.postgres / movements).toFixed(3)} ms each`,
           );
         }
       }
     }
     const out: string[] = [];
     out.push(`WAL per movement, ${movements} movements per phase over ${USERS} wallets at concurrency ${CONCURRENCY}`);
-    out.push("database | kind | phase | bytes/movement | FPI bytes/movement | top relations (FPI+data bytes/movement)");
+    out.push(
+      "database | kind | phase | per s | PG CPU ms | bytes/movement | FPI bytes/movement | top relations (FPI+data bytes/movement)",
+    );
     for (const phase of phases) {
       const fpi = phase.byResourceManager.reduce((sum, row) => sum + row.fpiBytes, 0);
       const top = phase.byRelation
@@ -246,7 +259,7 @@ async function main(): Promise<number> {
         .map((row) => `${row.relation} ${((row.fpiBytes + row.dataBytes) / phase.movements).toFixed(0)}`)
         .join(", ");
       out.push(
-        `${phase.database} | ${phase.kind} | ${phase.phase} | ${phase.walBytesPerMovement.toFixed(0)} | ${(fpi / phase.movements).toFixed(0)} | ${top}`,
+        `${phase.database} | ${phase.kind} | ${phase.phase} | ${phase.perS.toFixed(0)} | ${phase.postgresCpuMs.toFixed(3)} | ${phase.walBytesPerMovement.toFixed(0)} | ${(fpi / phase.movements).toFixed(0)} | ${top}`,
       );
     }
     process.stdout.write(`${out.join("\n")}\n`);
