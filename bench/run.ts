@@ -1,7 +1,9 @@
 /**
  * `npm run bench`: measures, in one run on this machine,
  *  1. claim + credit in-process through lib/ledger versus the same SQL run by pgbench, at concurrency 1, 8 and 32
- *     (plus both at 32 on a single wallet, to show what a hot row would cost);
+ *     (plus both at 32 on a single wallet, to show what a hot row would cost, and the house account row: the spread
+ *     credits' house legs on one account, over 32, and with a per-credit UPDATE of one house balance row,
+ *     ./house-account.ts);
  *  2. HTTP with autocannon at 32 connections: the empty JSON POST route (the framework's floor), payments with fresh
  *     keys, hot replays, and top-ups with the sandbox bank in the loop, each as a ratio to the floor (top-ups
  *     counted when the webhook has credited them, in a window that starts with none unfinished: ./settlement.ts);
