@@ -1,7 +1,9 @@
 /**
  * `npm run bench`: measures, in one run on this machine,
  *  1. claim + credit in-process through lib/ledger versus the same SQL run by pgbench, at concurrency 1, 8 and 32
- *     (plus both at 32 on a single wallet, to show what a hot row would cost);
+ *     (plus both at 32 on a single wallet, to show what a hot row would cost, and the house account row: the spread
+ *     credits' house legs on one account, over 32, and with a per-credit UPDATE of one house balance row,
+ *     ./house-account.ts);
  *  2. HTTP with autocannon at 32 connections: the empty JSON POST route (the framework's floor), payments with fresh
  *     keys, hot replays, and top-ups with the sandbox bank in the loop, each as a ratio to the floor (top-ups
  *     counted when the webhook has credited them, in a window that starts with none unfinished: ./settlement.ts);
@@ -42,6 +44,7 @@ import { createScaleUsers, fillLedger, measureClaims, SCALE_BASE_ROWS, type Scal
 import { ratio } from "./stats";
 import { creditedTopupsBetween, waitUntilSettled } from "./settlement";
 import type { PaymentFigures } from "./in-process-payments";
+import { benchHouseAccount, type HouseRow, type HouseSummary } from "./house-account";
 
 /** The parts of the run; `--only` picks some (to iterate on one); the default runs all. */
 const SECTIONS = ["ledger", "http", "scale", "payments"] as const;
@@ -175,7 +178,12 @@ const EXPLAIN_RUNS = 5;
 async function benchLedger(
   ledgerUrl: string,
   seconds: number,
-): Promise<{ rows: LedgerRow[]; pgbenchMissing: string | null; statements: StatementCost[] }> {
+): Promise<{
+  rows: LedgerRow[];
+  pgbenchMissing: string | null;
+  statements: StatementCost[];
+  house: { rows: HouseRow[]; summary: HouseSummary[] } | null;
+}> {
   const {
     creditOnce,
     explainCredit,
@@ -263,6 +271,11 @@ async function benchLedger(
         ratio: ratio(inProcess.result.txPerS, viaPgbench?.result.txPerS),
       });
     }
+    // No hot row in the books: the spread credits' house legs all go to one account; against the same credits with
+    // their house legs over 32 accounts, and against a per-credit UPDATE of one house balance row (./house-account.ts).
+    say(`ledger: house account, c=32, three variants in rounds ABC CBA, ${seconds} s each`);
+    const house = await benchHouseAccount({ db, seconds, targets, users: LEDGER_USERS, runInProcess });
+
     // The same SQL with pgbench's extended protocol (parsed and planned on every statement): how much of
     // PostgreSQL's time per transaction the prepared statements of lib/ledger save.
     if (pgbench) {
@@ -341,7 +354,7 @@ async function benchLedger(
         plan: runs.at(-1)![index]!.plan,
       };
     });
-    return { rows, pgbenchMissing, statements };
+    return { rows, pgbenchMissing, statements, house };
   } finally {
     await db.end();
   }
@@ -698,7 +711,7 @@ async function main(): Promise<number> {
 
     const ledger = sections.has("ledger")
       ? await benchLedger(ledgerUrl, seconds)
-      : { rows: [], pgbenchMissing: null, statements: [] };
+      : { rows: [], pgbenchMissing: null, statements: [], house: null };
     // The ledger part leaves a million rows behind; their autovacuum and the dirty buffers' checkpoint would run
     // during the HTTP part on the same PostgreSQL and count as the HTTP routes' PostgreSQL CPU (the top-ups' was
     // 4.6 ms in a full run against 3.2 ms in an http-only run of the same code, docs/benchmarks.md). Done here.
@@ -860,6 +873,24 @@ function renderReport(input: {
           cell(statement.planningMs, 3),
           cell(statement.executionMs, 3),
           String(statement.walBytes),
+        ]),
+      ),
+    );
+  }
+  if (ledger.house) {
+    out.push(
+      "   No hot row in the books: c=32 over 10,000 wallets, in-process, each variant twice (rounds ABC CBA); ratio: tx/s over the `32 house accounts` variant's",
+    );
+    out.push(
+      renderTable(
+        ["house legs", "house accounts posted to", "tx/s", "worst p99 ms", "postgres CPU ms/tx", "ratio"],
+        ledger.house.summary.map((row) => [
+          row.variant,
+          String(row.houseAccounts),
+          cell(row.txPerS),
+          cell(row.p99Ms, 2),
+          cell(row.postgresCpuMsPerTx, 3),
+          cell(row.ratio, 2),
         ]),
       ),
     );

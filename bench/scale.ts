@@ -56,7 +56,7 @@ export async function createScaleUsers(db: Pool): Promise<void> {
 
 // Generated rows: the three types in turn, succeeded, with a stored response of realistic size (~250 bytes) and,
 // for top-ups, a bank charge id (so the (user_id, bank_charge_id) index is as full as in production), created over
-// the past, and two audit rows each (initiated, succeeded) like a real claim and credit.
+// the past, and two audit rows each (initiated, succeeded) like a real claim and credit, and its two postings.
 // $1 first row number, $2 last row number, $3 users.
 const FILL_ENTRIES_SQL = `
 INSERT INTO ledger_entries
@@ -83,6 +83,24 @@ SELECT user_id, id, s.from_status, s.to_status, 'request', 1, created_at
  CROSS JOIN (VALUES (NULL, 'initiated'), ('initiated', 'succeeded')) AS s (from_status, to_status)
  WHERE id > $1::bigint`;
 
+// Each generated entry's journal transaction (docs/decisions/058): the two postings its rule names, at its time, as the
+// release's money paths and its migration write them, so the ledger grows with its books (two rows per entry and their
+// index entries). A wallet leg's running balance is summed within its fill batch, in time order: the generated ledger
+// has no wallets and is never audited, so the figure only has to take a posting's room.
+// $1 the newest entry id before the batch.
+const FILL_POSTINGS_SQL = `
+INSERT INTO ledger_postings (user_id, entry_id, event, account, amount_minor, currency, balance_after_minor, posted_at)
+SELECT e.user_id, e.id, 'move', leg.account, leg.amount_minor, e.currency,
+       CASE WHEN leg.account = 'wallet'
+            THEN SUM(leg.amount_minor) FILTER (WHERE leg.account = 'wallet')
+                   OVER (PARTITION BY e.user_id ORDER BY e.created_at, e.id ROWS UNBOUNDED PRECEDING)
+       END,
+       e.created_at
+  FROM ledger_entries e
+  JOIN ledger_journal_rules r ON r.type = e.type AND r.event = 'move'
+ CROSS JOIN LATERAL (VALUES (r.from_account, -e.amount_minor), (r.to_account, e.amount_minor)) AS leg (account, amount_minor)
+ WHERE e.id > $1::bigint`;
+
 /**
  * Grows the ledger to `targetRows` generated rows (from `currentRows`) with INSERT ... SELECT generate_series, then
  * ANALYZE and CHECKPOINT so the measurement after it starts from settled statistics and a quiet disk.
@@ -95,9 +113,11 @@ export async function fillLedger(db: Pool, currentRows: number, targetRows: numb
     const maxId = await db.query<{ max: string | null }>("SELECT max(id)::text AS max FROM ledger_entries");
     await db.query(FILL_ENTRIES_SQL, [from, to, SCALE_USERS]);
     await db.query(FILL_TRANSITIONS_SQL, [maxId.rows[0]?.max ?? "0"]);
+    await db.query(FILL_POSTINGS_SQL, [maxId.rows[0]?.max ?? "0"]);
   }
   await db.query("ANALYZE ledger_entries");
   await db.query("ANALYZE ledger_transitions");
+  await db.query("ANALYZE ledger_postings");
   await db.query("CHECKPOINT");
   return (Date.now() - startedMs) / 1000;
 }
