@@ -296,7 +296,7 @@ async function main(): Promise<number> {
         books.createBooksBalancedCheck(),
         books.createJournalMatchesEntriesCheck(),
         books.createWalletAccountsCheck(),
-        books.createBankClearingCheck(),
+        // bank_clearing_matches_bank reads the bank's charges, refunds and disputes: this ledger has no bank.
       ],
     });
     const auditSeconds = (performance.now() - auditStarted) / 1000;

@@ -41,10 +41,12 @@ export function currencyDecimals(currency: string): number {
 }
 
 /** Minor units as an exact decimal string in major units ("-2505", 2 decimals → "-25.05"). */
-function majorDecimalText(amountMinor: number, decimals: number): string {
-  if (!Number.isSafeInteger(amountMinor)) throw new RangeError(`amount ${amountMinor} is not a safe integer`);
-  const sign = amountMinor < 0 ? "-" : "";
-  const digits = String(Math.abs(amountMinor)).padStart(decimals + 1, "0");
+function majorDecimalText(amountMinor: number | bigint, decimals: number): string {
+  if (typeof amountMinor === "number" && !Number.isSafeInteger(amountMinor))
+    throw new RangeError(`amount ${amountMinor} is not a safe integer`);
+  const text = BigInt(amountMinor).toString();
+  const sign = text.startsWith("-") ? "-" : "";
+  const digits = (sign ? text.slice(1) : text).padStart(decimals + 1, "0");
   if (decimals === 0) return `${sign}${digits}`;
   return `${sign}${digits.slice(0, -decimals)}.${digits.slice(-decimals)}`;
 }
@@ -53,12 +55,17 @@ function majorDecimalText(amountMinor: number, decimals: number): string {
  * Formats integer minor units for people with `Intl.NumberFormat` in the wallet's currency: 2500 USD → "$25.00",
  * 5 USD → "$0.05", 1234567 USD → "$12,345.67", 500 JPY → "¥500". `sign: "always"` writes "+$25.00" and "−$25.00"
  * (a statement's credits and debits). Exact for every safe integer: the decimal text is built from the integer
- * and handed to Intl as a string, so no amount is rounded through a binary fraction. A code that is not three
+ * and handed to Intl as a string, so no amount is rounded through a binary fraction; a bigint (a sum of the books
+ * past 2^53) is exact too. A code that is not three
  * letters (an unusable bank event's, shown to admins) is written after the plain amount ("25.00 ??"). Throws
  * RangeError for an amount that is not a safe integer.
  */
-export function formatMoney(amountMinor: number, currency: string, options: { sign?: "auto" | "always" } = {}): string {
-  if (!/^[A-Za-z]{3}$/.test(currency)) return `${formatMinor(amountMinor)} ${currency}`;
+export function formatMoney(
+  amountMinor: number | bigint,
+  currency: string,
+  options: { sign?: "auto" | "always" } = {},
+): string {
+  if (!/^[A-Za-z]{3}$/.test(currency)) return `${majorDecimalText(amountMinor, 2)} ${currency}`;
   const signDisplay = options.sign ?? "auto";
   const text = majorDecimalText(amountMinor, currencyDecimals(currency));
   // Intl.NumberFormat formats a decimal string exactly (ECMA-402 2023, Intl.NumberFormat v3); the DOM typings

@@ -24,6 +24,12 @@ const DAY_MS = 86_400_000;
 
 const normalSideSchema = z.enum(["debit", "credit"]);
 
+/**
+ * Minor units as a decimal string: a sum over every wallet and house leg of the ledger can pass 2^53 (many wallets
+ * near the balance ceiling), where a JSON number would round in most clients.
+ */
+const minorTextSchema = z.string().regex(/^-?[0-9]{1,30}$/);
+
 export const trialBalanceLineSchema = z
   .strictObject({
     account: z.string().meta({ description: "The account's name (`wallet` for the two wallet lines)." }),
@@ -34,8 +40,10 @@ export const trialBalanceLineSchema = z
     }),
     normalSide: normalSideSchema,
     description: z.string(),
-    sumMinor: z.int().meta({ description: "The sum of the line's postings, credit-positive, in minor units." }),
-    balanceMinor: z.int().meta({
+    sumMinor: minorTextSchema.meta({
+      description: "The sum of the line's postings, credit-positive, in minor units (a decimal string).",
+    }),
+    balanceMinor: minorTextSchema.meta({
       description:
         "The balance as the account's normal side shows it: the sum, or minus it for a debit-normal account.",
     }),
@@ -46,9 +54,10 @@ export const trialBalanceLineSchema = z
 export const booksDaySchema = z
   .strictObject({
     day: z.iso.date().meta({ description: "A UTC day." }),
-    changes: z.record(z.string(), z.int()).meta({
+    changes: z.record(z.string(), minorTextSchema).meta({
       description:
-        "Each house account's change of its balance as shown on the day, in minor units, and `wallets`: the change of " +
+        "Each house account's change of its balance as shown on the day, in minor units (decimal strings), and " +
+        "`wallets`: the change of " +
         "all wallet accounts together, minus the house accounts' change (every transaction sums to zero).",
     }),
   })
@@ -58,8 +67,10 @@ export const trialBalanceSchema = z
   .strictObject({
     currency: z.string(),
     lines: z.array(trialBalanceLineSchema),
-    totalMinor: z.int().meta({ description: "The sum of every line's `sumMinor`: 0 when the books balance." }),
-    balanced: z.boolean().meta({ description: "`totalMinor` is 0." }),
+    totalMinor: minorTextSchema.meta({
+      description: 'The sum of every line\'s `sumMinor`: "0" when the books balance.',
+    }),
+    balanced: z.boolean().meta({ description: '`totalMinor` is "0".' }),
     days: z.array(booksDaySchema).meta({ description: `The last ${BOOKS_DAYS} UTC days, newest first.` }),
   })
   .meta({ id: "TrialBalance" });
@@ -109,15 +120,13 @@ SELECT a.name, a.normal_side, to_char(c.day, 'YYYY-MM-DD') AS day, c.sum_minor::
  ORDER BY c.day DESC, a.name
  LIMIT $3`;
 
-/** Minor units from a numeric sum's text; throws past 2^53, where a number would round (a corrupted ledger). */
-function minorOf(text: string): number {
-  const value = Number(text);
-  if (!Number.isSafeInteger(value)) throw new Error(`a sum of the books is not a safe integer: ${text}`);
-  return value;
+/** Minor units from a numeric sum's text (an integer: the sums are of bigint columns), exact at any size. */
+function minorOf(text: string): bigint {
+  return BigInt(text);
 }
 
 /** A balance as its normal side shows it. */
-function shown(sumMinor: number, normalSide: "debit" | "credit"): number {
+function shown(sumMinor: bigint, normalSide: "debit" | "credit"): bigint {
   return normalSide === "debit" ? -sumMinor : sumMinor;
 }
 
@@ -143,15 +152,15 @@ async function readLines(scope: AuditScope): Promise<TrialBalanceLine[]> {
       line: "house",
       normalSide: row.normal_side,
       description: row.description,
-      sumMinor,
-      balanceMinor: shown(sumMinor, row.normal_side),
+      sumMinor: String(sumMinor),
+      balanceMinor: String(shown(sumMinor, row.normal_side)),
       users: null,
     };
   });
   const w = wallets.rows[0]!;
   const wallet = { account: "wallet", normalSide: "credit", description: w.description } as const;
-  const above = minorOf(w.above_minor);
-  const below = minorOf(w.below_minor);
+  const above = String(minorOf(w.above_minor));
+  const below = String(minorOf(w.below_minor));
   lines.push({ ...wallet, line: "owed_to_users", sumMinor: above, balanceMinor: above, users: w.above_users });
   lines.push({ ...wallet, line: "owed_by_users", sumMinor: below, balanceMinor: below, users: w.below_users });
   return lines;
@@ -161,7 +170,7 @@ async function readLines(scope: AuditScope): Promise<TrialBalanceLine[]> {
 async function readDays(scope: AuditScope, houseAccounts: string[]): Promise<TrialBalance["days"]> {
   const today = Date.parse(`${new Date().toISOString().slice(0, 10)}T00:00:00Z`);
   const days = Array.from({ length: BOOKS_DAYS }, (_, i) => {
-    const changes: Record<string, number> = Object.fromEntries([...houseAccounts, "wallets"].map((name) => [name, 0]));
+    const changes: Record<string, bigint> = Object.fromEntries([...houseAccounts, "wallets"].map((name) => [name, 0n]));
     return { day: new Date(today - i * DAY_MS).toISOString().slice(0, 10), changes };
   });
   const result = await pool().query<{ name: string; normal_side: "debit" | "credit"; day: string; sum_minor: string }>(
@@ -174,9 +183,12 @@ async function readDays(scope: AuditScope, houseAccounts: string[]): Promise<Tri
     const sumMinor = minorOf(row.sum_minor);
     day.changes[row.name] = shown(sumMinor, row.normal_side);
     // The wallets' change is what the house accounts did not keep: each transaction's legs sum to zero.
-    day.changes.wallets = (day.changes.wallets ?? 0) - sumMinor;
+    day.changes.wallets = (day.changes.wallets ?? 0n) - sumMinor;
   }
-  return days;
+  return days.map((d) => ({
+    day: d.day,
+    changes: Object.fromEntries(Object.entries(d.changes).map(([name, minor]) => [name, String(minor)])),
+  }));
 }
 
 /**
@@ -189,7 +201,7 @@ async function readDays(scope: AuditScope, houseAccounts: string[]): Promise<Tri
  * @param scope only these users' postings and wallets (a test sharing its database); by default the whole ledger.
  * @returns amounts in minor units of the wallet's currency (WALLET_CURRENCY); read-only, bounded by the chart's size
  *   and the days. A total other than 0 is a value (`balanced: false`), not an error: the page flags it.
- * @throws database errors, and a sum past 2^53 (see {@link minorOf}).
+ * @throws database errors.
  */
 export async function readTrialBalance(scope: AuditScope = WHOLE_LEDGER): Promise<TrialBalance> {
   const lines = await readLines(scope);
@@ -197,6 +209,6 @@ export async function readTrialBalance(scope: AuditScope = WHOLE_LEDGER): Promis
     scope,
     lines.filter((line) => line.line === "house").map((line) => line.account),
   );
-  const totalMinor = lines.reduce((sum, line) => sum + line.sumMinor, 0);
-  return { currency: env().WALLET_CURRENCY, lines, totalMinor, balanced: totalMinor === 0, days };
+  const totalMinor = lines.reduce((sum, line) => sum + BigInt(line.sumMinor), 0n);
+  return { currency: env().WALLET_CURRENCY, lines, totalMinor: String(totalMinor), balanced: totalMinor === 0n, days };
 }

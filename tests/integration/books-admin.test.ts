@@ -48,9 +48,9 @@ async function tamper(sql: string, params: unknown[]): Promise<void> {
   }
 }
 
-/** The balance as shown of each line of `books`, by account (the wallet lines by their line name). */
+/** The balance as shown of each line of `books`, by account (the wallet lines by their line name), as numbers. */
 function shownBalances(books: TrialBalance): Record<string, number> {
-  return Object.fromEntries(books.lines.map((l) => [l.line === "house" ? l.account : l.line, l.balanceMinor]));
+  return Object.fromEntries(books.lines.map((l) => [l.line === "house" ? l.account : l.line, Number(l.balanceMinor)]));
 }
 
 /**
@@ -140,11 +140,11 @@ describe("the trial balance", () => {
     });
     expect(books.lines.find((l) => l.line === "owed_by_users")).toMatchObject({ users: 1, normalSide: "credit" });
     expect(books.lines.find((l) => l.line === "owed_to_users")).toMatchObject({ users: 0 });
-    expect(books).toMatchObject({ totalMinor: 0, balanced: true, currency: "USD" });
+    expect(books).toMatchObject({ totalMinor: "0", balanced: true, currency: "USD" });
     // The days: every posting of this user is of the last 14 days, so each column sums to the balance it made.
     expect(books.days).toHaveLength(14);
     expect(books.days[0]!.day).toBe(new Date().toISOString().slice(0, 10));
-    const summed = (name: string) => books.days.reduce((sum, day) => sum + (day.changes[name] ?? 0), 0);
+    const summed = (name: string) => books.days.reduce((sum, day) => sum + Number(day.changes[name] ?? 0), 0);
     expect(summed("bank_clearing")).toBe(1400);
     expect(summed("merchants_payable")).toBe(4000);
     expect(summed("rewards_funded")).toBe(rewardMinor);
@@ -185,13 +185,13 @@ describe("the trial balance", () => {
     const user = await createTestUser();
     await topUp(user.id, freshRefId("trial-tamper"), 5000);
     expect(await pay(user.id, 4000)).toEqual({ status: 201, code: null });
-    expect(await readTrialBalance({ userIds: [user.id] })).toMatchObject({ totalMinor: 0, balanced: true });
+    expect(await readTrialBalance({ userIds: [user.id] })).toMatchObject({ totalMinor: "0", balanced: true });
     await tamper(
       "UPDATE ledger_postings SET amount_minor = amount_minor + 1 WHERE user_id = $1 AND account = 'merchants_payable'",
       [user.id],
     );
     const books = await readTrialBalance({ userIds: [user.id] });
-    expect(books).toMatchObject({ totalMinor: 1, balanced: false });
+    expect(books).toMatchObject({ totalMinor: "1", balanced: false });
     expect(shownBalances(books).merchants_payable).toBe(4001);
   });
 
@@ -200,7 +200,7 @@ describe("the trial balance", () => {
     await topUp(user.id, freshRefId("trial-wallet"), 3000);
     await testPool().query("UPDATE wallets SET balance_minor = balance_minor + 5 WHERE user_id = $1", [user.id]);
     const books = await readTrialBalance({ userIds: [user.id] });
-    expect(books).toMatchObject({ totalMinor: 5, balanced: false });
+    expect(books).toMatchObject({ totalMinor: "5", balanced: false });
     expect(shownBalances(books)).toMatchObject({ owed_to_users: 3005, bank_clearing: 3000 });
   });
 
@@ -285,5 +285,24 @@ describe("one house account's postings", () => {
       kind: "invalid_cursor",
       detail: expect.stringContaining("foreign"),
     });
+  });
+});
+
+describe("the trial balance past 2^53", () => {
+  it("sums of many wallets near the ceiling stay exact as decimal strings (no error, no rounding)", async () => {
+    const users = [await createTestUser(), await createTestUser()];
+    const nearCeiling = 2n ** 53n - 1n;
+    for (const user of users)
+      await testPool().query("INSERT INTO wallets (user_id, balance_minor, currency) VALUES ($1, $2, 'USD')", [
+        user.id,
+        nearCeiling.toString(),
+      ]);
+    const books = await readTrialBalance({ userIds: users.map((u) => u.id) });
+    expect(books.lines.find((l) => l.line === "owed_to_users")).toMatchObject({
+      sumMinor: (2n * nearCeiling).toString(),
+      users: 2,
+    });
+    // The wallets were seeded without postings: the total says so, exactly.
+    expect(books).toMatchObject({ totalMinor: (2n * nearCeiling).toString(), balanced: false });
   });
 });

@@ -28,9 +28,16 @@ export default async function BooksPage() {
   const admin = await currentAdmin();
   if (!admin) forbidden();
   const books = await readTrialBalance();
-  const money = (minor: number) => formatMoney(minor, books.currency);
-  const debits = books.lines.reduce((sum, line) => sum + Math.max(-line.sumMinor, 0), 0);
-  const credits = books.lines.reduce((sum, line) => sum + Math.max(line.sumMinor, 0), 0);
+  // Sums arrive as decimal strings (they can pass 2^53); bigint keeps them exact.
+  const money = (minor: string | bigint) => formatMoney(BigInt(minor), books.currency);
+  const debits = books.lines.reduce(
+    (sum, line) => sum + (BigInt(line.sumMinor) < 0n ? -BigInt(line.sumMinor) : 0n),
+    0n,
+  );
+  const credits = books.lines.reduce(
+    (sum, line) => sum + (BigInt(line.sumMinor) > 0n ? BigInt(line.sumMinor) : 0n),
+    0n,
+  );
   const columns = Object.keys(books.days[0]?.changes ?? {});
 
   return (
@@ -83,10 +90,10 @@ export default async function BooksPage() {
                 </td>
                 <td data-label="Normal side">{line.normalSide}</td>
                 <td data-label="Debit" className="num nowrap">
-                  {line.sumMinor < 0 ? money(-line.sumMinor) : "—"}
+                  {BigInt(line.sumMinor) < 0n ? money(-BigInt(line.sumMinor)) : "—"}
                 </td>
                 <td data-label="Credit" className="num nowrap">
-                  {line.sumMinor > 0 ? money(line.sumMinor) : "—"}
+                  {BigInt(line.sumMinor) > 0n ? money(line.sumMinor) : "—"}
                 </td>
                 <td data-label="Balance as shown" className="num nowrap" data-balance={line.balanceMinor}>
                   {money(line.balanceMinor)}
@@ -140,7 +147,9 @@ export default async function BooksPage() {
                   </th>
                   {columns.map((name) => (
                     <td key={name} className="nowrap" data-account={name}>
-                      {day.changes[name] ? formatMoney(day.changes[name], books.currency, { sign: "always" }) : "—"}
+                      {day.changes[name] && day.changes[name] !== "0"
+                        ? formatMoney(BigInt(day.changes[name]), books.currency, { sign: "always" })
+                        : "—"}
                     </td>
                   ))}
                 </tr>
