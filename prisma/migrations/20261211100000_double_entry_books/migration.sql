@@ -79,8 +79,9 @@ CREATE INDEX ledger_postings_house_idx ON ledger_postings (account, posted_at, i
   INCLUDE (amount_minor) WHERE account <> 'wallet';
 
 -- Append-only, like the transitions (prisma/functions/ledger_append_only.sql): a correction is a new transaction.
--- The trigger function replaces ledger_transitions_append_only, which named one table; the placeholder lets the
--- triggers exist before the function files are applied (docs/decisions/052).
+-- The placeholder lets the trigger exist before the function files are applied (docs/decisions/052). The
+-- transitions' trigger moves to the same function in the next migration, in a transaction of its own: its
+-- DROP TRIGGER locks ledger_transitions against reads, which must not last as long as this backfill.
 DO $$
 BEGIN
   IF to_regprocedure('ledger_append_only()') IS NULL THEN
@@ -89,11 +90,6 @@ BEGIN
   END IF;
 END
 $$;
-DROP TRIGGER ledger_transitions_no_update_delete ON ledger_transitions;
-DROP FUNCTION ledger_transitions_append_only();
-CREATE TRIGGER ledger_transitions_no_update_delete
-  BEFORE UPDATE OR DELETE ON ledger_transitions
-  FOR EACH ROW EXECUTE FUNCTION ledger_append_only();
 CREATE TRIGGER ledger_postings_no_update_delete
   BEFORE UPDATE OR DELETE ON ledger_postings
   FOR EACH ROW EXECUTE FUNCTION ledger_append_only();
