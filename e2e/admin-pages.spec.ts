@@ -7,7 +7,7 @@
  */
 import { expect, type Browser, type Page, test } from "@playwright/test";
 import { randomUUID } from "node:crypto";
-import { apiTopup, makeAdmin, signUp, userIdOf } from "./helpers";
+import { apiTopup, makeAdmin, signUp, tabTo, userIdOf } from "./helpers";
 
 /** A user with a succeeded top-up of `amountMinor` (its webhook delivered three times), and a signed-in admin. */
 async function userWithTopupAndAdmin(
@@ -38,15 +38,6 @@ async function userWithTopupAndAdmin(
       await adminContext.close();
     },
   };
-}
-
-/** Presses Tab until `target` has the focus (at most 80 presses: the timeline page has fewer stops before it). */
-async function tabTo(page: Page, target: ReturnType<Page["locator"]>): Promise<void> {
-  for (let presses = 0; presses < 80; presses++) {
-    if (await target.evaluate((element) => element === document.activeElement)) return;
-    await page.keyboard.press("Tab");
-  }
-  throw new Error("Tab never reached the target");
 }
 
 test("the refund form shows what is left to refund and refunds only after a confirmation, by keyboard alone", async ({

@@ -6,32 +6,14 @@
  * house account is the 404 page. (Both pages also pass e2e/layout.spec.ts and e2e/accessibility.spec.ts through
  * e2e/pages.ts.)
  */
-import AxeBuilder from "@axe-core/playwright";
 import { expect, type Page, test } from "@playwright/test";
 import { randomUUID } from "node:crypto";
-import { apiTopup, makeAdmin, signUp } from "./helpers";
+import { apiTopup, axeViolations, makeAdmin, signUp, tabTo } from "./helpers";
 
 const VIEWPORTS = [
   { width: 1280, height: 800 },
   { width: 390, height: 844 },
 ] as const;
-
-/** Presses Tab until `target` has the focus (at most 80 presses). */
-async function tabTo(page: Page, target: ReturnType<Page["locator"]>): Promise<void> {
-  for (let presses = 0; presses < 80; presses++) {
-    if (await target.evaluate((element) => element === document.activeElement)) return;
-    await page.keyboard.press("Tab");
-  }
-  throw new Error("Tab never reached the target");
-}
-
-/** axe-core's serious and critical findings on the page (WCAG 2.1 A and AA). */
-async function axeFindings(page: Page): Promise<string[]> {
-  const results = await new AxeBuilder({ page }).withTags(["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]).analyze();
-  return results.violations
-    .filter((v) => v.impact === "serious" || v.impact === "critical")
-    .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
-}
 
 /** Nothing on the page is wider than the viewport (the tables scroll inside their own box, or become cards). */
 async function pageWidth(page: Page): Promise<number> {
@@ -73,7 +55,7 @@ for (const viewport of VIEWPORTS) {
       await expect(page.getByTestId("books-days").locator("tbody tr")).toHaveCount(14);
       await expect(page.locator("p", { hasText: "read at" }).locator("time")).toHaveText(/ UTC$/);
       expect(await pageWidth(page)).toBeLessThanOrEqual(viewport.width);
-      expect(await axeFindings(page)).toEqual([]);
+      expect(await axeViolations(page)).toEqual([]);
       await page.screenshot({ path: testInfo.outputPath("books.png"), fullPage: true });
 
       // Into the bank clearing account: the top-up's posting, with its time in UTC, its user and its timeline.
@@ -92,7 +74,7 @@ for (const viewport of VIEWPORTS) {
       await expect(row).toContainText(/TP-[0-9A-Z]{4}-[0-9A-Z]{4}/);
       await expect(row.locator("time")).toHaveText(/ UTC$/);
       expect(await pageWidth(page)).toBeLessThanOrEqual(viewport.width);
-      expect(await axeFindings(page)).toEqual([]);
+      expect(await axeViolations(page)).toEqual([]);
       await page.screenshot({ path: testInfo.outputPath("books-account.png"), fullPage: true });
 
       await tabTo(page, row.getByRole("link", { name: "top-up timeline" }));

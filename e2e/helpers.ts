@@ -1,3 +1,4 @@
+import AxeBuilder from "@axe-core/playwright";
 import { expect, type Page } from "@playwright/test";
 import { createHmac, randomUUID } from "node:crypto";
 import pg from "pg";
@@ -125,4 +126,21 @@ export async function jargonOn(page: Page): Promise<string[]> {
   // biome-ignore lint/performance/useDomNodeTextContent: the visible text is the point
   const text = await page.locator("body").innerText();
   return JARGON.flatMap((pattern) => text.match(new RegExp(pattern.source, "gi")) ?? []);
+}
+
+/** Presses Tab until `target` has the focus (at most 80 presses): how the keyboard-only tests reach a control. */
+export async function tabTo(page: Page, target: ReturnType<Page["locator"]>): Promise<void> {
+  for (let presses = 0; presses < 80; presses++) {
+    if (await target.evaluate((element) => element === document.activeElement)) return;
+    await page.keyboard.press("Tab");
+  }
+  throw new Error("Tab never reached the target");
+}
+
+/** axe-core's serious and critical findings on the page (WCAG 2.1 A and AA), one line each. */
+export async function axeViolations(page: Page): Promise<string[]> {
+  const results = await new AxeBuilder({ page }).withTags(["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]).analyze();
+  return results.violations
+    .filter((violation) => violation.impact === "serious" || violation.impact === "critical")
+    .map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(" ")).join(", ")}`);
 }

@@ -4,32 +4,14 @@
  * (payee, note, both references, times with their zone, the timeline) axe-clean; 50 movements on a phone kept under
  * 2,500 px; an admin's refused refund nowhere in the customer's history.
  */
-import AxeBuilder from "@axe-core/playwright";
 import { randomUUID } from "node:crypto";
 import { expect, test, type Page } from "@playwright/test";
-import { apiTopup, makeAdmin, signUp, userIdOf, walletState } from "./helpers";
+import { apiTopup, axeViolations, makeAdmin, signUp, tabTo, userIdOf, walletState } from "./helpers";
 
 const VIEWPORTS = [
   { label: "desktop", width: 1280, height: 800 },
   { label: "phone", width: 390, height: 844 },
 ] as const;
-
-/** Presses Tab until `target` has the focus (at most 80 times). */
-async function tabTo(page: Page, target: ReturnType<Page["locator"]>): Promise<void> {
-  for (let presses = 0; presses < 80; presses++) {
-    if (await target.evaluate((element) => element === document.activeElement)) return;
-    await page.keyboard.press("Tab");
-  }
-  throw new Error("Tab never reached the target");
-}
-
-/** Serious and critical axe violations of the page, WCAG 2.1 A and AA. */
-async function axeViolations(page: Page): Promise<string[]> {
-  const results = await new AxeBuilder({ page }).withTags(["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]).analyze();
-  return results.violations
-    .filter((violation) => violation.impact === "serious" || violation.impact === "critical")
-    .map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(" ")).join(", ")}`);
-}
 
 /** A payment through the API with the page's session (same origin, as the page's own script would send it). */
 async function apiPayment(page: Page, body: Record<string, unknown>): Promise<number> {

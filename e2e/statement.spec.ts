@@ -4,12 +4,11 @@
  * balance after each movement, the CSV of the same days downloaded and read back (a payee that looks like a formula
  * neutralised), nothing wider than the screen, axe-clean.
  */
-import AxeBuilder from "@axe-core/playwright";
 import { randomUUID } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { parse } from "csv-parse/sync";
-import { expect, test, type Page } from "@playwright/test";
-import { apiTopup, signUp, walletState } from "./helpers";
+import { expect, test } from "@playwright/test";
+import { apiTopup, axeViolations, signUp, tabTo, walletState } from "./helpers";
 
 const VIEWPORTS = [
   { label: "desktop", width: 1280, height: 800 },
@@ -18,23 +17,6 @@ const VIEWPORTS = [
 
 /** A payee a spreadsheet would run as a formula, with a comma (the API takes it as readable text). */
 const FORMULA_PAYEE = "=SUM(1+1), Ltd";
-
-/** Presses Tab until `target` has the focus (at most 80 times). */
-async function tabTo(page: Page, target: ReturnType<Page["locator"]>): Promise<void> {
-  for (let presses = 0; presses < 80; presses++) {
-    if (await target.evaluate((element) => element === document.activeElement)) return;
-    await page.keyboard.press("Tab");
-  }
-  throw new Error("Tab never reached the target");
-}
-
-/** Serious and critical axe violations of the page, WCAG 2.1 A and AA. */
-async function axeViolations(page: Page): Promise<string[]> {
-  const results = await new AxeBuilder({ page }).withTags(["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]).analyze();
-  return results.violations
-    .filter((violation) => violation.impact === "serious" || violation.impact === "critical")
-    .map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(" ")).join(", ")}`);
-}
 
 for (const viewport of VIEWPORTS) {
   test(`${viewport.label}: the statement by keyboard, its running balance, and its CSV download`, async ({
