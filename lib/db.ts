@@ -157,6 +157,27 @@ export function withTransaction<T>(work: (client: PoolClient) => Promise<T>): Pr
 }
 
 /**
+ * Runs `work` inside one read-only REPEATABLE READ transaction on one pooled connection: every statement of `work`
+ * sees the same snapshot, so figures read by several statements (the books' trial balance: the house accounts' sums
+ * and the wallets) agree with each other while movements commit. Rolls back at the end (nothing to commit); rethrows
+ * any error; always releases the connection.
+ */
+export function withReadSnapshot<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
+  return withCheckedOutClient(async (client, markBroken) => {
+    try {
+      await client.query(
+        env().DB_POOLER === "transaction"
+          ? `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; ${setLocalTimeoutsSql()}`
+          : "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+      );
+      return await work(client);
+    } finally {
+      await client.query("ROLLBACK").catch(markBroken);
+    }
+  });
+}
+
+/**
  * Runs `work` on one pooled connection in autocommit (no BEGIN), for a caller that must know whether its statement
  * was sent: a failure to get the connection (a saturated pool's connect timeout) throws before `work` runs. Always
  * releases the connection; one whose socket failed, or whose work threw, is destroyed instead of returned to the

@@ -10,7 +10,8 @@
 import { z } from "zod";
 import type { AuditScope } from "../audit/checks/scope";
 import { WHOLE_LEDGER } from "../audit/checks/scope";
-import { pool } from "../db";
+import type { PoolClient } from "pg";
+import { withReadSnapshot } from "../db";
 import { env } from "../env";
 
 /**
@@ -131,13 +132,13 @@ function shown(sumMinor: bigint, normalSide: "debit" | "credit"): bigint {
 }
 
 /** The house accounts' lines and the two wallet lines. */
-async function readLines(scope: AuditScope): Promise<TrialBalanceLine[]> {
+async function readLines(db: PoolClient, scope: AuditScope): Promise<TrialBalanceLine[]> {
   const [house, wallets] = await Promise.all([
-    pool().query<{ name: string; normal_side: "debit" | "credit"; description: string; sum_minor: string }>(
+    db.query<{ name: string; normal_side: "debit" | "credit"; description: string; sum_minor: string }>(
       HOUSE_SUMS_SQL,
       [scope.userIds, ACCOUNTS_MAX],
     ),
-    pool().query<{
+    db.query<{
       above_minor: string;
       below_minor: string;
       above_users: number;
@@ -167,13 +168,13 @@ async function readLines(scope: AuditScope): Promise<TrialBalanceLine[]> {
 }
 
 /** The last {@link BOOKS_DAYS} UTC days, newest first, each with every house account's change and the wallets'. */
-async function readDays(scope: AuditScope, houseAccounts: string[]): Promise<TrialBalance["days"]> {
+async function readDays(db: PoolClient, scope: AuditScope, houseAccounts: string[]): Promise<TrialBalance["days"]> {
   const today = Date.parse(`${new Date().toISOString().slice(0, 10)}T00:00:00Z`);
   const days = Array.from({ length: BOOKS_DAYS }, (_, i) => {
     const changes: Record<string, bigint> = Object.fromEntries([...houseAccounts, "wallets"].map((name) => [name, 0n]));
     return { day: new Date(today - i * DAY_MS).toISOString().slice(0, 10), changes };
   });
-  const result = await pool().query<{ name: string; normal_side: "debit" | "credit"; day: string; sum_minor: string }>(
+  const result = await db.query<{ name: string; normal_side: "debit" | "credit"; day: string; sum_minor: string }>(
     HOUSE_DAYS_SQL,
     [scope.userIds, days[days.length - 1]!.day, ACCOUNTS_MAX * BOOKS_DAYS],
   );
@@ -201,14 +202,17 @@ async function readDays(scope: AuditScope, houseAccounts: string[]): Promise<Tri
  * @param scope only these users' postings and wallets (a test sharing its database); by default the whole ledger.
  * @returns amounts in minor units of the wallet's currency (WALLET_CURRENCY); read-only, bounded by the chart's size
  *   and the days. A total other than 0 is a value (`balanced: false`), not an error: the page flags it.
+ * All of it is read in one snapshot (`withReadSnapshot`), so movements committing meanwhile never unbalance it.
  * @throws database errors.
  */
 export async function readTrialBalance(scope: AuditScope = WHOLE_LEDGER): Promise<TrialBalance> {
-  const lines = await readLines(scope);
-  const days = await readDays(
-    scope,
-    lines.filter((line) => line.line === "house").map((line) => line.account),
-  );
+  // One snapshot for every read: a movement committing between the house sums and the wallets would otherwise show
+  // as books that do not balance.
+  const { lines, days } = await withReadSnapshot(async (db) => {
+    const read = await readLines(db, scope);
+    const houseAccounts = read.filter((line) => line.line === "house").map((line) => line.account);
+    return { lines: read, days: await readDays(db, scope, houseAccounts) };
+  });
   const totalMinor = lines.reduce((sum, line) => sum + BigInt(line.sumMinor), 0n);
   return { currency: env().WALLET_CURRENCY, lines, totalMinor: String(totalMinor), balanced: totalMinor === 0n, days };
 }
