@@ -6,7 +6,7 @@
  * - `journal_matches_entries`: each money-moving event of a final entry (and a refund's reservation) has exactly one
  *   transaction, and each transaction belongs to such an event of an entry;
  * - `wallet_accounts_match`: each wallet's balance minus its debt equals its account (the sum of its postings), and
- *   each posting's recorded balance after it equals the running sum;
+ *   each posting's recorded balance after it equals the running sum.
  * The bank clearing account against the bank's own figures is lib/audit/checks/bank-clearing.ts.
  *
  * Sums are numeric in SQL, returned as text: a corrupted ledger may sum past 2^53.
