@@ -14,6 +14,10 @@ export const KIND_WORDS = {
   adjustment: "Late bank credits",
   chargeback: "Disputes lost",
   chargeback_reversal: "Disputes reversed",
+  payout: "Withdrawals",
+  payout_return: "Withdrawals returned",
+  transfer: "Transfers sent",
+  transfer_in: "Transfers received",
 } as const;
 
 /** What `line` was, in a few words. */
@@ -36,6 +40,14 @@ export function describeMovement(line: Pick<StatementLine, "type" | "refId" | "p
       return "Money taken back: the bank upheld a dispute of a top-up";
     case "chargeback_reversal":
       return "Money returned: the bank reversed a dispute in your favour";
+    case "payout":
+      return "Withdrawal to a bank account";
+    case "payout_return":
+      return "Withdrawal returned by the bank";
+    case "transfer":
+      return "Money sent";
+    case "transfer_in":
+      return "Money received";
   }
 }
 

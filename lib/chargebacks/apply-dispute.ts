@@ -7,7 +7,7 @@
  *
  * What the balance cannot cover becomes debt (`wallets.debt_minor`), never a negative balance: the chargeback's
  * debit and its entry's final state commit together, and every later credit repays the debt first
- * (lib/ledger `landDisputeEntry`, and the ledger's one credit, prisma/functions/ledger_credit_wallet.sql).
+ * (lib/ledger `landBankEntry`, and the ledger's one credit, prisma/functions/ledger_credit_wallet.sql).
  *
  * Every dispute, whatever its state, is also noted on the entry that credited its charge (`dispute_status`: open,
  * lost, won; lib/ledger `noteDisputeStatus`), under that row's lock and before any money moves, so a refund's claim,
@@ -20,7 +20,7 @@ import { pool, withTransaction } from "../db";
 import {
   findEntryByKey,
   isValidRefId,
-  landDisputeEntry,
+  landBankEntry,
   noteDisputeStatus,
   operationKey,
   runClaimedOperation,
@@ -138,7 +138,7 @@ export async function applyBankDispute(dispute: BankDispute, door: DisputeDoor):
 }
 
 /**
- * Claims one entry of the dispute and moves its money in the same call (lib/ledger `landDisputeEntry`), through the
+ * Claims one entry of the dispute and moves its money in the same call (lib/ledger `landBankEntry`), through the
  * claim runner on the dispute's transaction `db`: a chargeback debits (into debt where the balance is short), a
  * reversal credits (repaying debt first). Returns the entry and whether this call landed it, or a description when an
  * entry under the key has other parameters (nothing moved).
@@ -158,7 +158,7 @@ async function landEntry(
     waitMs: 0,
     db,
     attempt: async () => {
-      const landed = await landDisputeEntry(db, {
+      const landed = await landBankEntry(db, {
         key,
         amountMinor: dispute.amount,
         currency: dispute.currency,

@@ -31,37 +31,38 @@ export async function noteDisputeStatus(
   return result.rows[0]?.noted === true;
 }
 
-// prisma/functions/ledger_land_dispute_entry.sql: the claim, born succeeded, and the debit into debt or the credit.
-const LAND_DISPUTE_ENTRY_SQL = `SELECT ${ENTRY_COLUMNS}
-  FROM ledger_land_dispute_entry(
-         p_user_id => $1, p_type => $2, p_dispute_id => $3, p_amount_minor => $4::bigint, p_currency => $5,
+// prisma/functions/ledger_land_bank_entry.sql: the claim, born succeeded, and the debit into debt or the credit.
+const LAND_BANK_ENTRY_SQL = `SELECT ${ENTRY_COLUMNS}
+  FROM ledger_land_bank_entry(
+         p_user_id => $1, p_type => $2, p_ref_id => $3, p_amount_minor => $4::bigint, p_currency => $5,
          p_fingerprint => $6, p_params => $7::jsonb, p_actor => $8, p_detail => $9)`;
 
-/** One entry a dispute asks for. */
-export interface DisputeEntryRequest {
-  /** `(user, "chargeback" | "chargeback_reversal", <dispute id>)`. */
+/** One entry the bank's word asks for: a dispute's, or a paid payout's return. */
+export interface BankEntryRequest {
+  /** `(user, "chargeback" | "chargeback_reversal", <dispute id>)` or `(user, "payout_return", <the payout's ref id>)`. */
   readonly key: OperationKey;
-  /** The bank's dispute amount, in minor units of `currency`. */
+  /** The bank's dispute or returned payout amount, in minor units of `currency`. */
   readonly amountMinor: number;
   readonly currency: string;
-  /** Fingerprinted: amount, currency and the disputed charge's id. */
+  /** Fingerprinted: amount, currency and the disputed charge's id or the bank's return id. */
   readonly params: OperationParams;
   readonly actor: TransitionActor;
   readonly detail: string;
 }
 
 /**
- * Claims a dispute's entry on `db` and moves its money in the same call: a chargeback debits the wallet, into debt
- * where the balance is short (never a negative balance); a reversal credits it, repaying a debt first. The entry is
+ * Claims an entry the bank's word asks for on `db` and moves its money in the same call (contract sections 12 and
+ * 14): a chargeback debits the wallet, into debt where the balance is short (never a negative balance); a reversal or
+ * a payout's return credits it, repaying a debt first. The entry is
  * born `succeeded`, with its two audit rows. Returns the new row, or null when the key already has a row (the caller
  * reads it and compares its parameters). Throws database errors.
  */
-export async function landDisputeEntry(db: Queryable, request: DisputeEntryRequest): Promise<LedgerEntry | null> {
+export async function landBankEntry(db: Queryable, request: BankEntryRequest): Promise<LedgerEntry | null> {
   const { key } = request;
-  if (key.type !== "chargeback" && key.type !== "chargeback_reversal")
-    throw new Error(`landDisputeEntry: a ${key.type} key is not a dispute's entry`);
+  if (key.type !== "chargeback" && key.type !== "chargeback_reversal" && key.type !== "payout_return")
+    throw new Error(`landBankEntry: a ${key.type} key is not an entry the bank's word lands`);
   const result = await db.query(
-    prepared("ledger_land_dispute_entry", LAND_DISPUTE_ENTRY_SQL, [
+    prepared("ledger_land_bank_entry", LAND_BANK_ENTRY_SQL, [
       key.userId,
       key.type,
       key.refId,

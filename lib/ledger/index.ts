@@ -8,6 +8,8 @@ export * from "./entry";
 export * from "./claim";
 export * from "./claim-runner";
 export * from "./payment-statement";
+export * from "./transfer-statement";
+export * from "./payouts";
 export * from "./reward-statement";
 export * from "./topup-admission";
 export * from "./take-over";

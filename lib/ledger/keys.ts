@@ -11,6 +11,9 @@
  * A `refund` gives money back on a succeeded top-up (contract section 11): a debit, reserved when it is claimed.
  * A `chargeback` debits a dispute the bank closed lost, and a `chargeback_reversal` credits it back when the bank
  * reverses it; both are keyed by the bank's dispute id (contract section 12).
+ * A `payout` withdraws to a bank account: a debit, held when it is claimed; a `payout_return` credits a paid payout
+ * the bank gave back, keyed by the payout's ref id (contract section 14). A `transfer` debits the sender and its
+ * `transfer_in` credits the recipient, keyed `transfer:<the sender's entry id>`, in one statement (section 15).
  */
 export const LEDGER_TYPES = [
   "topup",
@@ -20,6 +23,10 @@ export const LEDGER_TYPES = [
   "refund",
   "chargeback",
   "chargeback_reversal",
+  "payout",
+  "payout_return",
+  "transfer",
+  "transfer_in",
 ] as const;
 export type LedgerType = (typeof LEDGER_TYPES)[number];
 
@@ -32,6 +39,10 @@ export const LEDGER_DIRECTION: Record<LedgerType, 1 | -1> = {
   refund: -1,
   chargeback: -1,
   chargeback_reversal: 1,
+  payout: -1,
+  payout_return: 1,
+  transfer: -1,
+  transfer_in: 1,
 };
 
 /** Contract section 1: 1..128 characters of `[A-Za-z0-9._:-]`, taken exactly as sent. */

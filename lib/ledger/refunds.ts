@@ -111,37 +111,40 @@ export async function claimRefund(
   return { kind: "reserved", entry, balanceMinor: row.balance_minor as number };
 }
 
-// One call of the database function ledger_release_refund (prisma/functions/ledger_release_refund.sql: the refund
-// row failed by the ledger's guarded move, then the top-up's remainder and the wallet given back, in that lock order),
-// arguments by name. No row, or NULL columns: the row is not an unfinished refund, nothing moved.
-const RELEASE_REFUND_SQL = `
+// One call of the database function ledger_release_reservation (prisma/functions/ledger_release_reservation.sql: the
+// row failed by the ledger's guarded move, then a refund's top-up remainder or a payout's day limit and the wallet
+// given back, in that lock order), arguments by name. No row, or NULL columns: the row is not an unfinished refund or
+// payout, nothing moved.
+const RELEASE_RESERVATION_SQL = `
 SELECT ${entryColumns("(r.entry)")}, r.balance_minor
-  FROM ledger_release_refund(
-         p_user_id => $1, p_entry_id => $2::bigint, p_bank_refund_id => $3, p_actor => $4, p_detail => $5) AS r`;
+  FROM ledger_release_reservation(
+         p_user_id => $1, p_entry_id => $2::bigint, p_bank_ref => $3, p_actor => $4, p_detail => $5) AS r`;
 
-export type RefundReleaseOutcome =
-  /** This call failed the row and gave its reservation back (wallet and top-up remainder). */
+export type ReleaseOutcome =
+  /** This call failed the row and gave its reservation back (wallet, and a refund's top-up remainder or a payout's
+   * share of its day's withdrawal limit). */
   | { readonly kind: "released"; readonly entry: LedgerEntry; readonly balanceMinor: number | null }
   /** The row is already terminal: nothing moved (a release happens at most once). */
   | { readonly kind: "unchanged" };
 
 /**
- * Fails an unfinished refund row as `declined_by_bank` and gives its reservation back to the wallet (repaying an
- * open debt first, contract section 12) and to the top-up's refundable remainder, in one statement, at most once
- * per row. Call it only on the bank's word that the
- * refund failed (contract section 11: a `refund.failed` event is a claim until the bank confirms it).
- * `bankRefundId` is recorded on the row when known. Returns `released` or `unchanged`. Throws database errors.
+ * Fails an unfinished refund or payout row as `declined_by_bank` and gives its reservation back to the wallet
+ * (repaying an open debt first, contract section 12) and to the top-up's refundable remainder (a refund) or the day's
+ * withdrawal limit (a payout), in one statement, at most once per row. Call it only on the bank's word that the
+ * refund or payout failed (contract sections 11 and 14: a failure event is a claim until the bank confirms it).
+ * `bankRef` (the bank's refund or payout id) is recorded on the row when known. Returns `released` or `unchanged`.
+ * Throws database errors.
  */
-export async function releaseRefund(
+export async function releaseReservation(
   ref: { readonly userId: string; readonly entryId: number },
-  door: { readonly actor: TransitionActor; readonly detail: string; readonly bankRefundId?: string | null },
+  door: { readonly actor: TransitionActor; readonly detail: string; readonly bankRef?: string | null },
   db: Queryable = retryingPool(),
-): Promise<RefundReleaseOutcome> {
+): Promise<ReleaseOutcome> {
   const result = await db.query(
-    prepared("ledger_release_refund", RELEASE_REFUND_SQL, [
+    prepared("ledger_release_reservation", RELEASE_RESERVATION_SQL, [
       ref.userId,
       ref.entryId,
-      door.bankRefundId ?? null,
+      door.bankRef ?? null,
       door.actor,
       door.detail,
     ]),

@@ -11,7 +11,7 @@ import {
   getEntryById,
   isTerminal,
   jsonStoredResponse,
-  releaseRefund,
+  releaseReservation,
   storeResponse,
   type LedgerEntry,
   type Queryable,
@@ -75,7 +75,7 @@ export async function settleRefund(
 ): Promise<RefundSettlement> {
   const ref = { userId: entry.userId, entryId: entry.id };
   if (evidence.source === "bank_refused") {
-    const released = await releaseRefund(
+    const released = await releaseReservation(
       ref,
       { actor: door.actor, detail: `${door.detail}: ${evidence.detail}` },
       door.db,
@@ -108,9 +108,9 @@ export async function settleRefund(
       : { kind: "unchanged", entry: moved.entry };
   }
   if (status === "failed") {
-    const released = await releaseRefund(
+    const released = await releaseReservation(
       ref,
-      { actor: door.actor, detail: door.detail, bankRefundId: refundId },
+      { actor: door.actor, detail: door.detail, bankRef: refundId },
       door.db,
     );
     return released.kind === "released" ? released : { kind: "unchanged", entry: await currentRow(entry, door.db) };

@@ -23,6 +23,10 @@ export const REFERENCE_PREFIXES: Readonly<Record<LedgerType, string>> = {
   refund: "RF",
   chargeback: "CB",
   chargeback_reversal: "CR",
+  payout: "WD",
+  payout_return: "WR",
+  transfer: "TS",
+  transfer_in: "TR",
 };
 
 /** Each prefix's kind, for reading a reference back. */

@@ -15,6 +15,8 @@ export const COUNTERPARTY_ACCOUNTS = [
   "refunds_in_flight",
   "rewards_funded",
   "merchants_payable",
+  "payouts_in_flight",
+  "transfers_in_transit",
 ] as const;
 export type CounterpartyAccount = (typeof COUNTERPARTY_ACCOUNTS)[number];
 
@@ -122,6 +124,10 @@ const KIND_WORDS: Readonly<Record<LedgerType, string>> = {
   refund: "Refund to the card",
   chargeback: "Dispute lost",
   chargeback_reversal: "Dispute reversed",
+  payout: "Withdrawal",
+  payout_return: "Withdrawal returned",
+  transfer: "Transfer sent",
+  transfer_in: "Transfer received",
 };
 
 const COUNTERPARTY_WORDS: Readonly<Record<CounterpartyAccount, string>> = {
@@ -129,6 +135,8 @@ const COUNTERPARTY_WORDS: Readonly<Record<CounterpartyAccount, string>> = {
   refunds_in_flight: "Refunds in flight",
   rewards_funded: "Rewards",
   merchants_payable: "Merchant",
+  payouts_in_flight: "Withdrawals in flight",
+  transfers_in_transit: "Another user",
 };
 
 /** The statement line of `row`: its readable reference, words, and amounts as numbers (all below 2^53). */

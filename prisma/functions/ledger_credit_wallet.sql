@@ -5,8 +5,8 @@
 -- user has none. Both SET expressions read the row as it was before the update. Returns the wallet as it is now.
 --
 -- The one credit of the ledger: ledger_move_entry (a top-up, an adjustment, a chargeback's reversal completed with a
--- credit), ledger_decide_reward, ledger_release_refund (a failed refund's money given back) and
--- ledger_land_dispute_entry (a reversal). Never refused for the ceiling: the admissions made room for it first
+-- credit), ledger_decide_reward, ledger_release_reservation (a failed refund's money given back) and
+-- ledger_land_bank_entry (a reversal). Never refused for the ceiling: the admissions made room for it first
 -- (ledger_room_for_credit); the balance CHECK is the last line of defence.
 CREATE OR REPLACE FUNCTION ledger_credit_wallet(p_entry ledger_entries, p_event text DEFAULT 'move')
 RETURNS wallets

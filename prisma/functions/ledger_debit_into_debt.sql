@@ -5,7 +5,7 @@
 -- the user has none: a charge credited here always has one, so that is a guard. Both SET expressions read the row as
 -- it was before the update. Returns the wallet as it is now.
 --
--- Called by ledger_land_dispute_entry, the only debit that may not be refused (the bank has taken the money back).
+-- Called by ledger_land_bank_entry, the only debit that may not be refused (the bank has taken the money back).
 CREATE OR REPLACE FUNCTION ledger_debit_into_debt(p_entry ledger_entries)
 RETURNS wallets
 LANGUAGE plpgsql VOLATILE AS $$

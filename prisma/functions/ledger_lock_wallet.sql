@@ -4,7 +4,7 @@
 -- Every money movement of a user takes this lock before it decides (contract sections 1 and 5: no charge without room,
 -- no overdraft), so two movements of one wallet decide one after the other. The lock order is the same everywhere:
 -- the entry a refund or a dispute is about (its top-up) first, then the wallet (ledger_claim_refund,
--- ledger_release_refund, ledger_land_dispute_entry), so two of them never deadlock.
+-- ledger_release_reservation, ledger_land_bank_entry), so two of them never deadlock.
 --
 -- Called by ledger_room_for_credit, ledger_decide_payment and ledger_claim_refund. A caller that must decide on the
 -- wallet as the lock left it reads it in a statement after this call (a VOLATILE PL/pgSQL function's statements each

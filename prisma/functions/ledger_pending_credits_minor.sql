@@ -1,6 +1,6 @@
 -- ledger_pending_credits_minor: the minor units that may still reach p_user_id's balance without an admission of
 -- their own (contract sections 5, 11 and 12; case C27; docs/decisions/048): unfinished top-ups (their credit) and
--- unfinished refunds (a failure gives their refund reservation back), other than p_except_entry_id, the entry being
+-- unfinished refunds and payouts (a failure gives their reservation back), other than p_except_entry_id, the entry being
 -- admitted; and succeeded chargebacks without a reversal (a reversal credits them back). An upper bound: a reversal
 -- repays debt first, and an unfinished top-up may fail.
 --
@@ -11,7 +11,7 @@
 --
 -- Call it after taking the wallet's lock, in a statement of its own (a VOLATILE caller's statement takes its
 -- snapshot after the lock was granted), so it sees every entry a session that held the lock before committed.
--- Every table access goes through the partial indexes ledger_entries_unfinished_credits_idx and
+-- Every table access goes through the partial indexes ledger_entries_unfinished_give_backs_idx and
 -- ledger_entries_chargebacks_idx on (user_id), or the claim's unique index for the reversal (case C25;
 -- tests/integration/plan-stability.test.ts). Valid on PostgreSQL 15 and 18.
 --
@@ -23,7 +23,7 @@ RETURNS bigint
 LANGUAGE sql STABLE AS $$
   SELECT (SELECT COALESCE(sum(e.amount_minor), 0)
             FROM ledger_entries e
-           WHERE e.user_id = p_user_id AND e.type IN ('topup', 'refund') AND e.status IN ('initiated', 'processing')
+           WHERE e.user_id = p_user_id AND e.type IN ('topup', 'refund', 'payout') AND e.status IN ('initiated', 'processing')
              AND e.id IS DISTINCT FROM p_except_entry_id)
        + (SELECT COALESCE(sum(c.amount_minor), 0)
             FROM ledger_entries c

@@ -2,7 +2,7 @@
  * lib/ledger's two storage calls that the webhook's fast path and a dispute's door send (contract sections 5 and 12;
  * docs/decisions/045, 048 and 053), called directly on a real PostgreSQL: `creditTopupFromWebhook` (the unfinished
  * top-up a charge matches credited and the event recorded, in one statement, or nothing written),
- * `noteDisputeStatus` (only ever forward) and `landDisputeEntry` (a chargeback debited into debt where the balance
+ * `noteDisputeStatus` (only ever forward) and `landBankEntry` (a chargeback debited into debt where the balance
  * is short, a reversal repaying debt first, each claimed once by its dispute id). The paths above them
  * (tests/integration/chargebacks.test.ts, credit-matching-topup.test.ts, tests/http/webhook-events.test.ts) run
  * with the sandbox bank; these pin what each call itself answers and writes, so mutation testing of lib/ledger
@@ -10,7 +10,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { landDisputeEntry, noteDisputeStatus } from "../../lib/ledger/dispute-entries";
+import { landBankEntry, noteDisputeStatus } from "../../lib/ledger/dispute-entries";
 import { fingerprint } from "../../lib/ledger/fingerprint";
 import type { LedgerType } from "../../lib/ledger/keys";
 import { completeEntry, getEntryById, markProcessing } from "../../lib/ledger/transitions";
@@ -137,13 +137,13 @@ describe("noteDisputeStatus", () => {
   });
 });
 
-describe("landDisputeEntry", () => {
+describe("landBankEntry", () => {
   it("a chargeback is born succeeded, debits the balance and the rest into debt, once per dispute id", async () => {
     const user = await createTestUser();
     await seedBalance(user.id, 300);
     const disputeId = `dp_${randomUUID()}`;
     const request = disputeRequest(user.id, "chargeback", disputeId, 1000);
-    const landed = await landDisputeEntry(testPool(), request);
+    const landed = await landBankEntry(testPool(), request);
     expect(landed).toMatchObject({
       userId: user.id,
       type: "chargeback",
@@ -160,7 +160,7 @@ describe("landDisputeEntry", () => {
     expect(audit.map((t) => t.to)).toEqual(["initiated", "succeeded"]);
     expect(audit.every((t) => t.actor === "webhook")).toBe(true);
 
-    expect(await landDisputeEntry(testPool(), request)).toBeNull();
+    expect(await landBankEntry(testPool(), request)).toBeNull();
     expect(await balanceOf(user.id)).toBe(0);
     expect(await debtOf(user.id)).toBe(700);
   });
@@ -169,8 +169,8 @@ describe("landDisputeEntry", () => {
     const user = await createTestUser();
     await seedBalance(user.id, 300);
     const disputeId = `dp_${randomUUID()}`;
-    await landDisputeEntry(testPool(), disputeRequest(user.id, "chargeback", disputeId, 1000));
-    const reversal = await landDisputeEntry(
+    await landBankEntry(testPool(), disputeRequest(user.id, "chargeback", disputeId, 1000));
+    const reversal = await landBankEntry(
       testPool(),
       disputeRequest(user.id, "chargeback_reversal", disputeId, 1000),
     );
@@ -183,8 +183,8 @@ describe("landDisputeEntry", () => {
     const user = await createTestUser();
     const refId = `dp_${randomUUID()}`;
     for (const type of ["topup", "refund", "payment"] as const) {
-      await expect(landDisputeEntry(testPool(), disputeRequest(user.id, type, refId, 100))).rejects.toThrow(
-        `landDisputeEntry: a ${type} key is not a dispute's entry`,
+      await expect(landBankEntry(testPool(), disputeRequest(user.id, type, refId, 100))).rejects.toThrow(
+        `landBankEntry: a ${type} key is not an entry the bank's word lands`,
       );
     }
     const rows = await testPool().query("SELECT 1 FROM ledger_entries WHERE user_id = $1", [user.id]);

@@ -1,6 +1,6 @@
 /**
  * The refund statements of lib/ledger (contract section 11, with section 12's debt): `claimRefund` reserves the
- * wallet and the top-up's refundable remainder in the claim's own statement or stores its refusal, `releaseRefund`
+ * wallet and the top-up's refundable remainder in the claim's own statement or stores its refusal, `releaseReservation`
  * gives a reservation back once (repaying an open debt first), `listRefundsOf` reads a top-up's refunds. Straight
  * against a real PostgreSQL, no bank: the rows the statements leave are read back column by column. Part of the
  * mutation test set (vitest.stryker.config.mts).
@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { findEntryByKey } from "@/lib/ledger/claim";
 import type { StoredResponse } from "@/lib/ledger/entry";
 import { fingerprint } from "@/lib/ledger/fingerprint";
-import { claimRefund, listRefundsOf, releaseRefund, type RefundClaimRequest } from "@/lib/ledger/refunds";
+import { claimRefund, listRefundsOf, releaseReservation, type RefundClaimRequest } from "@/lib/ledger/refunds";
 import { completeEntry, getEntryById, markProcessing } from "@/lib/ledger/transitions";
 import { createTestUser, testPool } from "../helpers/db";
 import { claimEntry, claimRequest, freshRefId, transitionsOf } from "../helpers/ledger";
@@ -276,7 +276,7 @@ describe("claimRefund", () => {
   });
 });
 
-describe("releaseRefund", () => {
+describe("releaseReservation", () => {
   async function reservedRefund(amountMinor = 300) {
     const user = await createTestUser();
     const topup = await succeededTopup(user.id, 1000);
@@ -288,7 +288,7 @@ describe("releaseRefund", () => {
   it("fails the row and gives wallet and remainder back once, in one statement; a second call moves nothing", async () => {
     const { user, topup, refund, ref } = await reservedRefund();
     expect((await markProcessing(ref, refund.fencingToken, { actor: "admin" })).kind).toBe("moved");
-    const released = await releaseRefund(ref, { actor: "webhook", detail: "bank says failed", bankRefundId: "rf_1" });
+    const released = await releaseReservation(ref, { actor: "webhook", detail: "bank says failed", bankRef: "rf_1" });
     expect(released).toMatchObject({ kind: "released", balanceMinor: 1000 });
     if (released.kind !== "released") throw new Error("unreachable");
     expect(released.entry).toMatchObject({
@@ -299,7 +299,7 @@ describe("releaseRefund", () => {
       leaseExpiresAt: null,
     });
     expect(await moneyOf(user.id, topup.id)).toEqual({ balance: 1000, debt: 0, refunded: 0 });
-    expect(await releaseRefund(ref, { actor: "reconciler", detail: "again" })).toEqual({ kind: "unchanged" });
+    expect(await releaseReservation(ref, { actor: "reconciler", detail: "again" })).toEqual({ kind: "unchanged" });
     expect(await moneyOf(user.id, topup.id)).toEqual({ balance: 1000, debt: 0, refunded: 0 });
     expect(await transitionsOf(user.id, refund.id)).toEqual([
       { from: null, to: "initiated", actor: "admin", fencingToken: 1 },
@@ -319,7 +319,7 @@ describe("releaseRefund", () => {
       user.id,
       ref.entryId,
     ]);
-    const released = await releaseRefund(ref, { actor: "reconciler", detail: "refused by the bank" });
+    const released = await releaseReservation(ref, { actor: "reconciler", detail: "refused by the bank" });
     expect(released).toMatchObject({ kind: "released", entry: { bankChargeId: "rf_kept", status: "failed" } });
     expect(await moneyOf(user.id, topup.id)).toEqual({ balance: 1000, debt: 0, refunded: 0 });
   });
@@ -327,7 +327,7 @@ describe("releaseRefund", () => {
   it("gives nothing back for a refund that succeeded", async () => {
     const { user, topup, ref } = await reservedRefund();
     await completeEntry(ref, { actor: "webhook", guard: { kind: "status_only" }, credit: false });
-    expect(await releaseRefund(ref, { actor: "webhook", detail: "late failure" })).toEqual({ kind: "unchanged" });
+    expect(await releaseReservation(ref, { actor: "webhook", detail: "late failure" })).toEqual({ kind: "unchanged" });
     expect(await moneyOf(user.id, topup.id)).toEqual({ balance: 700, debt: 0, refunded: 300 });
     expect((await getEntryById(ref))?.status).toBe("succeeded");
   });
@@ -336,7 +336,7 @@ describe("releaseRefund", () => {
     const user = await createTestUser();
     const claimed = await claimEntry(claimRequest(user.id, { amountMinor: 500 }));
     const ref = { userId: user.id, entryId: claimed.id };
-    expect(await releaseRefund(ref, { actor: "webhook", detail: "not a refund" })).toEqual({ kind: "unchanged" });
+    expect(await releaseReservation(ref, { actor: "webhook", detail: "not a refund" })).toEqual({ kind: "unchanged" });
     expect((await getEntryById(ref))?.status).toBe("initiated");
   });
 
@@ -344,13 +344,13 @@ describe("releaseRefund", () => {
     // A chargeback took the balance (0) and left 200 owed while 300 were reserved for the refund.
     const partly = await reservedRefund(300);
     await setWallet(partly.user.id, 0, 200);
-    const released = await releaseRefund(partly.ref, { actor: "webhook", detail: "bank says failed" });
+    const released = await releaseReservation(partly.ref, { actor: "webhook", detail: "bank says failed" });
     expect(released).toMatchObject({ kind: "released", balanceMinor: 100 });
     expect(await moneyOf(partly.user.id, partly.topup.id)).toEqual({ balance: 100, debt: 0, refunded: 0 });
     // A debt larger than the refund: all of it goes to the debt, none to the balance.
     const wholly = await reservedRefund(300);
     await setWallet(wholly.user.id, 0, 1000);
-    await releaseRefund(wholly.ref, { actor: "webhook", detail: "bank says failed" });
+    await releaseReservation(wholly.ref, { actor: "webhook", detail: "bank says failed" });
     expect(await moneyOf(wholly.user.id, wholly.topup.id)).toEqual({ balance: 0, debt: 700, refunded: 0 });
   });
 });

@@ -34,8 +34,8 @@ import {
   storeResponse,
 } from "../../lib/ledger/transitions";
 import { migrate } from "../../lib/migrate";
-import { landDisputeEntry, noteDisputeStatus } from "../../lib/ledger/dispute-entries";
-import { claimRefund, releaseRefund } from "../../lib/ledger/refunds";
+import { landBankEntry, noteDisputeStatus } from "../../lib/ledger/dispute-entries";
+import { claimRefund, releaseReservation } from "../../lib/ledger/refunds";
 import { jsonResponseTemplate } from "../../lib/ledger/response-template";
 import { decidePaymentUnderWalletLock } from "../../lib/ledger/payment-statement";
 import { admitTopupUnderWalletLock, claimAndAdmitTopup } from "../../lib/ledger/topup-admission";
@@ -65,9 +65,9 @@ const MONEY_PATH_STATEMENTS = [
   "webhook_credit_topup",
   "ledger_decide_reward",
   "ledger_claim_refund",
-  "ledger_release_refund",
+  "ledger_release_reservation",
   "ledger_note_dispute",
-  "ledger_land_dispute_entry",
+  "ledger_land_bank_entry",
   "reward_cap_day_read",
 ];
 
@@ -369,14 +369,14 @@ async function moneyPathRound(session: pg.Client, userId: string): Promise<void>
     session,
   );
   if (refund.kind !== "reserved") throw new Error(`C25: the refund was ${refund.kind}`);
-  if ((await releaseRefund(topupRef, { actor: "webhook", detail: "C25" }, session)).kind !== "unchanged")
+  if ((await releaseReservation(topupRef, { actor: "webhook", detail: "C25" }, session)).kind !== "unchanged")
     throw new Error("C25: a top-up was released as a refund");
   const refundRef = { userId, entryId: refund.entry.id };
-  if ((await releaseRefund(refundRef, { actor: "webhook", detail: "C25" }, session)).kind !== "released")
+  if ((await releaseReservation(refundRef, { actor: "webhook", detail: "C25" }, session)).kind !== "released")
     throw new Error("C25: the refund was not given back");
   await noteDisputeStatus(session, { userId, id: topup.id }, "lost");
   const disputeId = `dp_${randomUUID().replaceAll("-", "")}`;
-  const chargeback = await landDisputeEntry(session, {
+  const chargeback = await landBankEntry(session, {
     key: { userId, type: "chargeback", refId: disputeId },
     amountMinor: 1,
     currency: "USD",

@@ -10,7 +10,7 @@ import { merchantRefFor } from "@/lib/bank/merchant-ref";
 import { getRefund } from "@/lib/bank/refunds-client";
 import { applyBankDispute } from "@/lib/chargebacks/apply-dispute";
 import { findEntryByKey } from "@/lib/ledger/claim";
-import { releaseRefund } from "@/lib/ledger/refunds";
+import { releaseReservation } from "@/lib/ledger/refunds";
 import { failEntry } from "@/lib/ledger/transitions";
 import { createPayment } from "@/lib/payments/create-payment";
 import { createRefund } from "@/lib/refunds/create-refund";
@@ -130,7 +130,7 @@ const giveBackThenFail: FailureDelivery = async (refund) => {
 /** Broken: trusts the event's word and gives the reservation back without asking the bank. */
 const trustingDelivery: FailureDelivery = async (refund) => {
   const row = await rowOf(refund);
-  await releaseRefund({ userId: row.userId, entryId: row.id }, { actor: "webhook", detail: "trusted the event" });
+  await releaseReservation({ userId: row.userId, entryId: row.id }, { actor: "webhook", detail: "trusted the event" });
 };
 
 /** A refund of 250 that the bank fails; `refund.failed` delivered three times at once once the bank says failed. */

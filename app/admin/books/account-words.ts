@@ -20,6 +20,10 @@ export const MOVEMENT_WORDS: Readonly<Record<LedgerType, string>> = {
   adjustment: "Late bank credit",
   chargeback: "Dispute lost",
   chargeback_reversal: "Dispute reversed",
+  payout: "Withdrawal",
+  payout_return: "Withdrawal returned",
+  transfer: "Transfer sent",
+  transfer_in: "Transfer received",
 };
 
 /** A refund's three events, in words; `move` says nothing more than the movement's kind. */
