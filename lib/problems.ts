@@ -24,6 +24,10 @@ export const PROBLEM_CODES = {
   balance_limit_exceeded: { status: 422, title: "Balance limit exceeded" },
   refund_exceeds_topup: { status: 422, title: "Refund exceeds the top-up" },
   topup_disputed: { status: 422, title: "Top-up disputed" },
+  recipient_unknown: { status: 422, title: "Recipient unknown" },
+  transfer_to_self: { status: 422, title: "Transfer to yourself" },
+  recipient_cannot_receive: { status: 422, title: "Recipient cannot receive" },
+  payout_limit_exceeded: { status: 422, title: "Daily withdrawal limit exceeded" },
   daily_cap_reached: { status: 429, title: "Daily reward cap reached" },
   rate_limited: { status: 429, title: "Too many requests" },
   internal_error: { status: 500, title: "Internal error" },
@@ -43,6 +47,8 @@ export const STORED_PROBLEM_CODES: ReadonlySet<ProblemCode> = new Set<ProblemCod
   "refund_exceeds_topup",
   "topup_disputed",
   "debt_outstanding",
+  "recipient_cannot_receive",
+  "payout_limit_exceeded",
 ]);
 
 export interface Problem {

@@ -10,6 +10,7 @@ import { readJsonBody } from "./read-json-body";
 import { parseAmountToken, type RawMembers } from "./raw-json";
 import type { InputOutcome } from "./route";
 import { FORM_REF_PREFIX, inFormRefNamespace, isFormRefId } from "../web/form-refs";
+import { isSandboxAccountNumber } from "../bank/payouts-client";
 import { NOTE_LENGTH_MAX, PAYEE_LENGTH_MAX, READABLE_TEXT_PATTERN } from "../payments/payees";
 
 export type Validated<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly detail: string };
@@ -107,6 +108,35 @@ export const paymentRequestSchema = z
     note: note.optional(),
   })
   .meta({ id: "PaymentRequest" });
+/** `POST /api/v1/transfers` (contract section 15). */
+export const transferRequestSchema = z
+  .strictObject({
+    refId,
+    to: z
+      .email()
+      .max(254)
+      .meta({ description: "The recipient's email address (their account's sign-in address).", example: "bo@example.com" }),
+    amount,
+    currency: currency.optional(),
+    note: note.optional(),
+  })
+  .meta({ id: "TransferRequest" });
+/** `POST /api/v1/payouts` (contract section 14). */
+export const payoutRequestSchema = z
+  .strictObject({
+    refId,
+    amount,
+    currency: currency.optional(),
+    destination: z
+      .string()
+      .refine(isSandboxAccountNumber, "must be a bank account number: 10 digits, the last one a Luhn check digit")
+      .meta({ description: "The bank account to pay: 10 digits, the last a Luhn check digit.", example: "4000000002" }),
+  })
+  .meta({ id: "PayoutRequest" });
+/** The wallet page's send form: as the API's body, with a reference the server minted. */
+const formTransferRequestSchema = transferRequestSchema.extend({ refId: formRefId });
+/** The wallet page's withdraw form: as the API's body, with a reference the server minted. */
+const formPayoutRequestSchema = payoutRequestSchema.extend({ refId: formRefId });
 /** The wallet page's top-up form: as the API's body, with a reference the server minted. */
 const formTopupRequestSchema = topupRequestSchema.extend({ refId: formRefId });
 /** The wallet page's pay form: as the API's body, with an order id the server minted. */
@@ -207,6 +237,58 @@ export function validatePaymentRequest(
   };
 }
 
+/** A validated transfer: the reference, the recipient's address, the amount, the currency, the note when sent. */
+export interface TransferInput {
+  readonly refId: string;
+  readonly to: string;
+  readonly amountMinor: number;
+  readonly currency: string;
+  readonly note?: string;
+}
+
+/**
+ * `POST /api/v1/transfers` body `{ refId, to, amount, currency?, note? }`, or the send form's fields (`source`
+ * "form"). Returns the validated input, or `ok: false` with a detail for `400 invalid_request` (contract section 15).
+ */
+export function validateTransferRequest(
+  value: unknown,
+  raw: RawMembers,
+  rules: AmountRules,
+  source: RefIdSource = "client",
+): Validated<TransferInput> {
+  const parsed = (source === "form" ? formTransferRequestSchema : transferRequestSchema).safeParse(value);
+  if (!parsed.success) return { ok: false, detail: describe(parsed.error) };
+  const money = checkAmountAndCurrency(raw, parsed.data.currency, rules);
+  if (!money.ok) return money;
+  const { refId: ref, to, note: noteText } = parsed.data;
+  return { ok: true, value: { refId: ref, to, ...money.value, ...(noteText === undefined ? {} : { note: noteText }) } };
+}
+
+/** A validated payout: the reference, the amount, the currency and the destination account. */
+export interface PayoutInput {
+  readonly refId: string;
+  readonly amountMinor: number;
+  readonly currency: string;
+  readonly destination: string;
+}
+
+/**
+ * `POST /api/v1/payouts` body `{ refId, amount, currency?, destination }`, or the withdraw form's fields (`source`
+ * "form"). Returns the validated input, or `ok: false` with a detail for `400 invalid_request` (contract section 14).
+ */
+export function validatePayoutRequest(
+  value: unknown,
+  raw: RawMembers,
+  rules: AmountRules,
+  source: RefIdSource = "client",
+): Validated<PayoutInput> {
+  const parsed = (source === "form" ? formPayoutRequestSchema : payoutRequestSchema).safeParse(value);
+  if (!parsed.success) return { ok: false, detail: describe(parsed.error) };
+  const money = checkAmountAndCurrency(raw, parsed.data.currency, rules);
+  if (!money.ok) return money;
+  return { ok: true, value: { refId: parsed.data.refId, ...money.value, destination: parsed.data.destination } };
+}
+
 /** `POST /api/v1/rewards` body `{ adId }`. */
 export function validateRewardRequest(value: unknown): Validated<{ adId: string }> {
   const parsed = rewardRequestSchema.safeParse(value);
@@ -262,6 +344,16 @@ export function readTopupInput(request: Request) {
 /** `POST /api/v1/payments`: the body read and validated ({@link validatePaymentRequest}). */
 export function readPaymentInput(request: Request) {
   return readOperationInput(request, (value, raw) => validatePaymentRequest(value, raw, amountRules()));
+}
+
+/** `POST /api/v1/transfers`: the body read and validated ({@link validateTransferRequest}). */
+export function readTransferInput(request: Request) {
+  return readOperationInput(request, (value, raw) => validateTransferRequest(value, raw, amountRules()));
+}
+
+/** `POST /api/v1/payouts`: the body read and validated ({@link validatePayoutRequest}). */
+export function readPayoutInput(request: Request) {
+  return readOperationInput(request, (value, raw) => validatePayoutRequest(value, raw, amountRules()));
 }
 
 /** `POST /api/v1/rewards`: the body read and validated ({@link validateRewardRequest}). */

@@ -16,11 +16,16 @@ export type OperationResult =
   | { readonly kind: "in_progress"; readonly retryAfterS: number }
   /**
    * Refused before any row was created (rewards: 429 daily_cap_reached, 503 cap_store_unavailable; any new
-   * operation: 429 rate_limited, contract section 9). `retryAfterS` becomes `Retry-After` when waiting helps.
+   * operation: 429 rate_limited, contract section 9; transfers: 422 recipient_unknown, transfer_to_self, section 15). `retryAfterS` becomes `Retry-After` when waiting helps.
    */
   | {
       readonly kind: "refused";
-      readonly code: "daily_cap_reached" | "cap_store_unavailable" | "rate_limited";
+      readonly code:
+        | "daily_cap_reached"
+        | "cap_store_unavailable"
+        | "rate_limited"
+        | "recipient_unknown"
+        | "transfer_to_self";
       readonly detail: string;
       readonly retryAfterS?: number;
     };

@@ -72,7 +72,35 @@ export const statementEntryViewSchema = z.strictObject({
   ...movement,
 });
 
+/** A transfer sent (contract section 15): the sender's reference, the recipient's address as the sender wrote it. */
+export const transferViewSchema = z
+  .strictObject({
+    refId,
+    to: z.string().meta({ description: "The recipient's email address, as the sender wrote it." }),
+    note: z.string().optional().meta({ description: "The sender's note, when given." }),
+    ...movement,
+  })
+  .meta({ id: "Transfer", description: "A transfer to another user (contract section 15): final once `succeeded`." });
+
+/** A withdrawal to a bank account (contract section 14). */
+export const payoutViewSchema = z
+  .strictObject({
+    refId,
+    destination: z.string().meta({ description: "The sandbox bank account number paid to (10 digits)." }),
+    ...movement,
+  })
+  .meta({
+    id: "Payout",
+    description:
+      "A withdrawal (contract section 14): `processing` until the bank's word; `succeeded` when paid, `failed` when " +
+      "the bank failed it (the held money is back in the balance).",
+  });
+
 /** The 201 bodies of the operations, stored with the row and replayed byte for byte (contract section 3). */
 export const topupResponseSchema = z.strictObject({ topup: topupViewSchema }).meta({ id: "TopupResponse" });
 export const paymentResponseSchema = z.strictObject({ payment: paymentViewSchema }).meta({ id: "PaymentResponse" });
 export const rewardResponseSchema = z.strictObject({ reward: rewardViewSchema }).meta({ id: "RewardResponse" });
+export const transferResponseSchema = z
+  .strictObject({ transfer: transferViewSchema })
+  .meta({ id: "TransferResponse" });
+export const payoutResponseSchema = z.strictObject({ payout: payoutViewSchema }).meta({ id: "PayoutResponse" });

@@ -7,7 +7,14 @@ import type { z } from "zod";
 import type { LedgerEntry, StoredResponse } from "./entry";
 import type { OperationParams } from "./fingerprint";
 import { jsonResponseTemplate, type ResponseTemplate } from "./response-template";
-import type { paymentViewSchema, rewardViewSchema, statementEntryViewSchema, topupViewSchema } from "./view-schemas";
+import type {
+  paymentViewSchema,
+  payoutViewSchema,
+  rewardViewSchema,
+  statementEntryViewSchema,
+  topupViewSchema,
+  transferViewSchema,
+} from "./view-schemas";
 
 /** `T` of contract section 4 (its schema, the OpenAPI document's `Topup`, is in ./view-schemas.ts). */
 export type TopupView = z.infer<typeof topupViewSchema>;
@@ -146,4 +153,64 @@ export function statementEntryView(entry: LedgerEntry): StatementEntryView {
 /** A JSON success response as stored: `status` and the exact body text. */
 export function jsonStoredResponse(status: number, value: unknown): StoredResponse {
   return { status, body: JSON.stringify(value) };
+}
+
+export type TransferView = z.infer<typeof transferViewSchema>;
+
+/** A transfer's view (contract section 15): its `to` and, when given, `note` come from the row's parameters. */
+export function transferView(
+  entry: Pick<LedgerEntry, "refId" | "params" | "amountMinor" | "currency" | "status" | "failureReason" | "createdAt" | "updatedAt">,
+): TransferView {
+  const { note } = entry.params;
+  return {
+    refId: entry.refId,
+    to: String(entry.params.to),
+    ...(typeof note === "string" ? { note } : {}),
+    amount: entry.amountMinor,
+    currency: entry.currency,
+    status: entry.status,
+    failureReason: entry.failureReason,
+    createdAt: entry.createdAt.toISOString(),
+    updatedAt: entry.updatedAt.toISOString(),
+  };
+}
+
+/**
+ * The stored 201 of a transfer decided in one statement (transfer-statement.ts), before the statement runs: the view
+ * of a `succeeded` row, its timestamps left as slots for the statement to fill with the row's time.
+ */
+export function succeededTransferResponse(
+  refId: string,
+  amountMinor: number,
+  currency: string,
+  params: OperationParams,
+): ResponseTemplate {
+  const time = new Date(0);
+  const view = transferView({
+    refId,
+    params,
+    amountMinor,
+    currency,
+    status: "succeeded",
+    failureReason: null,
+    createdAt: time,
+    updatedAt: time,
+  });
+  return jsonResponseTemplate(201, (slot) => ({ transfer: { ...view, createdAt: slot, updatedAt: slot } }));
+}
+
+export type PayoutView = z.infer<typeof payoutViewSchema>;
+
+/** A payout's view (contract section 14): its destination from the row's parameters. */
+export function payoutView(entry: LedgerEntry): PayoutView {
+  return {
+    refId: entry.refId,
+    destination: String(entry.params.destination),
+    amount: entry.amountMinor,
+    currency: entry.currency,
+    status: entry.status,
+    failureReason: entry.failureReason,
+    createdAt: entry.createdAt.toISOString(),
+    updatedAt: entry.updatedAt.toISOString(),
+  };
 }

@@ -146,6 +146,14 @@ export const PROBLEM_SENTENCES: Readonly<Record<ProblemCode, (context: SentenceC
   // Contract section 11, case C26: a dispute open or lost on the top-up returns the cardholder's money itself.
   topup_disputed: () =>
     "The bank holds a dispute on this top-up, which returns the money to the card itself, so nothing was refunded.",
+  // Contract section 15: a transfer names someone with an account, and never its sender.
+  recipient_unknown: () => "No account has this email address. Check it with the person; nothing was sent.",
+  transfer_to_self: () => "This is your own email address: you cannot send money to yourself. Nothing was sent.",
+  recipient_cannot_receive: () =>
+    "The recipient's wallet cannot take this amount right now. Nothing was sent; try a smaller amount.",
+  // Contract section 14: the daily withdrawal limit (PAYOUT_DAILY_LIMIT_MINOR).
+  payout_limit_exceeded: (c) =>
+    `This withdrawal${ofAmount(c)} would pass today's withdrawal limit, so nothing was withdrawn. Try a smaller amount or come back tomorrow.`,
   payload_too_large: (c) => `The request was too large; ${nothingMoved(c)}.`,
   unsupported_media_type: () => "The request was refused. Reload the page and try again.",
   idempotency_key_reused: (c) => reusedReferenceSentence(c, ["amount"]),

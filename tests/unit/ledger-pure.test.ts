@@ -96,6 +96,10 @@ describe("keys", () => {
       "refund",
       "chargeback",
       "chargeback_reversal",
+      "payout",
+      "payout_return",
+      "transfer",
+      "transfer_in",
     ]);
     expect(LEDGER_DIRECTION).toEqual({
       topup: 1,
@@ -105,6 +109,10 @@ describe("keys", () => {
       refund: -1,
       chargeback: -1,
       chargeback_reversal: 1,
+      payout: -1,
+      payout_return: 1,
+      transfer: -1,
+      transfer_in: 1,
     });
   });
 });
