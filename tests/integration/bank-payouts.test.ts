@@ -190,7 +190,7 @@ describe("sandbox bank: payouts", () => {
     }
   });
 
-  it("answers 400 for a key other than merchantRef or a bad amount, 415 for a non-JSON body", async () => {
+  it("answers 400 for a key other than merchantRef or a bad amount, 415 for a non-JSON body, 413 for a huge one", async () => {
     const merchantRef = payoutRef();
     expect((await postPayout(merchantRef, {}, payoutRef())).status).toBe(400);
     expect((await postPayout(merchantRef, { amount: 0 })).status).toBe(400);
@@ -201,6 +201,8 @@ describe("sandbox bank: payouts", () => {
       body: "{}",
     });
     expect(res.status).toBe(415);
+    // Over the 64 KiB body limit (bank/server.ts BODY_LIMIT_BYTES).
+    expect((await postPayout(merchantRef, { pad: "x".repeat(70_000) })).status).toBe(413);
     expect(await findPayoutByReference(merchantRef, options)).toEqual({ kind: "not_found" });
   });
 
