@@ -40,6 +40,18 @@ const schema = z
     BANK_FAULT_DUP_RATE: rate(),
     BANK_FAULT_REORDER_RATE: rate(),
     BANK_FAULT_NOHOOK_RATE: rate(),
+    /** Global payout fault rates (docs/bank-sandbox.md "Payouts"), each a probability 0..1 drawn per new payout. */
+    BANK_PAYOUT_FAULT_FAIL_RATE: rate(),
+    BANK_PAYOUT_FAULT_SLOW_RATE: rate(),
+    BANK_PAYOUT_FAULT_LOST_RATE: rate(),
+    BANK_PAYOUT_FAULT_DUP_RATE: rate(),
+    BANK_PAYOUT_FAULT_REORDER_RATE: rate(),
+    BANK_PAYOUT_FAULT_NOHOOK_RATE: rate(),
+    /**
+     * How long after a payout is paid the return switch (`sbx-po-return-`) returns it. 3 s: "a few seconds later",
+     * long enough for the app to have booked the payment before the return arrives.
+     */
+    BANK_PAYOUT_RETURN_DELAY_MS: intFrom(0, 3_600_000),
     /** Seed for the fault draws, so a storm with rates is reproducible. Unset: a random seed (logged). */
     BANK_FAULT_SEED: intFrom(0, 2 ** 32 - 1),
 
@@ -87,6 +99,15 @@ const schema = z
         reorder: raw.BANK_FAULT_REORDER_RATE,
         nohook: raw.BANK_FAULT_NOHOOK_RATE,
       },
+      payoutFaultRates: {
+        fail: raw.BANK_PAYOUT_FAULT_FAIL_RATE,
+        slow: raw.BANK_PAYOUT_FAULT_SLOW_RATE,
+        lost: raw.BANK_PAYOUT_FAULT_LOST_RATE,
+        dup: raw.BANK_PAYOUT_FAULT_DUP_RATE,
+        reorder: raw.BANK_PAYOUT_FAULT_REORDER_RATE,
+        nohook: raw.BANK_PAYOUT_FAULT_NOHOOK_RATE,
+      },
+      payoutReturnDelayMs: raw.BANK_PAYOUT_RETURN_DELAY_MS ?? 3000,
       faultSeed: raw.BANK_FAULT_SEED,
       syncSuccess: raw.BANK_SYNC_SUCCESS,
       webhookDelayMs: raw.BANK_WEBHOOK_DELAY_MS ?? 200,
@@ -116,6 +137,7 @@ const schema = z
 
 export type BankConfig = z.infer<typeof schema>;
 export type FaultRates = BankConfig["faultRates"];
+export type PayoutFaultRates = BankConfig["payoutFaultRates"];
 
 export class BankConfigError extends Error {
   constructor(readonly problems: string[]) {

@@ -10,6 +10,7 @@ import { signWebhook, SIGNATURE_HEADER } from "../lib/bank/signature";
 import type { BankConfig, FaultRates } from "./config";
 import { DisputeDesk } from "./disputes";
 import { decideFaults, DUPLICATE_COPIES, retryDelayMs, type Random } from "./faults";
+import { PayoutDesk } from "./payouts";
 import { RefundDesk } from "./refunds";
 import type { AttemptRecord, BankState, ChargeRecord, DeliveryRecord, EventType } from "./state";
 import { AttemptCancel, WebhookPoster, WebhookTimeoutError } from "./webhook-post";
@@ -81,6 +82,8 @@ export class BankEngine {
   readonly refunds: RefundDesk;
   /** Disputes on succeeded charges (bank/disputes.ts); their steps run on this engine's timer. */
   readonly disputes: DisputeDesk;
+  /** Payouts (bank/payouts.ts): settled and returned by this engine's timer, their webhooks delivered like charges'. */
+  readonly payouts: PayoutDesk;
   private paused = false;
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
@@ -131,6 +134,21 @@ export class BankEngine {
       this.config.webhookDelayMs,
       (chargeId) => this.refunds.refundedMinor(chargeId),
     );
+    this.payouts = new PayoutDesk(this.config, this.state, this.logger, this.random, {
+      // A payout's deliveries carry its payout id where a charge's carry the charge id.
+      queueDelivery: (event) =>
+        this.queueDelivery(
+          event.type,
+          event.payoutId,
+          event.merchantRef,
+          event.data,
+          event.copies,
+          event.createdIso,
+          event.nowMs,
+          event.after,
+        ),
+      schedule: () => this.schedule(),
+    });
   }
 
   /** Starts the timer: overdue settlements and pending deliveries (for example after a restart) run at once. */
@@ -259,6 +277,7 @@ export class BankEngine {
     for (const charge of this.unsettled) nextMs = Math.min(nextMs, charge.settleAtMs);
     nextMs = Math.min(nextMs, this.refunds.nextSettleAtMs());
     nextMs = Math.min(nextMs, this.disputes.nextDueMs());
+    nextMs = Math.min(nextMs, this.payouts.nextDueMs());
     // With every delivery slot busy, a finishing attempt calls schedule() again; counting due deliveries
     // here would spin the timer at 0 ms.
     if (!this.paused && this.inFlight.size < this.config.deliveryConcurrency) {
@@ -289,6 +308,7 @@ export class BankEngine {
     }
     if (this.refunds.settleDue(now)) changed = true;
     if (this.disputes.advance(now)) changed = true;
+    if (this.payouts.advance(now)) changed = true;
     if (!this.paused) {
       const due = [...this.state.pendingDeliveries]
         .filter((d) => !this.inFlight.has(d.id) && d.nextAttemptAtMs <= now && !this.held(d))
@@ -343,7 +363,10 @@ export class BankEngine {
     return this.queueDelivery(type, charge.id, charge.merchantRef, data, copies, createdIso, nowMs, after);
   }
 
-  /** Queues `copies` deliveries of one new event with `data` (charges' and refunds' alike); returns the event id. */
+  /**
+   * Queues `copies` deliveries of one new event with `data` (charges', refunds' and payouts' alike); returns the
+   * event id. `chargeId` is what the deliveries list shows as the event's subject (a payout's id for payouts).
+   */
   private queueDelivery(
     type: EventType,
     chargeId: string,

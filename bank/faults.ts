@@ -3,9 +3,9 @@
  * rates. Decided once, when the charge is created, and stored with it, so a restart or a repeated request never
  * changes a charge's behaviour.
  */
-import type { FaultRates } from "./config";
+import type { FaultRates, PayoutFaultRates } from "./config";
 import type { ChargeFaults } from "./state";
-import { parseMerchantRef } from "../lib/bank/merchant-ref";
+import { parseMerchantRef, parsePayoutMerchantRef } from "../lib/bank/merchant-ref";
 
 /** refId prefixes and the fault each one switches on (contract section 5; docs/bank-sandbox.md). */
 export const FAULT_PREFIXES: Readonly<Record<keyof ChargeFaults, string>> = {
@@ -16,6 +16,38 @@ export const FAULT_PREFIXES: Readonly<Record<keyof ChargeFaults, string>> = {
   reorder: "sbx-reorder-",
   nohook: "sbx-nohook-",
 };
+
+/** Which faults apply to a payout, decided once when it is made (docs/bank-sandbox.md "Payouts"). */
+export interface PayoutFaults {
+  /** Settles `failed` instead of `paid` (the rate is `fail`). */
+  fail: boolean;
+  slow: boolean;
+  lost: boolean;
+  dup: boolean;
+  /** Paid, then returned, with `payout.returned` delivered before `payout.paid`. */
+  reorder: boolean;
+  /** Paid, then returned `BANK_PAYOUT_RETURN_DELAY_MS` later (switch only: charges have no such rate). */
+  returns: boolean;
+  nohook: boolean;
+}
+
+/**
+ * refId prefixes of `payout:<userId>:<refId>` and the payout fault each one switches on. `unavailable` is answered
+ * `503` before anything is made, so it is never stored with a payout. No prefix here is the start of another.
+ */
+export const PAYOUT_FAULT_PREFIXES: Readonly<Record<keyof PayoutFaults | "unavailable", string>> = {
+  fail: "sbx-po-fail-",
+  slow: "sbx-po-slow-",
+  lost: "sbx-po-lost-",
+  dup: "sbx-po-dup-",
+  reorder: "sbx-po-reorder-",
+  returns: "sbx-po-return-",
+  nohook: "sbx-po-nohook-",
+  unavailable: "sbx-po-5xx-",
+};
+
+/** The brief for payouts: the duplicate switch delivers each payout event twice (2 deliveries, one event id). */
+export const PAYOUT_DUPLICATE_COPIES = 2;
 
 /** Contract section 5: the duplicate switch sends each webhook 3 times. */
 export const DUPLICATE_COPIES = 3;
@@ -62,6 +94,34 @@ export function decideFaults(merchantRef: string, rates: FaultRates, random: Ran
     lost: decide("lost"),
     dup: decide("dup"),
     reorder: decide("reorder"),
+    nohook: decide("nohook"),
+  };
+}
+
+/** True when the payout reference's refId carries the switch that answers `503` without making anything. */
+export function payoutUnavailableSwitch(merchantRef: string): boolean {
+  const refId = parsePayoutMerchantRef(merchantRef)?.refId ?? "";
+  return refId.startsWith(PAYOUT_FAULT_PREFIXES.unavailable);
+}
+
+/**
+ * Decides a new payout's faults like {@link decideFaults} does a charge's: by the refId prefix of
+ * `payout:<userId>:<refId>`, or by a draw under the payout rate of the same kind (one draw per kind with a rate,
+ * whatever the prefix, so a seeded run stays reproducible). `returns` has no rate: it is a switch only.
+ */
+export function decidePayoutFaults(merchantRef: string, rates: PayoutFaultRates, random: Random): PayoutFaults {
+  const refId = parsePayoutMerchantRef(merchantRef)?.refId ?? "";
+  const decide = (kind: keyof PayoutFaultRates): boolean => {
+    const drawn = random() < rates[kind];
+    return refId.startsWith(PAYOUT_FAULT_PREFIXES[kind]) || drawn;
+  };
+  return {
+    fail: decide("fail"),
+    slow: decide("slow"),
+    lost: decide("lost"),
+    dup: decide("dup"),
+    reorder: decide("reorder"),
+    returns: refId.startsWith(PAYOUT_FAULT_PREFIXES.returns),
     nohook: decide("nohook"),
   };
 }

@@ -6,6 +6,7 @@
  *   POST /charges/cancel   make an unused key unusable; report the charge when one exists
  *   POST /refunds, GET /refunds?chargeId=, GET /refunds/{id}   refunds (bank/refunds.ts)
  *   GET  /disputes         ?since=<ISO time | cursor>[&limit] a page of disputes; /disputes/{id} one (disputes.ts)
+ *   POST /payouts, GET /payouts?merchantRef= | ?since=, GET /payouts/{id}   payouts (bank/payouts.ts)
  *   GET  /health
  *   /_sandbox/...          test controls, loopback clients only
  *
@@ -17,6 +18,7 @@ import { z } from "zod";
 import type { BankConfig } from "./config";
 import { openDisputeBodySchema, publicDispute } from "./disputes";
 import { publicCharge, type BankEngine } from "./engine";
+import { handlePayoutRoute } from "./payouts";
 import { handleRefundRoute } from "./refunds";
 import type { BankState, DeliveryRecord } from "./state";
 
@@ -41,14 +43,27 @@ const chargeBodySchema = z
   })
   .strict();
 const cancelBodySchema = z.object({ merchantRef: z.string() }).strict();
+const probability = z.number().min(0).max(1);
 const ratesPatchSchema = z
   .object({
-    decline: z.number().min(0).max(1),
-    slow: z.number().min(0).max(1),
-    lost: z.number().min(0).max(1),
-    dup: z.number().min(0).max(1),
-    reorder: z.number().min(0).max(1),
-    nohook: z.number().min(0).max(1),
+    decline: probability,
+    slow: probability,
+    lost: probability,
+    dup: probability,
+    reorder: probability,
+    nohook: probability,
+    /** The payouts' rates (bank/payouts.ts), changed the same way. */
+    payouts: z
+      .object({
+        fail: probability,
+        slow: probability,
+        lost: probability,
+        dup: probability,
+        reorder: probability,
+        nohook: probability,
+      })
+      .partial()
+      .strict(),
   })
   .partial()
   .strict();
@@ -309,6 +324,26 @@ export function createBankServer(options: BankServerOptions): BankServer {
     },
   };
 
+  const payoutContext = {
+    ...refundContext,
+    desk: engine.payouts,
+    pageLimit,
+    sendSlowly(res: ServerResponse, status: number, body: unknown): void {
+      const entry = {
+        res,
+        timer: setTimeout(() => {
+          slowReplies.delete(entry);
+          sendJson(res, status, body);
+        }, config.slowMs),
+      };
+      slowReplies.add(entry);
+    },
+  };
+
+  function faultsView() {
+    return { rates: engine.faultRates, payoutRates: engine.payouts.faultRates, syncSuccess: config.syncSuccess };
+  }
+
   async function sandbox(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     // The controls change how the bank behaves: only local clients may use them, whatever BANK_HOST is.
     if (!isLoopback(req.socket.remoteAddress))
@@ -316,13 +351,14 @@ export function createBankServer(options: BankServerOptions): BankServer {
     const route = `${req.method} ${url.pathname}`;
     switch (route) {
       case "GET /_sandbox/faults":
-        sendJson(res, 200, { rates: engine.faultRates, syncSuccess: config.syncSuccess });
+        sendJson(res, 200, faultsView());
         return;
       case "POST /_sandbox/faults": {
-        const patch = parseOrThrow(ratesPatchSchema, await readJsonBody(req, true));
+        const { payouts, ...patch } = parseOrThrow(ratesPatchSchema, await readJsonBody(req, true));
         engine.faultRates = { ...engine.faultRates, ...patch };
-        logger.info({ rates: engine.faultRates }, "fault rates changed");
-        sendJson(res, 200, { rates: engine.faultRates, syncSuccess: config.syncSuccess });
+        engine.payouts.faultRates = { ...engine.payouts.faultRates, ...payouts };
+        logger.info({ rates: engine.faultRates, payoutRates: engine.payouts.faultRates }, "fault rates changed");
+        sendJson(res, 200, faultsView());
         return;
       }
       case "POST /_sandbox/webhooks/pause":
@@ -377,6 +413,9 @@ export function createBankServer(options: BankServerOptions): BankServer {
     if (url.pathname === "/refunds" || url.pathname.startsWith("/refunds/")) {
       if (await handleRefundRoute(req, res, url, refundContext)) return;
     }
+    if (url.pathname === "/payouts" || url.pathname.startsWith("/payouts/")) {
+      if (await handlePayoutRoute(req, res, url, payoutContext)) return;
+    }
     const disputes = engine.disputes.answer(req.method, url, pageLimit);
     if (disputes) return sendJson(res, disputes.status, disputes.body);
     switch (route) {
@@ -391,6 +430,7 @@ export function createBankServer(options: BankServerOptions): BankServer {
           status: "ok",
           charges: state.charges.length,
           refunds: state.refunds.length,
+          payouts: state.payouts.length,
           pendingDeliveries: engine.pendingDeliveryCount(),
           webhooksPaused: engine.webhooksPaused,
         });

@@ -18,7 +18,8 @@
  * Every change to a record must be reported ({@link BankState.addCharge}, {@link BankState.chargeChanged},
  * {@link BankState.addDelivery}, {@link BankState.deliveryChanged}, {@link BankState.cancelKey},
  * {@link BankState.pruneFinishedDeliveries}, {@link BankState.addRefund}, {@link BankState.refundChanged},
- * {@link BankState.addDispute}, {@link BankState.disputeChanged}) before
+ * {@link BankState.addDispute}, {@link BankState.disputeChanged}, {@link BankState.addPayout},
+ * {@link BankState.payoutChanged}) before
  * `save()`, or it is not persisted.
  */
 import { ftruncateSync, writeSync } from "node:fs";
@@ -26,6 +27,7 @@ import { mkdir, open, readFile, rename, rm, type FileHandle } from "node:fs/prom
 import { dirname, resolve } from "node:path";
 import { z } from "zod";
 import { disputeSchema, type DisputeRecord } from "./disputes";
+import { PAYOUT_EVENT_TYPES, payoutRecordSchema, type PayoutEventType, type PayoutRecord } from "./payouts";
 import { REFUND_EVENT_TYPES, refundRecordSchema, type RefundEventType, type RefundRecord } from "./refunds";
 
 export type ChargeStatus = "pending" | "succeeded" | "declined";
@@ -34,7 +36,8 @@ export type EventType =
   | "charge.failed"
   | "charge.disputed"
   | "charge.dispute_closed"
-  | RefundEventType;
+  | RefundEventType
+  | PayoutEventType;
 
 /** Which faults apply to a charge, decided once when it is created (by refId prefix or by global rate). */
 export interface ChargeFaults {
@@ -140,6 +143,7 @@ const deliverySchema = z.object({
     "charge.disputed",
     "charge.dispute_closed",
     ...REFUND_EVENT_TYPES,
+    ...PAYOUT_EVENT_TYPES,
   ]),
   chargeId: z.string(),
   merchantRef: z.string(),
@@ -164,6 +168,8 @@ const fileSchema = z.object({
   journalSeq: z.number().int().nonnegative().optional(),
   /** Refunds in creation order (absent in files written before refunds: none). */
   refunds: z.array(refundRecordSchema).optional(),
+  /** Payouts in creation order (bank/payouts.ts; absent in files written before payouts: none). */
+  payouts: z.array(payoutRecordSchema).optional(),
 });
 /** One journal line: a sequence number and exactly one changed record. */
 const journalLineSchema = z.union([
@@ -173,6 +179,7 @@ const journalLineSchema = z.union([
   z.object({ s: z.number().int().positive(), x: z.array(z.string()) }),
   z.object({ s: z.number().int().positive(), r: refundRecordSchema }),
   z.object({ s: z.number().int().positive(), p: disputeSchema }),
+  z.object({ s: z.number().int().positive(), o: payoutRecordSchema }),
 ]);
 type JournalLine = z.infer<typeof journalLineSchema>;
 
@@ -210,6 +217,10 @@ export class BankState {
   readonly disputesById = new Map<string, DisputeRecord>();
   /** A charge's dispute: at most one per charge, as at card networks (bank/disputes.ts `DisputeDesk.open`). */
   readonly disputesByCharge = new Map<string, DisputeRecord>();
+  /** Payouts in creation order (bank/payouts.ts), by key and by id. */
+  readonly payouts: PayoutRecord[] = [];
+  readonly payoutsByRef = new Map<string, PayoutRecord>();
+  readonly payoutsById = new Map<string, PayoutRecord>();
   /**
    * The deliveries whose status is `pending`, in the order they were added: the engine's timer and dispatch walk
    * these, not the finished history. Kept by {@link addDelivery} and {@link deliveryChanged}.
@@ -229,6 +240,9 @@ export class BankState {
   private readonly changedDeliveries = new Set<DeliveryRecord>();
   private readonly changedRefunds = new Set<RefundRecord>();
   private readonly changedDisputes = new Set<DisputeRecord>();
+  private readonly changedPayouts = new Set<PayoutRecord>();
+  /** The payout sequence's last number (bank/payouts.ts: the `since` listing's order). */
+  private payoutSeq = 0;
   /** The dispute sequence's last number (bank/disputes.ts: the `since` listing's order). */
   private disputeSeq = 0;
   private newCancelledKeys: string[] = [];
@@ -271,6 +285,7 @@ export class BankState {
       state.deliveries = parsed.data.deliveries;
       for (const refund of parsed.data.refunds ?? []) state.indexRefund(refund);
       for (const dispute of parsed.data.disputes ?? []) state.indexDispute(dispute);
+      for (const payout of parsed.data.payouts ?? []) state.indexPayout(payout);
       state.seq = parsed.data.journalSeq ?? 0;
       for (const d of state.deliveries) if (d.status === "pending") state.pendingDeliveries.add(d);
     }
@@ -338,6 +353,28 @@ export class BankState {
   /** The dispute sequence's last number taken (0 before any dispute). */
   lastDisputeSeq(): number {
     return this.disputeSeq;
+  }
+
+  /** Adds a new payout to every index and records it. The caller has checked that its key is free. */
+  addPayout(payout: PayoutRecord): void {
+    this.indexPayout(payout);
+    this.changedPayouts.add(payout);
+  }
+
+  /** Records that `payout` (already in the state) changed, so the next save writes it. */
+  payoutChanged(payout: PayoutRecord): void {
+    this.changedPayouts.add(payout);
+  }
+
+  /** The next number of the payout sequence (every change of a payout takes one). */
+  nextPayoutSeq(): number {
+    this.payoutSeq += 1;
+    return this.payoutSeq;
+  }
+
+  /** The payout sequence's last number taken (0 before any payout). */
+  lastPayoutSeq(): number {
+    return this.payoutSeq;
   }
 
   /** Marks `merchantRef` as cancelled for good and records it. */
@@ -415,6 +452,17 @@ export class BankState {
     this.disputeSeq = Math.max(this.disputeSeq, dispute.seq);
   }
 
+  private indexPayout(payout: PayoutRecord): void {
+    const existing = this.payoutsById.get(payout.id);
+    if (existing) Object.assign(existing, payout);
+    else {
+      this.payouts.push(payout);
+      this.payoutsById.set(payout.id, payout);
+      this.payoutsByRef.set(payout.merchantRef, payout);
+    }
+    this.payoutSeq = Math.max(this.payoutSeq, payout.seq);
+  }
+
   /**
    * Starts the next write at the end of this event-loop turn (setImmediate), so every save asked for in the same
    * turn (the requests and webhook answers read from one poll of the sockets) shares one write and one fdatasync.
@@ -441,7 +489,8 @@ export class BankState {
       this.deliveries.length +
       this.cancelledKeys.size +
       this.refunds.length +
-      this.disputes.length;
+      this.disputes.length +
+      this.payouts.length;
     const write =
       this.journalLines + lines.length > Math.max(COMPACT_AFTER_LINES_MIN, records)
         ? this.writeSnapshot(this.serialize())
@@ -472,7 +521,9 @@ export class BankState {
     for (const refund of this.changedRefunds) line({ r: refund });
     if (this.droppedDeliveryIds.length > 0) line({ x: this.droppedDeliveryIds });
     for (const dispute of this.changedDisputes) line({ p: dispute });
+    for (const payout of this.changedPayouts) line({ o: payout });
     this.changedDisputes.clear();
+    this.changedPayouts.clear();
     this.changedCharges.clear();
     this.changedDeliveries.clear();
     this.changedRefunds.clear();
@@ -490,6 +541,7 @@ export class BankState {
       disputes: this.disputes,
       journalSeq: this.seq,
       refunds: this.refunds,
+      payouts: this.payouts,
     });
   }
 
@@ -601,6 +653,8 @@ export class BankState {
         this.cancelledKeys.add(line.k);
       } else if ("p" in line) {
         this.indexDispute(line.p);
+      } else if ("o" in line) {
+        this.indexPayout(line.o);
       } else {
         const dropped = new Set(line.x);
         this.deliveries = this.deliveries.filter((d) => !dropped.has(d.id));
@@ -634,6 +688,7 @@ export async function readPersistedState(path: string): Promise<{
   deliveries: DeliveryRecord[];
   refunds: RefundRecord[];
   disputes: DisputeRecord[];
+  payouts: PayoutRecord[];
 }> {
   const state = await BankState.open(path, { repairTornTail: false });
   return {
@@ -642,5 +697,6 @@ export async function readPersistedState(path: string): Promise<{
     deliveries: state.deliveries,
     refunds: state.refunds,
     disputes: state.disputes,
+    payouts: state.payouts,
   };
 }

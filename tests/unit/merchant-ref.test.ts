@@ -1,6 +1,11 @@
 // Merchant references (contract section 5): `topup:<userId>:<refId>`, split on the first two colons only.
 import { describe, expect, it } from "vitest";
-import { merchantRefFor, parseMerchantRef } from "@/lib/bank/merchant-ref";
+import {
+  merchantRefFor,
+  parseMerchantRef,
+  parsePayoutMerchantRef,
+  payoutMerchantRefFor,
+} from "@/lib/bank/merchant-ref";
 
 describe("merchantRefFor", () => {
   it("builds topup:<userId>:<refId>", () => {
@@ -60,5 +65,23 @@ describe("parseMerchantRef", () => {
   it("returns null for non-strings instead of throwing", () => {
     expect(parseMerchantRef(undefined as unknown as string)).toBeNull();
     expect(parseMerchantRef(42 as unknown as string)).toBeNull();
+  });
+});
+
+describe("payout merchant references", () => {
+  it("builds payout:<userId>:<refId> and parses it back, split on the first two colons", () => {
+    expect(payoutMerchantRefFor("u1", "sbx-po-dup-1:2")).toBe("payout:u1:sbx-po-dup-1:2");
+    expect(parsePayoutMerchantRef("payout:u1:sbx-po-dup-1:2")).toEqual({ userId: "u1", refId: "sbx-po-dup-1:2" });
+  });
+
+  it("refuses the same invalid parts as top-up references", () => {
+    expect(() => payoutMerchantRefFor("a:b", "r1")).toThrow(RangeError);
+    expect(() => payoutMerchantRefFor("u1", "x".repeat(129))).toThrow(RangeError);
+  });
+
+  it("keeps the two kinds apart: a payout's reference is never read as a top-up's, nor the reverse", () => {
+    expect(parseMerchantRef("payout:u1:r1")).toBeNull();
+    expect(parsePayoutMerchantRef("topup:u1:r1")).toBeNull();
+    expect(parsePayoutMerchantRef("payout:u1:")).toBeNull();
   });
 });
