@@ -71,6 +71,13 @@ const schema = z
      * below the balance's CHECK (< 2^53): checked at start, below (case C28).
      */
     MAX_BALANCE_MINOR: intFrom(1, 2 ** 52).default(10_000_000),
+    /**
+     * Contract section 14: the most a user's withdrawals may hold per UTC day, in minor units (default 2,000,000, twice
+     * MAX_AMOUNT_MINOR's default). Decided by the payout's claim under the wallet's lock against the day's row in
+     * payout_limit_days (raised by the claim, lowered when the bank fails a payout); refused with a stored 422
+     * `payout_limit_exceeded`.
+     */
+    PAYOUT_DAILY_LIMIT_MINOR: intFrom(1, Number.MAX_SAFE_INTEGER).default(2_000_000),
     /** Contract: 3000 ms, how long a loser waits for the winner's stored response before answering 409. */
     IDEMPOTENCY_WAIT_MS: intFrom(0, 60_000).default(3000),
     /** Contract: USD. ISO 4217 alphabetic code. */

@@ -9,6 +9,7 @@ import { merchantRefFor } from "../bank/merchant-ref";
 import { env } from "../env";
 import { classifyDbError, recordSettleFailure, type LedgerEntry } from "../ledger";
 import { log } from "../log";
+import { payoutMerchantRefFor } from "../bank/merchant-ref";
 import { refundMerchantRefFor } from "../refunds/refund-ref";
 import { describeSettleError } from "../topups/settle-topup";
 import { note, type PassContext } from "./pass-context";
@@ -49,6 +50,7 @@ export function subjectOf(entry: LedgerEntry): Subject {
 export function merchantRefOfEntry(entry: LedgerEntry): string | null {
   try {
     if (entry.type === "topup") return merchantRefFor(entry.userId, entry.refId);
+    if (entry.type === "payout") return payoutMerchantRefFor(entry.userId, entry.refId);
     return entry.type === "refund" ? refundMerchantRefFor(entry.userId, entry.refId) : null;
   } catch {
     return null;

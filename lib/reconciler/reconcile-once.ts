@@ -12,6 +12,7 @@
  * docs/decisions/003-failure-and-recovery-policy.md.
  */
 import { reconcileDisputes } from "../chargebacks/reconcile-disputes";
+import { reconcileBankPayouts } from "../payouts/reconcile-bank-payouts";
 import { env } from "../env";
 import { countExpiredUnfinishedEntries, WORKER_ID } from "../ledger";
 import { log } from "../log";
@@ -142,7 +143,11 @@ async function runJobs(pass: PassContext): Promise<void> {
   }
   if (chargesUnlisted) note(pass, { kind: "charges_unlisted" });
   // Disputes the webhooks missed (contract section 12): lost ones debit once, reversed ones credit back once.
-  else await guardStep(pass, "disputes", () => reconcileDisputesOfPass(pass));
+  else {
+    await guardStep(pass, "disputes", () => reconcileDisputesOfPass(pass));
+    // Payouts the webhooks missed (contract section 14): paid ones posted, failed ones given back, returns credited.
+    await guardStep(pass, "payouts", () => reconcilePayoutsOfPass(pass));
+  }
   if (bankDown) {
     const remaining = await guardStep(pass, "ledger_to_bank", () => countExpiredUnfinishedEntries(pass.userIds));
     if (remaining.ok) note(pass, { kind: "rows_left", rowsLeft: remaining.value });
@@ -171,6 +176,19 @@ async function guardStep<T>(
     const detail = `the ${step.replaceAll("_", " ")} step failed outside any row: ${describeSettleError(error)}`;
     note(pass, { kind: "errored", anomaly: { kind: "row_error", merchantRef: null, chargeId: null, detail } });
     return { ok: false };
+  }
+}
+
+/**
+ * The payout step (lib/payouts/reconcile-bank-payouts.ts): each row it moved counts as `completed`; a bank payout
+ * without a row, or disagreeing with its row, is a `payout_mismatch` naming its merchant reference and payout id.
+ */
+async function reconcilePayoutsOfPass(pass: PassContext): Promise<void> {
+  const payouts = await reconcileBankPayouts(pass);
+  for (let i = 0; i < payouts.applied; i++) note(pass, { kind: "completed" });
+  for (const anomaly of payouts.anomalies) {
+    const { merchantRef, payoutId, detail } = anomaly;
+    note(pass, { kind: "left", anomaly: { kind: "payout_mismatch", merchantRef, chargeId: payoutId, detail } });
   }
 }
 

@@ -29,6 +29,11 @@ export const RECONCILE_ANOMALY_KINDS = [
    * after SETTLE_ATTEMPTS_MAX) and a later pass tries again; the rest of the pass went on (case C29).
    */
   "row_error",
+  /**
+   * A bank payout with no payout row for its key, or contradicting its row (another amount or account; paid while the
+   * ledger gave the hold back; failed while the ledger posted it): nothing moved (contract section 14).
+   */
+  "payout_mismatch",
 ] as const;
 
 export const reconcileAnomalySchema = z
@@ -60,7 +65,7 @@ export const bankUnreachableReportSchema = z
 export type BankUnreachableReport = Readonly<z.infer<typeof bankUnreachableReportSchema>>;
 
 /** The steps of a pass, in order (lib/reconciler/reconcile-once.ts). */
-export const RECONCILE_STEPS = ["ledger_to_bank", "bank_to_ledger", "disputes", "reward_counters"] as const;
+export const RECONCILE_STEPS = ["ledger_to_bank", "bank_to_ledger", "disputes", "payouts", "reward_counters"] as const;
 export type ReconcileStep = (typeof RECONCILE_STEPS)[number];
 
 /**

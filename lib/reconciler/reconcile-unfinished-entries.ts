@@ -5,7 +5,8 @@
  */
 import { cancelCharge, createCharge, getCharge, type UnknownOutcome } from "../bank/client";
 import { takeOverExpiredEntry, type LedgerEntry, type TakenOverEntry } from "../ledger";
-import { reconcileRefundEntry } from "../refunds/reconcile-refund";
+import { reconcilePayoutEntry, type PayoutReconcileOutcome } from "../payouts/reconcile-payout";
+import { reconcileRefundEntry, type RefundReconcileOutcome } from "../refunds/reconcile-refund";
 import { admitTopup } from "../topups/admit-topup";
 import { note, type PassContext } from "./pass-context";
 import { isolateRow, merchantRefOfEntry, subjectOf, type RowVerdict, type Subject } from "./isolate-row";
@@ -44,7 +45,8 @@ function leaveForTheBank(pass: PassContext, outcome: UnknownOutcome): void {
  */
 async function reconcileTakenOverEntry(pass: PassContext, row: TakenOverEntry, subject: Subject): Promise<RowVerdict> {
   const { entry } = row;
-  if (entry.type === "refund") return await reconcileRefundRow(pass, entry);
+  if (entry.type === "refund") return await reconcileHeldRow(pass, entry, await reconcileRefundEntry(entry, pass.bank));
+  if (entry.type === "payout") return await reconcileHeldRow(pass, entry, await reconcilePayoutEntry(entry, pass.bank));
   const merchantRef = merchantRefOfEntry(entry);
   if (entry.type !== "topup" || merchantRef === null) {
     const detail =
@@ -92,9 +94,15 @@ async function reconcileTakenOverEntry(pass: PassContext, row: TakenOverEntry, s
   }
 }
 
-/** A refund row left in flight (contract section 11): asked again at the bank by lib/refunds/reconcile-refund.ts. */
-async function reconcileRefundRow(pass: PassContext, entry: LedgerEntry): Promise<RowVerdict> {
-  const outcome = await reconcileRefundEntry(entry, pass.bank);
+/**
+ * What asking the bank again did to a row whose claim holds money: a refund (contract section 11, asked by
+ * lib/refunds/reconcile-refund.ts) or a payout (section 14, lib/payouts/reconcile-payout.ts).
+ */
+async function reconcileHeldRow(
+  pass: PassContext,
+  entry: LedgerEntry,
+  outcome: RefundReconcileOutcome | PayoutReconcileOutcome,
+): Promise<RowVerdict> {
   switch (outcome.kind) {
     case "completed":
     case "failed":
@@ -104,7 +112,7 @@ async function reconcileRefundRow(pass: PassContext, entry: LedgerEntry): Promis
       leaveForTheBank(pass, { kind: "unknown", reason: "network", detail: outcome.reason });
       return "bank_down";
     case "anomaly": {
-      // Its key at the bank is the refund's own (`refund:<userId>:<refundId>`), never a top-up's.
+      // Its key at the bank is the row's own (`refund:<userId>:<refundId>`, `payout:<userId>:<refId>`), never a top-up's.
       const anomaly = { merchantRef: merchantRefOfEntry(entry), chargeId: entry.bankChargeId, detail: outcome.detail };
       note(pass, { kind: "left", anomaly: { kind: "bank_refused", ...anomaly } });
       return "done";

@@ -1,10 +1,11 @@
 /**
  * The events the bank signs and sends to the webhook, as one union: charge events (contract section 5), refund events
- * (section 11) and dispute events (section 12). lib/webhooks/parse-bank-event.ts reads a body with it, and
+ * (section 11), dispute events (section 12) and payout events (section 14). lib/webhooks/parse-bank-event.ts reads a body with it, and
  * lib/openapi/document.ts describes the webhook's request body with it.
  */
 import { z } from "zod";
 import { disputeEventSchema, type DisputeEvent } from "../chargebacks/handle-dispute-event";
+import { payoutEventSchema, type PayoutEvent } from "../bank/payouts-client";
 import { refundEventSchema, type RefundEvent } from "../refunds/handle-refund-event";
 
 /** Printable ASCII without spaces, 1..`max` characters: ids and references as the bank writes them. */
@@ -37,8 +38,8 @@ export type ChargeEvent = z.infer<typeof chargeEventSchema>;
  * body matches at most one of them, and the webhook dispatches on `type`.
  */
 export const bankEventSchema = z
-  .union([chargeEventSchema, refundEventSchema, disputeEventSchema])
+  .union([chargeEventSchema, refundEventSchema, disputeEventSchema, payoutEventSchema])
   .meta({ id: "BankEvent" });
 
 /** The one event union the webhook dispatches on; `type` tells the kinds apart. */
-export type BankEvent = ChargeEvent | RefundEvent | DisputeEvent;
+export type BankEvent = ChargeEvent | RefundEvent | DisputeEvent | PayoutEvent;

@@ -16,6 +16,7 @@ import { verifyWebhookSignature, type SignatureFailureReason } from "../bank/sig
 import { handleDisputeEvent, type DisputeEventResult } from "../chargebacks/handle-dispute-event";
 import { env } from "../env";
 import { log } from "../log";
+import { handlePayoutEvent, type PayoutEventResult } from "../payouts/handle-payout-event";
 import { handleRefundEvent, type RefundEventResult } from "../refunds/handle-refund-event";
 import { handleChargeEvent, type ChargeEventResult } from "./handle-charge-event";
 import { parseBankEvent } from "./parse-bank-event";
@@ -34,7 +35,8 @@ export type WebhookResult =
    */
   | ChargeEventResult
   | RefundEventResult
-  | DisputeEventResult;
+  | DisputeEventResult
+  | PayoutEventResult;
 
 /** What the app wanted to ask the bank about when it could not: the 503's sentence says which. */
 export type BankUnavailableAbout = Extract<WebhookResult, { kind: "bank_unavailable" }>["about"];
@@ -85,6 +87,10 @@ export async function handleBankWebhook(
     case "charge.disputed":
     case "charge.dispute_closed":
       return await handleDispute(rawBody, bank);
+    case "payout.paid":
+    case "payout.failed":
+    case "payout.returned":
+      return await handlePayoutEvent(event, text, { record: recordWebhookEvent, bank });
   }
 }
 

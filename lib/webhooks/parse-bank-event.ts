@@ -1,5 +1,6 @@
 import type { z } from "zod";
 import { disputeEventSchema } from "../chargebacks/handle-dispute-event";
+import { payoutEventSchema } from "../bank/payouts-client";
 import { refundEventSchema } from "../refunds/handle-refund-event";
 import { bankEventSchema, chargeEventSchema, type BankEvent } from "./bank-event-schema";
 
@@ -48,6 +49,7 @@ export function parseBankEvent(rawBody: Buffer): ParsedBankEvent {
 const EVENT_KINDS: ReadonlyArray<{ readonly name: string; readonly prefix: string; readonly schema: z.ZodType }> = [
   { name: "dispute event", prefix: "charge.dispute", schema: disputeEventSchema },
   { name: "refund event", prefix: "refund.", schema: refundEventSchema },
+  { name: "payout event", prefix: "payout.", schema: payoutEventSchema },
   { name: "charge event", prefix: "charge.", schema: chargeEventSchema },
 ];
 

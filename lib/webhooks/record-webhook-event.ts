@@ -2,6 +2,7 @@ import { APPLIED_DISPUTE_OUTCOMES, type DisputeOutcome } from "../chargebacks/ha
 import { pool } from "../db";
 import { prepared, type Queryable } from "../ledger";
 import { APPLIED_REFUND_OUTCOMES, type RefundWebhookOutcome } from "../refunds/handle-refund-event";
+import { APPLIED_PAYOUT_OUTCOMES, type PayoutWebhookOutcome } from "../payouts/handle-payout-event";
 import type { SettlementAnomalyKind } from "../topups/settle-topup";
 
 /** What a charge event did (lib/webhooks/handle-charge-event.ts). `anomaly_*` credits nothing. */
@@ -27,7 +28,9 @@ export type WebhookOutcome =
   /** Refund events (contract section 11; lib/refunds/handle-refund-event.ts). */
   | RefundWebhookOutcome
   /** Dispute events (lib/chargebacks/handle-dispute-event.ts, contract section 12). */
-  | DisputeOutcome;
+  | DisputeOutcome
+  /** Payout events (lib/payouts/handle-payout-event.ts, contract section 14). */
+  | PayoutWebhookOutcome;
 
 /** Outcomes that mean "this delivery applied the event": the recorded outcome of its event, whoever came first. */
 const APPLIED_OUTCOMES: readonly WebhookOutcome[] = [
@@ -36,6 +39,7 @@ const APPLIED_OUTCOMES: readonly WebhookOutcome[] = [
   "adjusted",
   ...APPLIED_DISPUTE_OUTCOMES,
   ...APPLIED_REFUND_OUTCOMES,
+  ...APPLIED_PAYOUT_OUTCOMES,
 ];
 
 /**

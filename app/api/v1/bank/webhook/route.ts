@@ -22,6 +22,7 @@ const UNAVAILABLE_SENTENCES: Record<BankUnavailableAbout, (reason: string) => st
   refund_failure: (reason) =>
     `The refund's failure could not be confirmed with the bank (${reason}); nothing was given back. Deliver it again.`,
   dispute: (reason) => `The dispute could not be looked up at the bank (${reason}); no money moved. Deliver it again.`,
+  payout: (reason) => `The payout could not be looked up at the bank (${reason}); no money moved. Deliver it again.`,
 };
 
 const handlePost = withErrors(async (request) => {
