@@ -17,6 +17,8 @@ import { createBankRefundsRecordedCheck, createRefundsWithinTopupsCheck } from "
 import { createReturnedWithinChargeCheck } from "./checks/returned-within-charge";
 import { createDisputesCheck } from "../chargebacks/audit-disputes";
 import { createBankClearingCheck } from "./checks/bank-clearing";
+import { createPayoutsCheck } from "./checks/payouts";
+import { createTransfersCheck } from "./checks/transfers";
 import { createBooksBalancedCheck, createJournalMatchesEntriesCheck, createWalletAccountsCheck } from "./checks/books";
 
 /** `{ ok, checks }`: the OpenAPI document's `AuditReport` (./types.ts); `ok` is true when every check holds. */
@@ -75,6 +77,9 @@ export function defaultAuditChecks(options: Omit<RunAuditOptions, "checks"> = {}
     createJournalMatchesEntriesCheck(scope),
     createWalletAccountsCheck(scope),
     createBankClearingCheck(bank, scope, { stuckAfterS: settings.STUCK_AFTER_S }),
+    // Contract sections 14 and 15: money out and between people.
+    createPayoutsCheck(bank, scope, { stuckAfterS: settings.STUCK_AFTER_S }),
+    createTransfersCheck(scope),
   );
   return checks;
 }

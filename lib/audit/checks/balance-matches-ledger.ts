@@ -18,7 +18,8 @@ const CREDIT_TYPES = LEDGER_TYPES.filter((type) => LEDGER_DIRECTION[type] === 1)
 const DEBIT_TYPES = LEDGER_TYPES.filter((type) => LEDGER_DIRECTION[type] === -1);
 
 // Sums are compared as numeric in SQL and returned as text: a corrupted ledger may sum past 2^53, which the
-// app's int8 parser would refuse, and the audit must still be able to say so.
+// app's int8 parser would refuse, and the audit must still be able to say so. Payouts in flight are debits already
+// too: their claim held the money (contract section 14).
 // A user with ledger rows but no wallet, or a wallet but no rows, is compared against 0. Refunds in flight are
 // debits already (their claim reserved the money). A wallet holding a balance beside a debt is reported too.
 // $1 user ids or null, $2 credit types, $3 debit types, $4 limit.
@@ -27,7 +28,7 @@ WITH ledger AS (
   SELECT user_id,
          SUM(CASE WHEN type = ANY ($2::text[]) THEN amount_minor::numeric ELSE -amount_minor::numeric END) AS ledger_minor
     FROM ledger_entries
-   WHERE (status = 'succeeded' OR (type = 'refund' AND status IN ('initiated', 'processing')))
+   WHERE (status = 'succeeded' OR (type IN ('refund', 'payout') AND status IN ('initiated', 'processing')))
      AND type = ANY ($2::text[] || $3::text[])
      AND ($1::text[] IS NULL OR user_id = ANY ($1::text[]))
    GROUP BY user_id

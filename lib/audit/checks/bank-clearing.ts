@@ -7,7 +7,9 @@
  * from the bank's dispute). Compared per charge, so a difference names the charge; a charge whose last change at the
  * bank is more recent than STUCK_AFTER_S is not judged yet (its webhook or the reconciler may still be on the way),
  * as 7.6 excuses it. Reads the bank's charges and disputes in full and the refunds of each charge the books
- * refunded; an unreadable bank fails the check.
+ * refunded; an unreadable bank fails the check. Payouts are compared the same way, payout by payout (contract section
+ * 14): a payout the bank paid took its amount out of the clearing (its row's `settle`), one it returned put it back
+ * (the `payout_return` entry, keyed by the payout's ref id, whose parameters name the bank's payout).
  */
 import type { BankCharge } from "../../bank/client";
 import type { BankDispute } from "../../bank/disputes";
@@ -17,6 +19,9 @@ import { disputeWasLost, disputeWasReversed } from "../../chargebacks/apply-disp
 import { readAllDisputes } from "../../chargebacks/read-all-disputes";
 import { pool } from "../../db";
 import type { AuditCheck } from "../types";
+import type { BankPayout } from "../../bank/payouts-client";
+import { parsePayoutMerchantRef } from "../../bank/merchant-ref";
+import { readAllPayouts } from "../../payouts/read-all-payouts";
 import { readAllBankCharges } from "./read-bank-charges";
 import { checkResult, WHOLE_LEDGER, type AuditBankOptions, type AuditScope } from "./scope";
 
@@ -25,7 +30,9 @@ export const BANK_CLEARING_CHECK_NAME = "bank_clearing_matches_bank";
 // $1 user ids or null. The clearing account (an asset: minus the sum of its postings) per charge or per dispute.
 const CLEARING_SQL = `
 SELECT CASE e.type WHEN 'topup' THEN e.bank_charge_id WHEN 'adjustment' THEN e.ref_id
-                   WHEN 'refund' THEN t.bank_charge_id END AS charge_id,
+                   WHEN 'refund' THEN t.bank_charge_id
+                   WHEN 'payout' THEN 'payout ' || e.bank_charge_id
+                   WHEN 'payout_return' THEN 'payout ' || (e.params->>'payoutId') END AS charge_id,
        CASE WHEN e.type IN ('chargeback', 'chargeback_reversal') THEN e.ref_id END AS dispute_id,
        bool_or(e.type = 'refund') AS refunded,
        (-SUM(p.amount_minor::numeric))::text AS clearing_minor
@@ -77,6 +84,7 @@ async function addBankSide(
   figures: Map<string, ChargeFigures>,
   charges: BankCharge[],
   disputes: BankDispute[],
+  payouts: BankPayout[],
   bank: AuditBankOptions,
   scope: AuditScope,
 ): Promise<string | null> {
@@ -99,6 +107,13 @@ async function addBankSide(
     const figure = entry(dispute.chargeId);
     if (disputeWasLost(dispute) && !disputeWasReversed(dispute)) figure.bankMinor -= dispute.amount;
     figure.changedMs = Math.max(figure.changedMs, at(dispute.updatedAt));
+  }
+  for (const payout of payouts) {
+    const userId = parsePayoutMerchantRef(payout.merchantRef)?.userId;
+    if (userId === undefined || (scope.userIds !== null && !scope.userIds.includes(userId))) continue;
+    const figure = entry(`payout ${payout.id}`);
+    if (payout.status === "paid") figure.bankMinor -= payout.amount;
+    figure.changedMs = Math.max(figure.changedMs, at(payout.updatedAt));
   }
   for (const [chargeId, figure] of figures) {
     if (!figure.refunded) continue;
@@ -125,7 +140,11 @@ export function createBankClearingCheck(
   return {
     name: BANK_CLEARING_CHECK_NAME,
     async run() {
-      const [charges, disputes] = await Promise.all([readAllBankCharges(bank), readAllDisputes(bank)]);
+      const [charges, disputes, payouts] = await Promise.all([
+        readAllBankCharges(bank),
+        readAllDisputes(bank),
+        readAllPayouts(bank),
+      ]);
       if (charges.kind === "unreachable")
         return checkResult(BANK_CLEARING_CHECK_NAME, [`bank unreachable (${charges.reason}): clearing not compared`]);
       if (charges.kind === "too_many")
@@ -134,15 +153,20 @@ export function createBankClearingCheck(
         ]);
       if (disputes.kind !== "read")
         return checkResult(BANK_CLEARING_CHECK_NAME, [`${disputes.reason}: clearing not compared`]);
+      if (payouts.kind !== "read")
+        return checkResult(BANK_CLEARING_CHECK_NAME, [`${payouts.reason}: clearing not compared`]);
       const figures = await booksByCharge(scope, disputes.disputes);
-      const unreadable = await addBankSide(figures, charges.charges, disputes.disputes, bank, scope);
+      const unreadable = await addBankSide(figures, charges.charges, disputes.disputes, payouts.payouts, bank, scope);
       if (unreadable) return checkResult(BANK_CLEARING_CHECK_NAME, [unreadable]);
       const nowMs = options.nowMs ?? Date.now();
       const violations: string[] = [];
       for (const [chargeId, figure] of figures) {
         if (figure.bankMinor === figure.booksMinor) continue;
         if (nowMs - figure.changedMs < options.stuckAfterS * 1000) continue;
-        const what = chargeId === NO_CHARGE || chargeId.startsWith(UNKNOWN_DISPUTE) ? chargeId : `charge ${chargeId}`;
+        const what =
+          chargeId === NO_CHARGE || chargeId.startsWith(UNKNOWN_DISPUTE) || chargeId.startsWith("payout ")
+            ? chargeId
+            : `charge ${chargeId}`;
         violations.push(
           `${what}: the bank reports ${figure.bankMinor} held for it, the bank clearing account ${figure.booksMinor}`,
         );

@@ -86,10 +86,11 @@ WITH expected AS (
    CROSS JOIN (VALUES ('move'), ('reserve'), ('settle'), ('release')) AS w(event)
    WHERE ($1::text[] IS NULL OR e.user_id = ANY ($1::text[]))
      AND CASE w.event
-           WHEN 'move' THEN e.type <> 'refund' AND e.status = 'succeeded'
-           WHEN 'reserve' THEN e.type = 'refund' AND (e.status <> 'failed' OR e.failure_reason = 'declined_by_bank')
-           WHEN 'settle' THEN e.type = 'refund' AND e.status = 'succeeded'
-           ELSE e.type = 'refund' AND e.status = 'failed' AND e.failure_reason = 'declined_by_bank' END
+           WHEN 'move' THEN e.type NOT IN ('refund', 'payout') AND e.status = 'succeeded'
+           WHEN 'reserve' THEN e.type IN ('refund', 'payout')
+                               AND (e.status <> 'failed' OR e.failure_reason = 'declined_by_bank')
+           WHEN 'settle' THEN e.type IN ('refund', 'payout') AND e.status = 'succeeded'
+           ELSE e.type IN ('refund', 'payout') AND e.status = 'failed' AND e.failure_reason = 'declined_by_bank' END
 ), actual AS (
   SELECT DISTINCT p.user_id, p.entry_id, p.event FROM ledger_postings p
    WHERE ($1::text[] IS NULL OR p.user_id = ANY ($1::text[]))
