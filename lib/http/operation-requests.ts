@@ -112,10 +112,10 @@ export const paymentRequestSchema = z
 export const transferRequestSchema = z
   .strictObject({
     refId,
-    to: z
-      .email()
-      .max(254)
-      .meta({ description: "The recipient's email address (their account's sign-in address).", example: "bo@example.com" }),
+    to: z.email().max(254).meta({
+      description: "The recipient's email address (their account's sign-in address).",
+      example: "bo@example.com",
+    }),
     amount,
     currency: currency.optional(),
     note: note.optional(),

@@ -100,7 +100,5 @@ export const payoutViewSchema = z
 export const topupResponseSchema = z.strictObject({ topup: topupViewSchema }).meta({ id: "TopupResponse" });
 export const paymentResponseSchema = z.strictObject({ payment: paymentViewSchema }).meta({ id: "PaymentResponse" });
 export const rewardResponseSchema = z.strictObject({ reward: rewardViewSchema }).meta({ id: "RewardResponse" });
-export const transferResponseSchema = z
-  .strictObject({ transfer: transferViewSchema })
-  .meta({ id: "TransferResponse" });
+export const transferResponseSchema = z.strictObject({ transfer: transferViewSchema }).meta({ id: "TransferResponse" });
 export const payoutResponseSchema = z.strictObject({ payout: payoutViewSchema }).meta({ id: "PayoutResponse" });

@@ -159,7 +159,10 @@ export type TransferView = z.infer<typeof transferViewSchema>;
 
 /** A transfer's view (contract section 15): its `to` and, when given, `note` come from the row's parameters. */
 export function transferView(
-  entry: Pick<LedgerEntry, "refId" | "params" | "amountMinor" | "currency" | "status" | "failureReason" | "createdAt" | "updatedAt">,
+  entry: Pick<
+    LedgerEntry,
+    "refId" | "params" | "amountMinor" | "currency" | "status" | "failureReason" | "createdAt" | "updatedAt"
+  >,
 ): TransferView {
   const { note } = entry.params;
   return {

@@ -158,6 +158,7 @@ async function payoutAtBank(input: CreatePayoutInput, entry: LedgerEntry): Promi
     guard: { kind: "lease", fencingToken: entry.fencingToken },
     detail: "request: the bank's answer to POST /payouts",
   });
-  if (settled.kind === "anomaly") log().warn({ detail: settled.detail }, "payout: the bank's answer disagrees with the row");
+  if (settled.kind === "anomaly")
+    log().warn({ detail: settled.detail }, "payout: the bank's answer disagrees with the row");
   return settled.entry;
 }

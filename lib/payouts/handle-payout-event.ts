@@ -41,7 +41,11 @@ export type PayoutEventResult =
 /** The recorder the webhook handler passes in (lib/webhooks/record-webhook-event.ts). */
 export type RecordPayoutEvent = (
   db: Queryable | null,
-  event: { id: string; type: string; data: { merchantRef: string; chargeId: string; amount: number; currency: string } },
+  event: {
+    id: string;
+    type: string;
+    data: { merchantRef: string; chargeId: string; amount: number; currency: string };
+  },
   text: string,
   outcome: PayoutWebhookOutcome,
   detail: string | null,

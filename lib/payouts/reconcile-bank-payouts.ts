@@ -83,7 +83,11 @@ async function applyOne(payout: BankPayout, result: PayoutPassResult): Promise<v
   const settled = await settlePayout(
     entry,
     { source: "bank", payout },
-    { actor: "reconciler", guard: { kind: "status_only" }, detail: `reconciler: bank payout ${payout.id} is ${payout.status}` },
+    {
+      actor: "reconciler",
+      guard: { kind: "status_only" },
+      detail: `reconciler: bank payout ${payout.id} is ${payout.status}`,
+    },
   );
   if (settled.kind === "anomaly") {
     result.anomalies.push({ merchantRef: payout.merchantRef, payoutId: payout.id, detail: settled.detail });

@@ -69,7 +69,11 @@ export async function settlePayout(
 ): Promise<PayoutSettlement> {
   const ref = { userId: entry.userId, entryId: entry.id };
   if (evidence.source === "bank_refused") {
-    const released = await releaseReservation(ref, { actor: door.actor, detail: `${door.detail}: ${evidence.detail}` }, door.db);
+    const released = await releaseReservation(
+      ref,
+      { actor: door.actor, detail: `${door.detail}: ${evidence.detail}` },
+      door.db,
+    );
     return released.kind === "released" ? released : { kind: "unchanged", entry: await currentRow(entry, door.db) };
   }
   const { payout } = evidence;
@@ -82,7 +86,11 @@ export async function settlePayout(
   if (payout.status === "failed") {
     if (entry.status === "succeeded")
       return { kind: "anomaly", entry, detail: `bank payout ${payout.id} failed, but the ledger posted it as paid` };
-    const released = await releaseReservation(ref, { actor: door.actor, detail: door.detail, bankRef: payout.id }, door.db);
+    const released = await releaseReservation(
+      ref,
+      { actor: door.actor, detail: door.detail, bankRef: payout.id },
+      door.db,
+    );
     return released.kind === "released" ? released : { kind: "unchanged", entry: await currentRow(entry, door.db) };
   }
   // Paid, or returned (which the bank only does after paying).
@@ -100,7 +108,8 @@ export async function settlePayout(
     paidNow = moved.kind === "moved";
     if (current.status !== "succeeded") return { kind: "unchanged", entry: current };
   }
-  if (payout.status === "returned" && (await landReturn(current, payout, door))) return { kind: "returned", entry: current };
+  if (payout.status === "returned" && (await landReturn(current, payout, door)))
+    return { kind: "returned", entry: current };
   return { kind: paidNow ? "paid" : "unchanged", entry: current };
 }
 

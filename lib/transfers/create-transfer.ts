@@ -138,12 +138,19 @@ async function findRecipient(senderId: string, to: string): Promise<RecipientLoo
   const recipientId = found.rows[0]?.id;
   if (recipientId !== undefined) await recipientMisses.refund(senderId);
   if (recipientId === senderId) {
-    return { kind: "refused", result: { kind: "refused", code: "transfer_to_self", detail: "You cannot send money to yourself." } };
+    return {
+      kind: "refused",
+      result: { kind: "refused", code: "transfer_to_self", detail: "You cannot send money to yourself." },
+    };
   }
   if (recipientId === undefined) {
     return {
       kind: "refused",
-      result: { kind: "refused", code: "recipient_unknown", detail: "No account has this email address; nothing was sent." },
+      result: {
+        kind: "refused",
+        code: "recipient_unknown",
+        detail: "No account has this email address; nothing was sent.",
+      },
     };
   }
   return { kind: "found", userId: recipientId };

@@ -39,7 +39,7 @@ LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
   v_wallet wallets;
   -- The row's created_at is now() at millisecond precision, rounded: its day is the day this payout counts on.
-  v_day date := (now()::timestamptz(3) AT TIME ZONE 'UTC')::date;
+  v_day text := to_char(now()::timestamptz(3) AT TIME ZONE 'UTC', 'YYYY-MM-DD');
   v_used_minor bigint;
 BEGIN
   v_wallet := ledger_lock_wallet(p_user_id => p_user_id, p_currency => p_currency);

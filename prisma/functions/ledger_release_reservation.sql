@@ -43,7 +43,7 @@ BEGIN
      WHERE t.user_id = p_user_id AND t.id = entry.refunds_entry_id;
   ELSE
     UPDATE payout_limit_days d SET reserved_minor = d.reserved_minor - entry.amount_minor
-     WHERE d.user_id = p_user_id AND d.day = (entry.created_at AT TIME ZONE 'UTC')::date;
+     WHERE d.user_id = p_user_id AND d.day = to_char(entry.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD');
   END IF;
   SELECT w.balance_minor INTO balance_minor
     FROM ledger_credit_wallet(p_entry => entry, p_event => 'release') AS w;

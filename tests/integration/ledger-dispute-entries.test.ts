@@ -170,10 +170,7 @@ describe("landBankEntry", () => {
     await seedBalance(user.id, 300);
     const disputeId = `dp_${randomUUID()}`;
     await landBankEntry(testPool(), disputeRequest(user.id, "chargeback", disputeId, 1000));
-    const reversal = await landBankEntry(
-      testPool(),
-      disputeRequest(user.id, "chargeback_reversal", disputeId, 1000),
-    );
+    const reversal = await landBankEntry(testPool(), disputeRequest(user.id, "chargeback_reversal", disputeId, 1000));
     expect(reversal).toMatchObject({ type: "chargeback_reversal", refId: disputeId, status: "succeeded" });
     expect(await debtOf(user.id)).toBe(0);
     expect(await balanceOf(user.id)).toBe(300);

@@ -66,6 +66,8 @@ describe("audit", () => {
       "journal_matches_entries",
       "wallet_accounts_match",
       "bank_clearing_matches_bank",
+      "payouts_match_bank",
+      "transfers_balanced",
     ]);
     expect(report.ok).toBe(true);
     for (const check of report.checks) expect(check, check.name).toMatchObject({ ok: true, violations: [] });
@@ -182,6 +184,7 @@ describe("audit", () => {
       "succeeded_charges_credited",
       "lost_disputes_charged_back",
       "bank_clearing_matches_bank",
+      "payouts_match_bank",
     ];
     expect(failing(report)).toEqual(bankChecks);
     for (const name of bankChecks)

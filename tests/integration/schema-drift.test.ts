@@ -109,7 +109,14 @@ describe("schema drift", () => {
 });
 
 /** Tables whose rows belong to one user: distributed by user_id when scaled out (docs/scaling.md). */
-const USER_SCOPED_TABLES = ["wallets", "ledger_entries", "ledger_transitions", "ledger_postings", "reward_cap_days"];
+const USER_SCOPED_TABLES = [
+  "wallets",
+  "ledger_entries",
+  "ledger_transitions",
+  "ledger_postings",
+  "reward_cap_days",
+  "payout_limit_days",
+];
 
 function indexesWithoutLeadingUserId(indexes: { table: string; name: string; columns: string[] }[]): string[] {
   return indexes

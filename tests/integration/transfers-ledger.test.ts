@@ -101,9 +101,10 @@ describe("decideTransferUnderWalletLocks", () => {
 
   it("stores 402 debt_outstanding with the debt while the sender owes anything", async () => {
     const { sender, recipient } = await twoUsers(0);
-    await testPool().query("INSERT INTO wallets (user_id, balance_minor, debt_minor, currency) VALUES ($1, 0, 250, 'USD')", [
-      sender.id,
-    ]);
+    await testPool().query(
+      "INSERT INTO wallets (user_id, balance_minor, debt_minor, currency) VALUES ($1, 0, 250, 'USD')",
+      [sender.id],
+    );
     const decided = await decideTransferUnderWalletLocks(testPool(), transferRequest(sender.id, recipient.id, 100));
     expect(decided?.entry.failureReason).toBe("debt_outstanding");
     expect(JSON.parse(decided!.response.body)).toEqual({ code: "debt_outstanding", debt: "2.50" });
@@ -121,13 +122,15 @@ describe("decideTransferUnderWalletLocks", () => {
 
   it("repays the recipient's debt first", async () => {
     const { sender, recipient } = await twoUsers(5000);
-    await testPool().query("INSERT INTO wallets (user_id, balance_minor, debt_minor, currency) VALUES ($1, 0, 300, 'USD')", [
-      recipient.id,
-    ]);
+    await testPool().query(
+      "INSERT INTO wallets (user_id, balance_minor, debt_minor, currency) VALUES ($1, 0, 300, 'USD')",
+      [recipient.id],
+    );
     await decideTransferUnderWalletLocks(testPool(), transferRequest(sender.id, recipient.id, 1000));
-    const wallet = await testPool().query("SELECT balance_minor::int AS b, debt_minor::int AS d FROM wallets WHERE user_id = $1", [
-      recipient.id,
-    ]);
+    const wallet = await testPool().query(
+      "SELECT balance_minor::int AS b, debt_minor::int AS d FROM wallets WHERE user_id = $1",
+      [recipient.id],
+    );
     expect(wallet.rows[0]).toEqual({ b: 700, d: 0 });
   });
 
@@ -195,7 +198,9 @@ async function stagedOppositeTransfers(senderFirst: boolean): Promise<PromiseSet
   try {
     await admin.query(gatedFunction(senderFirst));
     for (const id of ["user_a", "user_b"]) {
-      await admin.query(`INSERT INTO "user" (id, name, email, role) VALUES ($1, $1, $1 || '@example.test', 'user')`, [id]);
+      await admin.query(`INSERT INTO "user" (id, name, email, role) VALUES ($1, $1, $1 || '@example.test', 'user')`, [
+        id,
+      ]);
       await admin.query("INSERT INTO wallets (user_id, balance_minor, currency) VALUES ($1, 10000, 'USD')", [id]);
     }
     await Promise.all(sessions.map((s) => s.connect()));
@@ -203,7 +208,12 @@ async function stagedOppositeTransfers(senderFirst: boolean): Promise<PromiseSet
     const running = [
       decideTransferUnderWalletLocks(sessions[0]!, transferRequest("user_a", "user_b", 100)),
       decideTransferUnderWalletLocks(sessions[1]!, transferRequest("user_b", "user_a", 100)),
-    ].map((p) => p.then((r) => r, (e: unknown) => Promise.reject(e)));
+    ].map((p) =>
+      p.then(
+        (r) => r,
+        (e: unknown) => Promise.reject(e),
+      ),
+    );
     const settled = Promise.allSettled(running);
     // Both statements wait on a lock: the gate, or (real order) the other's wallet.
     for (;;) {

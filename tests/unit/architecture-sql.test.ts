@@ -19,7 +19,14 @@ const FUNCTIONS_DIR = "prisma/functions";
 /** Where the application's code lives: what runs in production (scripts/, bench/ and tests seed data on purpose). */
 const CODE_DIRS = ["lib", "app", FUNCTIONS_DIR];
 /** The tables that hold money or its history. */
-const MONEY_TABLES = ["ledger_entries", "ledger_transitions", "ledger_postings", "wallets", "reward_cap_days"];
+const MONEY_TABLES = [
+  "ledger_entries",
+  "ledger_transitions",
+  "ledger_postings",
+  "wallets",
+  "reward_cap_days",
+  "payout_limit_days",
+];
 
 interface SourceFile {
   /** Path from the repository's root. */

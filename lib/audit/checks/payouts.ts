@@ -65,7 +65,8 @@ function judge(row: PayoutRow | undefined, payout: BankPayout | undefined): stri
   const paid = payout?.status === "paid" || payout?.status === "returned";
   if (row === undefined) return payout ? `bank payout ${payout.id} (${payout.status}) has no payout row` : null;
   const name = `payout ${row.ref_id} of user ${row.user_id}`;
-  if (paid && row.status === "failed") return `${name}: the bank paid it (${payout!.id}), the ledger gave the hold back`;
+  if (paid && row.status === "failed")
+    return `${name}: the bank paid it (${payout!.id}), the ledger gave the hold back`;
   if (paid && row.status === "succeeded" && row.settles !== 1) return `${name}: paid, posted ${row.settles} times`;
   if (!paid && row.status === "succeeded")
     return `${name}: posted as paid, the bank says ${payout ? payout.status : "it has no such payout"}`;

@@ -33,7 +33,8 @@ DROP INDEX ledger_entries_unfinished_credits_idx;
 -- against the limit, raised by the claim under the wallet's lock and lowered when the bank fails the payout.
 CREATE TABLE payout_limit_days (
   user_id        text NOT NULL REFERENCES "user" ("id") ON DELETE RESTRICT,
-  day            date NOT NULL,
+  -- The UTC day, `YYYY-MM-DD` (as reward_cap_days writes its day).
+  day            text NOT NULL CHECK (day ~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}$'),
   reserved_minor bigint NOT NULL CHECK (reserved_minor >= 0 AND reserved_minor < 9007199254740992),
   PRIMARY KEY (user_id, day)
 );
