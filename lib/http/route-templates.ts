@@ -14,6 +14,8 @@ const API_ROUTE_TEMPLATES = [
   "/api/v1/statement.csv",
   "/api/v1/rewards",
   "/api/v1/payments",
+  "/api/v1/payouts",
+  "/api/v1/payouts/{refId}",
   "/api/v1/bank/webhook",
   "/api/v1/admin/topups",
   "/api/v1/admin/topups/{userId}/{refId}/refunds",

@@ -32,10 +32,22 @@ import {
   topupsQuerySchema,
   walletQuerySchema,
 } from "../http/list-query";
-import { paymentRequestSchema, refIdSchema, rewardRequestSchema, topupRequestSchema } from "../http/operation-requests";
+import {
+  paymentRequestSchema,
+  payoutRequestSchema,
+  refIdSchema,
+  rewardRequestSchema,
+  topupRequestSchema,
+} from "../http/operation-requests";
 import { REQUEST_ID_PATTERN } from "../http/request-context";
 import type { DocumentedRouteTemplate } from "../http/route-templates";
-import { paymentResponseSchema, rewardResponseSchema, topupResponseSchema, topupViewSchema } from "../ledger";
+import {
+  paymentResponseSchema,
+  payoutResponseSchema,
+  rewardResponseSchema,
+  topupResponseSchema,
+  topupViewSchema,
+} from "../ledger";
 import { PROBLEM_CODES, PROBLEM_CONTENT_TYPE, STORED_PROBLEM_CODES, type ProblemCode } from "../problems";
 import { reconcileResultSchema } from "../reconciler/reconcile-result";
 import { refundPathSchema, refundRequestSchema } from "../refunds/refund-request";
@@ -332,6 +344,43 @@ const API_PATHS = {
       problems: { codes: ["invalid_request", ...AUTH_CODES] },
     }),
   },
+  "/api/v1/payouts": {
+    post: operation("Withdraw to a bank account, exactly once per refId; the amount is held until the bank's word", {
+      tags: ["wallet"],
+      security: SESSION_OR_TOKEN,
+      description:
+        "Contract section 14. One statement holds the amount (it leaves the available balance) and claims the row, or " +
+        "stores a 402 `insufficient_funds` / `debt_outstanding` or a 422 `payout_limit_exceeded` (PAYOUT_DAILY_LIMIT_MINOR " +
+        "per UTC day). Then the bank is asked with `Idempotency-Key: payout:<userId>:<refId>`. `status` is `processing` " +
+        "until the bank's word (its answer, its webhook confirmed with the bank, or the reconciler): `succeeded` (paid) " +
+        "or `failed` (the hold given back). No answer is no failure: the money stays held until the bank says.",
+      requestBody: operationBody(payoutRequestSchema),
+      success: {
+        201: json("The payout; replays carry Idempotent-Replayed.", payoutResponseSchema, {
+          "Idempotent-Replayed": replayedHeader.optional(),
+        }),
+      },
+      problems: {
+        codes: [
+          ...BODY_CODES,
+          ...AUTH_CODES,
+          ...KEY_CODES,
+          "insufficient_funds",
+          "debt_outstanding",
+          "payout_limit_exceeded",
+        ],
+      },
+    }),
+  },
+  "/api/v1/payouts/{refId}": {
+    get: operation("One of the caller's payouts, current state", {
+      tags: ["wallet"],
+      security: SESSION_OR_TOKEN,
+      requestParams: { path: z.object({ refId: refIdSchema }) },
+      success: { 200: json("The payout now.", payoutResponseSchema) },
+      problems: { codes: ["invalid_request", ...AUTH_CODES, "not_found"] },
+    }),
+  },
   "/api/v1/rewards": {
     post: operation("Claim the reward of an ad, once per ad and local day, under the daily cap", {
       tags: ["wallet"],
@@ -375,8 +424,8 @@ const API_PATHS = {
         "Signed by the bank over the raw body bytes: `Bank-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256(secret, " +
         '"<t>.<raw body>")>` (several `v1=` during secret rotation; 300 s tolerance). Every correctly signed ' +
         "delivery is answered 200, whether it credited, was a duplicate or could not be applied. A body over " +
-        "WEBHOOK_BODY_LIMIT_BYTES (default 65536) is 413 and the rest is not read. Charge, refund and dispute " +
-        "events (contract sections 5, 11 and 12). A `charge.failed` or `refund.failed` is confirmed with the bank " +
+        "WEBHOOK_BODY_LIMIT_BYTES (default 65536) is 413 and the rest is not read. Charge, refund, dispute and " +
+        "payout events (contract sections 5, 11, 12 and 14); every payout event is confirmed with the bank. A `charge.failed` or `refund.failed` is confirmed with the bank " +
         "before anything fails, and a dispute is looked up there before money moves; when the bank cannot be " +
         "asked the answer is 503 and nothing changed.",
       parameters: [
