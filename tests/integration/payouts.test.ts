@@ -508,6 +508,63 @@ describe("payouts: refusals are stored", () => {
   });
 });
 
+/**
+ * A payout's claim and another payout's release of the same user, staged in a scratch database (migrated from the
+ * real files; `releaseText` replaces ledger_release_reservation when given): a test session holds the wallet, the
+ * claim queues on it first, then the release (which has moved its row) queues behind it; the holder lets go. Each
+ * statement runs on a plain connection, without the app's retry, so a deadlock shows as the 40P01 it is.
+ */
+async function claimMeetsRelease(releaseText?: string): Promise<PromiseSettledResult<unknown>[]> {
+  const url = await createScratchDatabase("payout_lock_order");
+  await migrate(url);
+  const admin = new pg.Client({ connectionString: url });
+  const [claimer, releaser] = [0, 1].map(() => new pg.Client({ connectionString: url }));
+  await Promise.all([admin, claimer!, releaser!].map((c) => c.connect()));
+  try {
+    if (releaseText) await admin.query(releaseText);
+    await admin.query(`INSERT INTO "user" (id, name, email, role) VALUES ('u1', 'u1', 'u1@example.test', 'user')`);
+    await admin.query("INSERT INTO wallets (user_id, balance_minor, currency) VALUES ('u1', 10000, 'USD')");
+    const first = await claimPayout(claimRequest("u1", "first", 1000, DAILY_LIMIT_MINOR), admin);
+    if (first.kind !== "held") throw new Error(`the first payout was not held: ${first.kind}`);
+    await admin.query("BEGIN");
+    await admin.query("SELECT 1 FROM wallets WHERE user_id = 'u1' FOR UPDATE");
+    const holder = await backendPid(admin);
+    const claim = claimPayout(claimRequest("u1", "second", 1000, DAILY_LIMIT_MINOR), claimer!);
+    await waitForBlockedSessions({ blockedBy: holder }, 1);
+    const release = releaseReservation(
+      { userId: "u1", entryId: first.entry.id },
+      { actor: "webhook", detail: "test: the bank failed it" },
+      releaser!,
+    );
+    await waitForBlockedSessions({ blockedBy: holder }, 2);
+    const settled = Promise.allSettled([claim, release]);
+    await admin.query("COMMIT");
+    return await settled;
+  } finally {
+    await Promise.all([admin, claimer!, releaser!].map((c) => c.end().catch(() => undefined)));
+  }
+}
+
+describe("payouts: the lock order of a claim and a release", () => {
+  it("a payout claimed while another payout of the same user is given back: both finish, no deadlock", async () => {
+    const results = await claimMeetsRelease();
+    expect(results.map((r) => (r.status === "rejected" ? String(r.reason) : "ok"))).toEqual(["ok", "ok"]);
+  });
+
+  it("negative control: a release that gives the day's limit back before the wallet deadlocks with the claim (40P01)", async () => {
+    // The real file's text with the payout's limit statement moved before the wallet's credit (the claim's order reversed).
+    const text = functionDefinition("ledger_release_reservation");
+    const limit = /\n {2}IF entry\.type = 'payout' THEN\n {4}UPDATE payout_limit_days[\s\S]*?END IF;/.exec(text)?.[0];
+    const credit = "\n  SELECT w.balance_minor INTO balance_minor";
+    if (!limit || !text.includes(credit))
+      throw new Error("ledger_release_reservation no longer says what the control moves");
+    const limitFirst = text.replace(limit, "").replace(credit, `${limit}${credit}`);
+    const results = await claimMeetsRelease(limitFirst);
+    const codes = results.map((r) => (r.status === "rejected" ? (r.reason as { code?: string }).code : "ok"));
+    expect(codes).toContain("40P01");
+  });
+});
+
 describe("payouts: held money cannot be spent", () => {
   it("a payment racing a payout for the whole balance: exactly one of them gets it", async () => {
     const user = await createTestUser();
