@@ -6,11 +6,12 @@
 -- row when the row is not an unfinished refund or payout (terminal already: a release happens at most once, whoever
 -- calls).
 --
--- Statements, in the lock order of every statement about a reservation: the entry is moved first (ledger_move_entry,
--- status guard only: the bank's word), then what else the claim reserved is given back (a refund's top-up remainder;
--- a payout's share of its day's withdrawal limit), then the wallet is credited (ledger_credit_wallet: a debt that
--- opened meanwhile is repaid first; its journal transaction is the entry's `release`, from where the claim held the
--- money back to the wallet). The credit is never refused for the ceiling: admission counted the reservation as money
+-- Statements, in the lock order of the claim that reserved (so a claim and a release of one user never deadlock): the
+-- entry is moved first (ledger_move_entry, status guard only: the bank's word); for a refund, its top-up's remainder is
+-- given back before the wallet (ledger_claim_refund locks the top-up, then the wallet); then the wallet is credited
+-- (ledger_credit_wallet: a debt that opened meanwhile is repaid first; its journal transaction is the entry's
+-- `release`, from where the claim held the money back to the wallet); for a payout, its share of its day's withdrawal
+-- limit is given back after the wallet (ledger_claim_payout locks the wallet, then raises the day's row). The credit is never refused for the ceiling: admission counted the reservation as money
 -- that may still arrive (case C27). One the database still refuses fails the whole call; the caller counts it on the
 -- row (case C28).
 CREATE OR REPLACE FUNCTION ledger_release_reservation(
@@ -41,11 +42,12 @@ BEGIN
   IF entry.type = 'refund' THEN
     UPDATE ledger_entries t SET refunded_minor = t.refunded_minor - entry.amount_minor
      WHERE t.user_id = p_user_id AND t.id = entry.refunds_entry_id;
-  ELSE
-    UPDATE payout_limit_days d SET reserved_minor = d.reserved_minor - entry.amount_minor
-     WHERE d.user_id = p_user_id AND d.day = to_char(entry.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD');
   END IF;
   SELECT w.balance_minor INTO balance_minor
     FROM ledger_credit_wallet(p_entry => entry, p_event => 'release') AS w;
+  IF entry.type = 'payout' THEN
+    UPDATE payout_limit_days d SET reserved_minor = d.reserved_minor - entry.amount_minor
+     WHERE d.user_id = p_user_id AND d.day = to_char(entry.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD');
+  END IF;
 END
 $$;
