@@ -1,7 +1,8 @@
 // The tests StrykerJS runs against mutants of lib/ledger (npm run test:mutation): the unit tests of the pure
 // parts and the integration tests that exercise the claim, transitions, payments, refunds, the top-up's admission
 // (balance-ceiling), the webhook's one-statement credit (credit-matching-topup, ledger-dispute-entries), the
-// reward's statement (reward-statement), a dispute's note and entries (ledger-dispute-entries) and the error classifier on a real
+// reward's statement (reward-statement), a dispute's note and entries (ledger-dispute-entries), transfers (transfers-ledger),
+// payouts' claim and settlement (payouts) and the error classifier on a real
 // PostgreSQL (tests/setup/global-setup.ts starts it). One project, so Stryker sees one test run.
 import { defineConfig } from "vitest/config";
 import { fileURLToPath } from "node:url";
@@ -29,6 +30,8 @@ export default defineConfig({
       "tests/integration/credit-matching-topup.test.ts",
       "tests/integration/reward-statement.test.ts",
       "tests/integration/ledger-dispute-entries.test.ts",
+      "tests/integration/transfers-ledger.test.ts",
+      "tests/integration/payouts.test.ts",
     ],
     environment: "node",
     globalSetup: ["tests/setup/global-setup.ts"],
