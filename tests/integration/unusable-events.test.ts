@@ -81,8 +81,8 @@ describe("unusable events name what they are and what was wrong", () => {
     expect(await recordedDetail({ id: `evt_${tag}_2`, type: "refund.reversed", data: refundData(tag) })).toBe(
       'an event of a type the wallet does not handle: "refund.reversed"',
     );
-    expect(await recordedDetail({ id: `evt_${tag}_3`, type: "payout.paid", data: {} })).toBe(
-      'an event of a type the wallet does not handle: "payout.paid"',
+    expect(await recordedDetail({ id: `evt_${tag}_3`, type: "payout.sent", data: {} })).toBe(
+      'an event of a type the wallet does not handle: "payout.sent"',
     );
     expect(await recordedDetail({ id: `evt_${tag}_4`, data: charge })).toBe(
       "the event has no type (a string such as charge.succeeded)",
