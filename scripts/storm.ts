@@ -7,8 +7,11 @@
  * invariant 6 (every succeeded charge credited exactly once) is checked against the bank's own list. An admin refunds
  * a share of the acknowledged top-ups (partial, full, duplicated, over-refunds that must be refused), and some
  * top-ups carry the sandbox's dispute switches, so chargebacks, reversals and debts happen during traffic (contract
- * sections 11 and 12). Prints a summary table; exits 0 when every invariant
- * holds, 1 on any violation, 2 when the storm could not run (bad flags, a service that did not start).
+ * sections 11 and 12). Users also withdraw to a sandbox account with every payout switch but the always-503 one
+ * (section 14) and send each other transfers, some crossing at the same moment, some to unknown addresses or to
+ * themselves (refused; section 15); the storm waits for the bank to settle and return its payouts before the final
+ * passes, and holds wallets, held money and the bank's payouts to the money in. Prints a summary table; exits 0 when
+ * every invariant holds, 1 on any violation, 2 when the storm could not run (bad flags, a service that did not start).
  *
  * Loopback only, bounded in time (--duration, default 110 s of traffic, ~2.5 min in all), and it
  * stops everything it started on every path (Ctrl-C included). `--short` is the CI variant (~30 s).
