@@ -7,8 +7,11 @@
  * invariant 6 (every succeeded charge credited exactly once) is checked against the bank's own list. An admin refunds
  * a share of the acknowledged top-ups (partial, full, duplicated, over-refunds that must be refused), and some
  * top-ups carry the sandbox's dispute switches, so chargebacks, reversals and debts happen during traffic (contract
- * sections 11 and 12). Prints a summary table; exits 0 when every invariant
- * holds, 1 on any violation, 2 when the storm could not run (bad flags, a service that did not start).
+ * sections 11 and 12). Users also withdraw to a sandbox account with every payout switch but the always-503 one
+ * (section 14) and send each other transfers, some crossing at the same moment, some to unknown addresses or to
+ * themselves (refused; section 15); the storm waits for the bank to settle and return its payouts before the final
+ * passes, and holds wallets, held money and the bank's payouts to the money in. Prints a summary table; exits 0 when
+ * every invariant holds, 1 on any violation, 2 when the storm could not run (bad flags, a service that did not start).
  *
  * Loopback only, bounded in time (--duration, default 110 s of traffic, ~2.5 min in all), and it
  * stops everything it started on every path (Ctrl-C included). `--short` is the CI variant (~30 s).
@@ -28,16 +31,19 @@ import { sleep, waitForHttp } from "./lib/ports";
 import { registerCleanup } from "./lib/processes";
 import { ensureBuilt, projectRoot } from "./lib/stack";
 import { exitWithHelpIfAsked } from "./lib/cli-help";
-import { runClientChecks, type CheckResult } from "./storm/client-checks";
+import { runClientChecks, type BankPayoutSeen, type CheckResult, type LedgerRow } from "./storm/client-checks";
 import {
   drainWebhooks,
   readBankCharges,
   readBankDisputes,
+  readBankPayouts,
   readLedgerRows,
   reconcileUntilQuiet,
   runContractAudit,
+  waitForBankPayouts,
   type DrainResult,
   type FinalReconcile,
+  type PayoutSettleResult,
 } from "./storm/finish";
 import { createAgent, postControl } from "./storm/http-client";
 import type { OperationRecord, TrafficCounters } from "./storm/observations";
@@ -93,6 +99,9 @@ const CONTROL_TIMEOUT_MS = 2000;
 const RUN_BOUND_BEYOND_TRAFFIC_MS = 10 * 60_000;
 const CLUSTER_RUN_BOUND_BEYOND_TRAFFIC_MS = 20 * 60_000;
 
+/** The sandbox account the storm's payouts go to (10 digits, Luhn: docs/bank-sandbox.md "Payouts"). */
+const STORM_PAYOUT_DESTINATION = "4000000002";
+
 /** Users are created this many at a time: each is one INSERT and one token INSERT, ~1 ms each. */
 const USER_BATCH = 25;
 
@@ -125,7 +134,7 @@ async function createUsers(db: pg.Pool, count: number, runTag: string): Promise<
             `${id}@storm.test`,
           ]);
           const { token } = await createApiTokenOrThrow({ userId: id, name: "storm" });
-          return { index, id, token };
+          return { index, id, token, email: `${id}@storm.test` };
         }),
       )),
     );
@@ -148,7 +157,7 @@ async function createAdmin(db: pg.Pool, runTag: string): Promise<StormUser> {
   ]);
   await db.query(`UPDATE "user" SET role = 'admin' WHERE email = $1`, [email]);
   const { token } = await createApiTokenOrThrow({ userId: id, name: "storm admin" });
-  return { index: -1, id, token };
+  return { index: -1, id, token, email };
 }
 
 /** SIGKILLs and restarts the second app instance, then restarts Redis, at fixed fractions of the traffic phase. */
@@ -242,6 +251,20 @@ async function staleFailureSummary(
   const events = result.rows.reduce((sum, row) => sum + Number(row.events), 0);
   const outcomes = result.rows.map((row) => `${row.outcome} ${row.events}`).join(", ");
   return `${events} charge.failed events for charges that succeeded${events > 0 ? ` (${outcomes})` : ""}`;
+}
+
+/** Two rounds of final reconciler passes as one: counts summed, the second round's state of what is left. */
+function addFinalReconcile(first: FinalReconcile, second: FinalReconcile): FinalReconcile {
+  return {
+    passes: first.passes + second.passes,
+    examined: first.examined + second.examined,
+    completed: first.completed + second.completed,
+    failed: first.failed + second.failed,
+    redriven: first.redriven + second.redriven,
+    anomalies: [...first.anomalies, ...second.anomalies],
+    bankUnreachable: second.bankUnreachable,
+    unfinishedLeft: second.unfinishedLeft,
+  };
 }
 
 function finalReconcileSummary(final: FinalReconcile): string {
@@ -391,6 +414,9 @@ async function run(options: StormOptions, watchdog: StormWatchdog): Promise<numb
     let rowsForTotals;
     let chargesForSummary: Awaited<ReturnType<typeof readBankCharges>> = [];
     let disputesForSummary: Awaited<ReturnType<typeof readBankDisputes>> = [];
+    let payoutsForSummary: BankPayoutSeen[] = [];
+    let payoutsSettled: PayoutSettleResult[] = [];
+    let money: MoneyLine | null = null;
     try {
       const crashes = clusterStorm
         ? clusterStorm.injectFaults(trafficStartMs, durationMs).then((reports) => {
@@ -413,6 +439,7 @@ async function run(options: StormOptions, watchdog: StormWatchdog): Promise<numb
           maxBalanceMinor: services.canCrash ? Number(STORM_SETTINGS.MAX_BALANCE_MINOR) : null,
           admin,
           bankUrl: services.bankUrl,
+          moneyOut: { destination: STORM_PAYOUT_DESTINATION, unknownDomain: `unknown-${runTag}.storm.test` },
           ...(clusterStorm ? { retry: CLUSTER_CLIENT_RETRY } : {}),
         }),
         crashes,
@@ -422,6 +449,10 @@ async function run(options: StormOptions, watchdog: StormWatchdog): Promise<numb
         // Sampled before a restarted instance's group could be missed: the groups are read again now.
         cpuPerRequest = cpuMsPerRequest(cpuBefore, sampleCpu(clusterStorm.cluster.appGroups()), counters.requests);
       }
+      phase = "settling payouts";
+      bar.update(options.durationS, payload());
+      payoutsSettled = [await waitForBankPayouts(services.bankUrl, userIds)];
+
       phase = "draining webhooks";
       bar.update(options.durationS, payload());
       await services.stopReconciler();
@@ -430,6 +461,16 @@ async function run(options: StormOptions, watchdog: StormWatchdog): Promise<numb
       phase = "reconciling";
       bar.update(options.durationS, payload());
       final = await reconcileUntilQuiet(db, userIds, services.bankUrl);
+      // The final passes may have made payouts the bank had never received (a row orphaned before its POST): the
+      // bank settles and returns those too, then the webhooks and one more round of passes finish them.
+      phase = "settling payouts";
+      bar.update(options.durationS, payload());
+      payoutsSettled.push(await waitForBankPayouts(services.bankUrl, userIds));
+      const secondDrain = await drainWebhooks(services.bankUrl);
+      drain = { pendingLeft: secondDrain.pendingLeft, waitedMs: drain.waitedMs + secondDrain.waitedMs };
+      phase = "reconciling";
+      bar.update(options.durationS, payload());
+      final = addFinalReconcile(final, await reconcileUntilQuiet(db, userIds, services.bankUrl));
 
       if (options.negativeControl) {
         phase = "corrupting (negative control)";
@@ -441,14 +482,17 @@ async function run(options: StormOptions, watchdog: StormWatchdog): Promise<numb
       bar.update(options.durationS, payload());
       const audit = await runContractAudit({ bankUrl: services.bankUrl, userIds: services.canCrash ? null : userIds });
       auditNotes = audit.notes;
-      const [rows, charges, disputes] = await Promise.all([
+      const [rows, charges, disputes, payouts] = await Promise.all([
         readLedgerRows(db, userIds),
         readBankCharges(services.bankUrl),
         readBankDisputes(services.bankUrl),
+        readBankPayouts(services.bankUrl),
       ]);
       rowsForTotals = rows;
       chargesForSummary = charges;
       disputesForSummary = disputes;
+      payoutsForSummary = payouts;
+      money = await moneyLine(db, userIds, rows, payouts);
       checks = [
         ...audit.checks,
         {
@@ -461,7 +505,8 @@ async function run(options: StormOptions, watchdog: StormWatchdog): Promise<numb
             ...(final.bankUnreachable ? [`bank unreachable: ${final.bankUnreachable}`] : []),
           ],
         },
-        ...runClientChecks(operations, rows, charges, disputes),
+        ...runClientChecks(operations, rows, charges, disputes, payouts),
+        money.check,
       ];
       phase = "done";
       bar.update(options.durationS, payload());
@@ -520,6 +565,9 @@ async function run(options: StormOptions, watchdog: StormWatchdog): Promise<numb
     out.push(`stale (C14): ${await staleFailureSummary(db, userIds, chargesForSummary)}`);
     out.push(`refunds:     ${refundSummary(operations, rowsForTotals)}`);
     out.push(`disputes:    ${disputeSummary(disputesForSummary, userIds)}`);
+    out.push(`payouts:     ${payoutSummary(operations, rowsForTotals, payoutsForSummary, userIds, payoutsSettled)}`);
+    out.push(`transfers:   ${transferSummary(operations, rowsForTotals)}`);
+    if (money) out.push(`money line:  ${money.figures}`);
     out.push(
       `drain:       ${drain.pendingLeft === 0 ? "no delivery pending" : `${drain.pendingLeft ?? "unknown"} deliveries still pending`} after ${(drain.waitedMs / 1000).toFixed(1)} s`,
     );
@@ -560,8 +608,12 @@ async function run(options: StormOptions, watchdog: StormWatchdog): Promise<numb
  * succeeded refund skips that part. And it tampers with the books (contract section 13): one payment's merchant
  * posting is raised by 1 behind the append-only trigger (breaks books_balanced); the wallet bumped above is off its
  * account (wallet_accounts_match), the top-up marked failed keeps its transaction (journal_matches_entries) and the
- * raised refund is off the bank's movements (bank_clearing_matches_bank). A storm run with it must report
- * violations and exit 1.
+ * raised refund is off the bank's movements (bank_clearing_matches_bank). Money out too (contract sections 14 and 15):
+ * one payout the bank paid (and did not return) is marked failed and its hold credited back to its wallet, as a
+ * trusted stale failure would (breaks payouts_match_bank, "the bank paid it, the ledger gave the hold back", the
+ * storm's money line and the books' wallet account); and one transfer_in is marked failed with its credit taken back
+ * from the recipient's wallet, the effect of a lost credit (breaks transfers_balanced, the money line's "transfers
+ * sent = received" and the books' wallet account). A storm run with it must report violations and exit 1.
  */
 async function corruptOnPurpose(db: pg.Pool, userIds: readonly string[]): Promise<void> {
   await db.query("UPDATE wallets SET balance_minor = balance_minor + 1 WHERE user_id = $1", [userIds[0]]);
@@ -607,6 +659,32 @@ async function corruptOnPurpose(db: pg.Pool, userIds: readonly string[]): Promis
                               WHERE user_id = ANY ($1::text[]) AND response_status = 201 ORDER BY id LIMIT 1)`,
     [userIds],
   );
+  // A payout posted as paid, not of a returning switch (the bank says `paid`): failed, its hold given back.
+  await db.query(
+    `WITH victim AS (
+       UPDATE ledger_entries SET status = 'failed', failure_reason = 'insufficient_funds_at_bank'
+        WHERE (user_id, id) = (SELECT user_id, id FROM ledger_entries
+                                WHERE user_id = ANY ($1::text[]) AND type = 'payout' AND status = 'succeeded'
+                                  AND ref_id NOT LIKE 'sbx-po-return-%' AND ref_id NOT LIKE 'sbx-po-reorder-%'
+                                ORDER BY id LIMIT 1)
+        RETURNING user_id, amount_minor)
+     UPDATE wallets w SET balance_minor = w.balance_minor + victim.amount_minor
+       FROM victim WHERE w.user_id = victim.user_id`,
+    [userIds],
+  );
+  // A transfer received, its credit lost: failed, taken back from a recipient that still holds it.
+  await db.query(
+    `WITH victim AS (
+       UPDATE ledger_entries SET status = 'failed', failure_reason = 'insufficient_funds'
+        WHERE (user_id, id) = (SELECT e.user_id, e.id FROM ledger_entries e JOIN wallets w ON w.user_id = e.user_id
+                                WHERE e.user_id = ANY ($1::text[]) AND e.type = 'transfer_in'
+                                  AND e.status = 'succeeded' AND w.balance_minor >= e.amount_minor
+                                ORDER BY e.id LIMIT 1)
+        RETURNING user_id, amount_minor)
+     UPDATE wallets w SET balance_minor = w.balance_minor - victim.amount_minor
+       FROM victim WHERE w.user_id = victim.user_id`,
+    [userIds],
+  );
 }
 
 /**
@@ -625,8 +703,10 @@ async function moneySummary(db: pg.Pool, userIds: readonly string[]): Promise<st
   const walletDrift = await db.query<{ n: string }>(
     `SELECT count(*)::text AS n FROM wallets w
        LEFT JOIN (SELECT user_id,
-                         sum(CASE WHEN type IN ('payment', 'refund', 'chargeback') THEN -amount_minor ELSE amount_minor END) AS net
-                    FROM ledger_entries WHERE status = 'succeeded' AND user_id = ANY ($1::text[]) GROUP BY user_id) l
+                         sum(CASE WHEN type IN ('payment', 'refund', 'chargeback', 'payout', 'transfer') THEN -amount_minor ELSE amount_minor END) AS net
+                    FROM ledger_entries
+                   WHERE (status = 'succeeded' OR (type IN ('refund', 'payout') AND status IN ('initiated', 'processing')))
+                     AND user_id = ANY ($1::text[]) GROUP BY user_id) l
          ON l.user_id = w.user_id
       WHERE w.user_id = ANY ($1::text[]) AND w.balance_minor - w.debt_minor <> coalesce(l.net, 0)`,
     [userIds],
@@ -640,6 +720,174 @@ async function moneySummary(db: pg.Pool, userIds: readonly string[]): Promise<st
   );
   const doubleCredits = Number(doubleCharges.rows[0]?.n ?? 0) + Number(walletDrift.rows[0]?.n ?? 0);
   return `double credits ${doubleCredits} (charges credited twice ${doubleCharges.rows[0]?.n}, wallets off their ledger ${walletDrift.rows[0]?.n}); highest reward day ${rewardMax.rows[0]?.max ?? 0} of cap ${STORM_SETTINGS.REWARD_DAILY_CAP_MINOR}`;
+}
+
+/** The storm's money line (see {@link moneyLine}): its figures and its check. */
+interface MoneyLine {
+  readonly figures: string;
+  readonly check: CheckResult;
+}
+
+/** Ledger types whose succeeded rows bring money into the storm's wallets from outside (+) or send it out (-). */
+const MONEY_IN_SIGN: Readonly<Partial<Record<LedgerRow["type"], 1 | -1>>> = {
+  topup: 1,
+  adjustment: 1,
+  reward: 1,
+  chargeback_reversal: 1,
+  payment: -1,
+  refund: -1,
+  chargeback: -1,
+};
+
+/**
+ * The storm's conservation of money, from the wallets, the ledger and the bank's own payouts: the sum of the storm's
+ * wallets (balance less debt), plus what is held for payouts still unfinished, plus what the bank paid out (paid or
+ * later returned), less what the bank returned, equals the money in: top-ups, adjustments, rewards and chargeback
+ * reversals, net of payments, refunds (in flight ones included: their claim reserved the money) and chargebacks.
+ * Transfers move money between the storm's own wallets only: what was sent equals what was received.
+ */
+async function moneyLine(
+  db: pg.Pool,
+  userIds: readonly string[],
+  rows: readonly LedgerRow[],
+  payouts: readonly BankPayoutSeen[],
+): Promise<MoneyLine> {
+  const wallets = await db.query<{ sum: string | null }>(
+    `SELECT sum(balance_minor - debt_minor)::text AS sum FROM wallets WHERE user_id = ANY ($1::text[])`,
+    [userIds],
+  );
+  const walletsMinor = Number(wallets.rows[0]?.sum ?? 0);
+  let moneyInMinor = 0;
+  let heldMinor = 0;
+  let sentMinor = 0;
+  let receivedMinor = 0;
+  for (const row of rows) {
+    const unfinished = row.status === "initiated" || row.status === "processing";
+    if (row.type === "payout" && unfinished) heldMinor += row.amountMinor;
+    if (row.type === "refund" && unfinished) moneyInMinor -= row.amountMinor;
+    if (row.status !== "succeeded") continue;
+    moneyInMinor += (MONEY_IN_SIGN[row.type] ?? 0) * row.amountMinor;
+    if (row.type === "transfer") sentMinor += row.amountMinor;
+    if (row.type === "transfer_in") receivedMinor += row.amountMinor;
+  }
+  const storm = new Set(userIds);
+  let paidOutMinor = 0;
+  let returnedMinor = 0;
+  for (const payout of payouts) {
+    if (!storm.has(payout.merchantRef.split(":")[1] ?? "") || !payout.merchantRef.startsWith("payout:")) continue;
+    if (payout.status === "paid" || payout.status === "returned") paidOutMinor += payout.amount;
+    if (payout.status === "returned") returnedMinor += payout.amount;
+  }
+  const accounted = walletsMinor + heldMinor + paidOutMinor - returnedMinor + sentMinor - receivedMinor;
+  const violations: string[] = [];
+  if (accounted !== moneyInMinor)
+    violations.push(
+      `wallets ${walletsMinor} + held ${heldMinor} + paid out ${paidOutMinor} - returned ${returnedMinor} + transfers sent ${sentMinor} - received ${receivedMinor} = ${accounted}, money in ${moneyInMinor} (off by ${accounted - moneyInMinor})`,
+    );
+  if (sentMinor !== receivedMinor)
+    violations.push(`transfers sent ${sentMinor}, received ${receivedMinor} (off by ${receivedMinor - sentMinor})`);
+  return {
+    figures:
+      `wallets ${walletsMinor} + held in payouts ${heldMinor} + paid out ${paidOutMinor} - returned ${returnedMinor} ` +
+      `= ${walletsMinor + heldMinor + paidOutMinor - returnedMinor}; money in ${moneyInMinor}; transfers sent ${sentMinor}, received ${receivedMinor} (minor units)`,
+    check: {
+      name: "money: wallets + held in payouts + paid out - returned = money in; transfers sent = received",
+      ok: violations.length === 0,
+      scope: `${userIds.length} wallets, ${payouts.length} bank payouts`,
+      violations,
+    },
+  };
+}
+
+/** Counts by label, `label N, label N`, sorted. */
+function countsLine(labels: Iterable<string>): string {
+  const counts = new Map<string, number>();
+  for (const label of labels) counts.set(label, (counts.get(label) ?? 0) + 1);
+  return [...counts.entries()]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([label, count]) => `${label} ${count}`)
+    .join(", ");
+}
+
+/**
+ * The payouts: how many the users sent by switch, how their rows ended (paid = succeeded; failed with its reason;
+ * returned = a `payout_return` credited; held now = still unfinished, with the amount held), what the bank says, and
+ * how long the storm waited for the bank to settle and return them.
+ */
+function payoutSummary(
+  operations: readonly OperationRecord[],
+  rows: readonly LedgerRow[],
+  payouts: readonly BankPayoutSeen[],
+  userIds: readonly string[],
+  settled: readonly PayoutSettleResult[],
+): string {
+  const sent = operations.filter((operation) => operation.kind === "payout");
+  const switches = countsLine(sent.map((operation) => /^(sbx-po-[a-z0-9]+-)/.exec(operation.ident)?.[1] ?? "none"));
+  let paid = 0;
+  let returned = 0;
+  let heldCount = 0;
+  let heldMinor = 0;
+  const failed: string[] = [];
+  for (const row of rows) {
+    if (row.type === "payout_return" && row.status === "succeeded") returned += 1;
+    if (row.type !== "payout") continue;
+    if (row.status === "succeeded") paid += 1;
+    else if (row.status === "failed") failed.push(row.failureReason ?? "unknown");
+    else {
+      heldCount += 1;
+      heldMinor += row.amountMinor;
+    }
+  }
+  const storm = new Set(userIds);
+  const bank = countsLine(
+    payouts
+      .filter((payout) => payout.merchantRef.startsWith("payout:") && storm.has(payout.merchantRef.split(":")[1] ?? ""))
+      .map((payout) => payout.status),
+  );
+  const waits = settled
+    .map(
+      (wait) =>
+        `${(wait.waitedMs / 1000).toFixed(1)} s (${wait.pendingLeft} pending, ${wait.returnsLeft} returns left)`,
+    )
+    .join(" + ");
+  return (
+    `${sent.length} sent (switches: ${switches || "none"}; duplication: ${patternSummary(sent) || "none"}); ` +
+    `rows: paid ${paid}, failed ${failed.length}${failed.length > 0 ? ` (${countsLine(failed)})` : ""}, returned ${returned}, held now ${heldCount} (${heldMinor}); ` +
+    `bank: ${bank || "none"}; waited for the bank ${waits || "0 s"}`
+  );
+}
+
+/**
+ * The transfers: how many the users sent by plan (to another user, crossing pairs sent both ways at once, to unknown
+ * addresses, to oneself), how their rows ended, and what the recipients' `transfer_in` rows hold.
+ */
+function transferSummary(operations: readonly OperationRecord[], rows: readonly LedgerRow[]): string {
+  const sent = operations.filter((operation) => operation.kind === "transfer");
+  const crossing = sent.filter((operation) => operation.ident.startsWith("tx-")).length;
+  const unknown = sent.filter((operation) => operation.refusedTransfer === "recipient_unknown").length;
+  const self = sent.filter((operation) => operation.refusedTransfer === "transfer_to_self").length;
+  let succeeded = 0;
+  let movedMinor = 0;
+  let received = 0;
+  let receivedMinor = 0;
+  const failed: string[] = [];
+  for (const row of rows) {
+    if (row.type === "transfer_in" && row.status === "succeeded") {
+      received += 1;
+      receivedMinor += row.amountMinor;
+    }
+    if (row.type !== "transfer") continue;
+    if (row.status === "succeeded") {
+      succeeded += 1;
+      movedMinor += row.amountMinor;
+    } else if (row.status === "failed") failed.push(row.failureReason ?? "unknown");
+  }
+  return (
+    `${sent.length} sent (to another user ${sent.length - 2 * crossing - unknown - self}, crossing pairs ${crossing}, ` +
+    `to unknown addresses ${unknown}, to oneself ${self}; duplication: ${patternSummary(sent) || "none"}); ` +
+    `rows: succeeded ${succeeded} (${movedMinor}), failed ${failed.length}${failed.length > 0 ? ` (${countsLine(failed)})` : ""}; ` +
+    `received ${received} (${receivedMinor})`
+  );
 }
 
 /**

@@ -24,18 +24,40 @@ type OperationAnswer = Partial<
     ResponseBody<"/api/v1/admin/topups/{userId}/{refId}/refunds", "post", 201>
 >;
 
+/**
+ * The 201 of a payout or a transfer (lib/ledger/view-schemas.ts; not in the OpenAPI document yet): the fields the
+ * checks read.
+ */
+interface MoneyOutAnswer {
+  readonly payout?: { readonly amount: number; readonly status: string };
+  readonly transfer?: { readonly amount: number; readonly status: string };
+}
+
 /** The operation inside a 2xx answer's body (its amount and status), or undefined when the body has none. */
 function answerView(body: string): { amount: number; status: string } | undefined {
-  const parsed = parseJson(body) as OperationAnswer | undefined;
-  return parsed?.topup ?? parsed?.payment ?? parsed?.reward ?? parsed?.refund;
+  const parsed = parseJson(body) as (OperationAnswer & MoneyOutAnswer) | undefined;
+  return parsed?.topup ?? parsed?.payment ?? parsed?.reward ?? parsed?.refund ?? parsed?.payout ?? parsed?.transfer;
 }
 
 /** A ledger row as the checks need it (read by the storm with one query per run). */
 export interface LedgerRow {
   readonly userId: string;
+  /** The entry's id (`ledger_entries.id`): a `transfer_in`'s ref id is `transfer:<its transfer's entry id>`. */
+  readonly entryId: string;
   /** `adjustment`: the credit of a top-up's charge that succeeded after the top-up failed; `refId` here is the
    * settled top-up's (the storm reads it through the adjustment's link; the entry itself is keyed by the charge id). */
-  readonly type: "topup" | "reward" | "payment" | "adjustment" | "refund" | "chargeback" | "chargeback_reversal";
+  readonly type:
+    | "topup"
+    | "reward"
+    | "payment"
+    | "adjustment"
+    | "refund"
+    | "chargeback"
+    | "chargeback_reversal"
+    | "payout"
+    | "payout_return"
+    | "transfer"
+    | "transfer_in";
   readonly refId: string;
   /** A refund's top-up (its refId, through `refunds_entry_id`); null for other types. */
   readonly topupRefId: string | null;
@@ -62,6 +84,14 @@ export interface BankDisputeSeen {
   readonly amount: number;
   readonly status: "open" | "lost" | "won";
   readonly lostAt: string | null;
+}
+
+/** A bank payout as listed by `GET /payouts?since=` (docs/bank-sandbox.md "Payouts"). */
+export interface BankPayoutSeen {
+  readonly id: string;
+  readonly merchantRef: string;
+  readonly amount: number;
+  readonly status: "pending" | "paid" | "failed" | "returned";
 }
 
 export interface CheckResult {
@@ -106,6 +136,7 @@ export function runClientChecks(
   rows: readonly LedgerRow[],
   charges: readonly BankCharge[],
   disputes: readonly BankDisputeSeen[],
+  payouts: readonly BankPayoutSeen[],
 ): CheckResult[] {
   const byKey = new Map<string, KeyedAttempt[]>();
   const probes: KeyedAttempt[] = [];
@@ -135,7 +166,14 @@ export function runClientChecks(
     noPhantomRows(operations, rows),
     refusalsLeftNothing(byKey, rowByKey),
     mismatchesRefused(probes, rowByKey),
-    creditsExplained(byKey, rows, chargeByRef, new Map(disputes.map((dispute) => [dispute.id, dispute]))),
+    creditsExplained(
+      byKey,
+      rows,
+      chargeByRef,
+      new Map(disputes.map((dispute) => [dispute.id, dispute])),
+      new Map(payouts.map((payout) => [payout.merchantRef, payout])),
+    ),
+    refusedTransfersLeftNothing(operations, rowByKey),
     overRefundsRefused(operations, rowByKey),
     neverMoreBackThanCharged(rows, disputes),
     succeededChargesCreditedOnce(rows, charges),
@@ -276,6 +314,8 @@ function noPhantomRows(operations: readonly OperationRecord[], rows: readonly Le
   for (const row of rows) {
     // Chargebacks are the bank's doing, not a client's: creditsExplained holds them to the bank's disputes.
     if (row.type === "chargeback" || row.type === "chargeback_reversal") continue;
+    // A payout's return is the bank's doing, a transfer_in the sender's: creditsExplained holds them to their cause.
+    if (row.type === "payout_return" || row.type === "transfer_in") continue;
     // A reward's ref_id is `<adId>:<day>`; the client knows the ad only.
     const ident = row.type === "reward" ? row.refId.replace(/:\d{4}-\d{2}-\d{2}$/, "") : row.refId;
     // An adjustment belongs to the top-up a client sent under the same reference.
@@ -360,8 +400,10 @@ function creditsExplained(
   rows: readonly LedgerRow[],
   chargeByRef: Map<string, BankCharge>,
   disputeById: Map<string, BankDisputeSeen>,
+  payoutByRef: Map<string, BankPayoutSeen>,
 ): CheckResult {
   const findings = new Findings();
+  const transferByEntryId = new Map(rows.filter((row) => row.type === "transfer").map((row) => [row.entryId, row]));
   let withoutSeen2xx = 0;
   let succeeded = 0;
   for (const row of rows) {
@@ -385,6 +427,22 @@ function creditsExplained(
           `${key}: moved ${row.amountMinor} without a dispute the bank ${row.type === "chargeback" ? "lost" : "reversed"} (${dispute ? `${dispute.status}, ${dispute.amount}` : "no such dispute"})`,
         );
       }
+    } else if (row.type === "payout_return") {
+      // A return credits what the bank returned: the payout of the same key, returned, of the same amount.
+      const payout = payoutByRef.get(`payout:${row.userId}:${row.refId}`);
+      if (payout?.status !== "returned" || payout.amount !== row.amountMinor) {
+        findings.add(
+          `${key}: credited ${row.amountMinor} without a payout the bank returned (${payout ? `${payout.status}, ${payout.amount}` : "no such payout"})`,
+        );
+      }
+    } else if (row.type === "transfer_in") {
+      // A transfer_in credits what another storm user sent: its transfer, succeeded, of the same amount.
+      const sent = transferByEntryId.get(row.refId.replace(/^transfer:/, ""));
+      if (sent?.status !== "succeeded" || sent.amountMinor !== row.amountMinor || sent.userId === row.userId) {
+        findings.add(
+          `${key}: received ${row.amountMinor} without a succeeded transfer of another user sending it (${sent ? `${sent.userId} ${sent.status}, ${sent.amountMinor}` : "no such transfer"})`,
+        );
+      }
     } else if (row.type === "topup" || row.type === "adjustment") {
       const charge = chargeByRef.get(`topup:${row.userId}:${row.refId}`);
       if (charge?.status !== "succeeded" || charge.amount !== row.amountMinor) {
@@ -397,6 +455,46 @@ function creditsExplained(
   return findings.result(
     "client: no money moved without a 2xx seen or a succeeded row",
     `${succeeded} succeeded rows, ${withoutSeen2xx} without a 2xx seen`,
+  );
+}
+
+/** What a transfer that must be refused may be answered, by why it must be (contract section 15). */
+const TRANSFER_REFUSALS: Record<NonNullable<OperationRecord["refusedTransfer"]>, ReadonlySet<string>> = {
+  recipient_unknown: new Set(["422 recipient_unknown", "429 rate_limited"]),
+  transfer_to_self: new Set(["422 transfer_to_self"]),
+};
+
+/**
+ * Transfers to an address nobody has and to oneself (contract section 15): never answered 2xx, every answer the
+ * expected refusal (`422 recipient_unknown` or, once the sender named too many unknown addresses, `429
+ * rate_limited`; `422 transfer_to_self`) or one a client retries (a lost connection, 409 in progress, 5xx), and no
+ * row for the key: nothing claimed, nothing moved.
+ */
+function refusedTransfersLeftNothing(
+  operations: readonly OperationRecord[],
+  rowByKey: Map<string, LedgerRow>,
+): CheckResult {
+  const findings = new Findings();
+  const counts = { recipient_unknown: 0, transfer_to_self: 0 };
+  for (const operation of operations) {
+    const expected = operation.refusedTransfer;
+    if (operation.kind !== "transfer" || !expected) continue;
+    counts[expected] += 1;
+    const key = `${operation.userId}|transfer|${operation.ident}`;
+    for (const { outcome } of operation.attempts) {
+      if (outcome.kind !== "response" || outcome.status >= 500 || outcome.status === 409) continue;
+      const code = (parseJson(outcome.body) as { code?: unknown } | undefined)?.code;
+      if (!TRANSFER_REFUSALS[expected].has(`${outcome.status} ${String(code)}`))
+        findings.add(
+          `${key}: a transfer to ${operation.to} (${expected}) was answered ${outcome.status} ${String(code)}`,
+        );
+    }
+    const row = rowByKey.get(key);
+    if (row) findings.add(`${key}: a transfer to ${operation.to} (${expected}) left a ${row.status} row`);
+  }
+  return findings.result(
+    "client: transfers to unknown addresses and to oneself refused, no row",
+    `${counts.recipient_unknown} to unknown addresses, ${counts.transfer_to_self} to oneself`,
   );
 }
 

@@ -10,9 +10,11 @@
 import type { Pool } from "pg";
 import { listChargesSince } from "../../lib/bank/client";
 import { listDisputesSince } from "../../lib/bank/disputes";
+import { parsePayoutMerchantRef } from "../../lib/bank/merchant-ref";
+import { listPayoutsSince } from "../../lib/bank/payouts-client";
 import { sleep } from "../lib/ports";
 import { getJson, postControl } from "./http-client";
-import type { BankCharge, BankDisputeSeen, CheckResult, LedgerRow } from "./client-checks";
+import type { BankCharge, BankDisputeSeen, BankPayoutSeen, CheckResult, LedgerRow } from "./client-checks";
 
 /**
  * How long the bank may take to deliver its pending webhooks once traffic stopped: 30 s. With the storm's schedule
@@ -184,6 +186,7 @@ export async function runContractAudit(options: {
 export async function readLedgerRows(db: Pool, userIds: readonly string[]): Promise<LedgerRow[]> {
   const result = await db.query<{
     user_id: string;
+    entry_id: string;
     type: LedgerRow["type"];
     ref_id: string;
     topup_ref_id: string | null;
@@ -195,7 +198,7 @@ export async function readLedgerRows(db: Pool, userIds: readonly string[]): Prom
   }>(
     // An adjustment is keyed by its charge id; the checks read it under the ref id of the top-up it settles.
     // A refund keeps its own ref id (the refundId) and names its top-up through refunds_entry_id.
-    `SELECT e.user_id, e.type, coalesce(t.ref_id, e.ref_id) AS ref_id, r.ref_id AS topup_ref_id,
+    `SELECT e.user_id, e.id::text AS entry_id, e.type, coalesce(t.ref_id, e.ref_id) AS ref_id, r.ref_id AS topup_ref_id,
             e.amount_minor::text AS amount_minor, e.status, e.failure_reason, e.response_status, e.response_body
        FROM ledger_entries e
        LEFT JOIN ledger_entries t ON t.user_id = e.user_id AND t.id = e.adjusts_entry_id
@@ -205,6 +208,7 @@ export async function readLedgerRows(db: Pool, userIds: readonly string[]): Prom
   );
   return result.rows.map((row) => ({
     userId: row.user_id,
+    entryId: row.entry_id,
     type: row.type,
     refId: row.ref_id,
     topupRefId: row.topup_ref_id,
@@ -263,4 +267,72 @@ export async function readBankDisputes(bankUrl: string): Promise<BankDisputeSeen
     since = listed.nextCursor;
   }
   throw new Error(`the bank holds more than ${CHARGE_PAGES_MAX} pages of disputes`);
+}
+
+/** Every payout the bank holds, as it is now (paged like the disputes, bounded). Throws when the bank cannot be read. */
+export async function readBankPayouts(bankUrl: string): Promise<BankPayoutSeen[]> {
+  const payouts = new Map<string, BankPayoutSeen>();
+  let since = "1970-01-01T00:00:00.000Z";
+  for (let page = 0; page < CHARGE_PAGES_MAX; page++) {
+    const listed = await listPayoutsSince(since, {
+      bankUrl,
+      timeoutMs: CHARGE_PAGE_TIMEOUT_MS,
+      limit: CHARGE_PAGE_LIMIT,
+    });
+    if (listed.kind !== "page") throw new Error(`could not list the bank's payouts: ${JSON.stringify(listed)}`);
+    // A payout that changed while paging shows again later, as it is then: the last one seen wins.
+    for (const { id, merchantRef, amount, status } of listed.payouts)
+      payouts.set(id, { id, merchantRef, amount, status });
+    if (!listed.hasMore) return [...payouts.values()];
+    since = listed.nextCursor;
+  }
+  throw new Error(`the bank holds more than ${CHARGE_PAGES_MAX} pages of payouts`);
+}
+
+/**
+ * The storm's payout switches whose payouts the bank pays and then returns (docs/bank-sandbox.md "Payouts"):
+ * `BANK_PAYOUT_RETURN_DELAY_MS` (3 s by default) after they were paid.
+ */
+const RETURNING_PAYOUT_PREFIXES = ["sbx-po-return-", "sbx-po-reorder-"] as const;
+
+/**
+ * How long the bank may take to finish the storm's payouts once traffic stopped: 20 s. A payout settles
+ * BANK_WEBHOOK_DELAY_MS (100 ms) after it was made and a returning one is returned BANK_PAYOUT_RETURN_DELAY_MS (3 s by
+ * default) after that; the bound only keeps a stuck bank from stalling the storm (the checks then say what is left).
+ */
+const PAYOUT_SETTLE_MS_MAX = 20_000;
+/** Poll interval while waiting for the bank's payouts: 250 ms, like the drain's. */
+const PAYOUT_SETTLE_POLL_MS = 250;
+
+export interface PayoutSettleResult {
+  /** The storm's payouts still `pending` at the bank, and those of a returning switch not yet returned. */
+  readonly pendingLeft: number;
+  readonly returnsLeft: number;
+  readonly waitedMs: number;
+}
+
+/**
+ * Waits until the bank has finished the payouts of `userIds`: none `pending`, and every payout of a returning switch
+ * ({@link RETURNING_PAYOUT_PREFIXES}) `returned` (or `failed`), at most {@link PAYOUT_SETTLE_MS_MAX}. The bank's events
+ * for them (`payout.paid`, `payout.returned`) are then queued, for the drain and the reconciler to finish.
+ */
+export async function waitForBankPayouts(bankUrl: string, userIds: readonly string[]): Promise<PayoutSettleResult> {
+  const storm = new Set(userIds);
+  const startedMs = Date.now();
+  let pendingLeft = 0;
+  let returnsLeft = 0;
+  for (;;) {
+    pendingLeft = 0;
+    returnsLeft = 0;
+    for (const payout of await readBankPayouts(bankUrl)) {
+      const parts = parsePayoutMerchantRef(payout.merchantRef);
+      if (!parts || !storm.has(parts.userId)) continue;
+      if (payout.status === "pending") pendingLeft += 1;
+      else if (payout.status === "paid" && RETURNING_PAYOUT_PREFIXES.some((prefix) => parts.refId.startsWith(prefix)))
+        returnsLeft += 1;
+    }
+    if ((pendingLeft === 0 && returnsLeft === 0) || Date.now() - startedMs >= PAYOUT_SETTLE_MS_MAX) break;
+    await sleep(PAYOUT_SETTLE_POLL_MS);
+  }
+  return { pendingLeft, returnsLeft, waitedMs: Date.now() - startedMs };
 }

@@ -10,7 +10,14 @@ import type { HttpOutcome } from "./http-client";
  * The kinds of money movement the storm's clients start, as the API's routes name them: the users' three, and the
  * admin's refunds (contract section 11).
  */
-export type OperationKind = "topup" | "reward" | "payment" | "refund";
+export type OperationKind = "topup" | "reward" | "payment" | "refund" | "payout" | "transfer";
+
+/**
+ * A transfer the server must refuse before claiming anything (contract section 15): to an address with no account
+ * (`422 recipient_unknown`, or `429 rate_limited` once the sender named too many) or to the sender's own address
+ * (`422 transfer_to_self`).
+ */
+export type RefusedTransfer = "recipient_unknown" | "transfer_to_self";
 
 /**
  * Why the admin sent a refund that must be refused (contract section 11): `above_topup` asks for more than the whole
@@ -59,12 +66,16 @@ export interface OperationRecord {
   /** The user whose ledger the operation addresses (for a refund: the top-up's owner, not the admin). */
   readonly userIndex: number;
   readonly userId: string;
-  /** The refId (top-ups), orderId (payments), adId (rewards) or refundId (refunds) the client chose. */
+  /** The refId (top-ups, payouts, transfers), orderId (payments), adId (rewards) or refundId (refunds) the client chose. */
   readonly ident: string;
   /** Refunds only: the refId of the top-up refunded. */
   readonly topupRefId?: string;
   /** Refunds only: set when the refund is an over-refund attempt that must be refused. */
   readonly overRefund?: OverRefund;
+  /** Transfers only: the recipient's address as sent. */
+  readonly to?: string;
+  /** Transfers only: set when the transfer must be refused, and why. */
+  readonly refusedTransfer?: RefusedTransfer;
   /** Amount in minor units the client sent (null for rewards: the server decides). */
   readonly amountMinor: number | null;
   readonly pattern: DuplicationPattern;

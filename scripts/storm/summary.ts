@@ -5,8 +5,11 @@
 import type { CheckResult, LedgerRow } from "./client-checks";
 import { attemptKey, type OperationKind, type OperationRecord } from "./observations";
 
-/** Entries no client asks for: the bank's lost and reversed disputes (contract section 12). */
-type BankMovement = "chargeback" | "chargeback_reversal";
+/**
+ * Entries no client asks for: the bank's lost and reversed disputes (contract section 12), the bank's payout returns
+ * (section 14) and the recipients' side of transfers (section 15).
+ */
+type BankMovement = "chargeback" | "chargeback_reversal" | "payout_return" | "transfer_in";
 
 /** One line of the operations table. */
 export interface KindTotals {
@@ -36,8 +39,8 @@ export interface KindTotals {
 
 /** Counts per kind and in total, from the clients' records and the ledger rows. */
 export function totalsByKind(operations: readonly OperationRecord[], rows: readonly LedgerRow[]): KindTotals[] {
-  const kinds: OperationKind[] = ["topup", "reward", "payment", "refund"];
-  const bankKinds: BankMovement[] = ["chargeback", "chargeback_reversal"];
+  const kinds: OperationKind[] = ["topup", "reward", "payment", "refund", "payout", "transfer"];
+  const bankKinds: BankMovement[] = ["chargeback", "chargeback_reversal", "payout_return", "transfer_in"];
   const empty = (kind: KindTotals["kind"]): KindTotals => ({
     kind,
     operations: 0,

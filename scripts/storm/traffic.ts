@@ -9,6 +9,8 @@
  */
 import type { Agent } from "node:http";
 import { seededRandom } from "../../bank/faults";
+import type { z } from "zod";
+import type { payoutRequestSchema, transferRequestSchema } from "../../lib/http/operation-requests";
 import type { RequestBody } from "../lib/api-types";
 import { postJson, type HttpOutcome } from "./http-client";
 import {
@@ -19,6 +21,7 @@ import {
   type OperationKind,
   type OperationRecord,
   type OverRefund,
+  type RefusedTransfer,
   type TrafficCounters,
 } from "./observations";
 
@@ -27,6 +30,18 @@ export interface StormUser {
   readonly index: number;
   readonly id: string;
   readonly token: string;
+  /** The user's sign-in address: what a transfer to this user names. Transfers need it (see `moneyOut`). */
+  readonly email?: string;
+}
+
+/**
+ * Money leaving the wallets (contract sections 14 and 15): payouts to `destination` (a sandbox account number), with
+ * the bank's payout switches, and transfers between the users (by their `email`), to unknown addresses at
+ * `unknownDomain` and to oneself.
+ */
+export interface MoneyOutOptions {
+  readonly destination: string;
+  readonly unknownDomain: string;
 }
 
 export interface TrafficOptions {
@@ -62,6 +77,8 @@ export interface TrafficOptions {
    * refunds it (case C26); null for a storm without such disputes.
    */
   readonly bankUrl?: string | null;
+  /** Payouts and transfers alongside the rest ({@link MoneyOutOptions}); absent or null: neither. */
+  readonly moneyOut?: MoneyOutOptions | null;
 }
 
 /** A top-up a user saw acknowledged (a 2xx): what the admins may refund. */
@@ -96,6 +113,49 @@ const KIND_WEIGHTS: readonly [OperationKind, number][] = [
   ["topup", 35],
   ["reward", 25],
   ["payment", 40],
+];
+
+/**
+ * The mix with money leaving the wallets (payouts and transfers, {@link MoneyOutOptions}): each 8%, taken from the
+ * others, so a short storm sends a hundred or so of each, every payout switch and transfer plan a dozen times, while
+ * the top-ups still fund them.
+ */
+const MONEY_OUT_KIND_WEIGHTS: readonly [OperationKind, number][] = [
+  ["topup", 32],
+  ["reward", 22],
+  ["payment", 30],
+  ["payout", 8],
+  ["transfer", 8],
+];
+
+/**
+ * The payout switches of the sandbox (docs/bank-sandbox.md "Payouts"), by refId prefix, in percent of the payouts.
+ * `sbx-po-5xx-` is left out on purpose: the bank answers it 503 forever, so its payout stays `processing` with its
+ * money held by design, which the audit's no_expired_unfinished_rows would rightly flag; the sandbox has no 5xx rate
+ * for payouts either.
+ */
+const PAYOUT_SWITCHES: readonly [string, number][] = [
+  ["", 30],
+  ["sbx-po-lost-", 10],
+  ["sbx-po-slow-", 10],
+  ["sbx-po-fail-", 10],
+  ["sbx-po-dup-", 10],
+  ["sbx-po-reorder-", 10],
+  ["sbx-po-return-", 10],
+  ["sbx-po-nohook-", 10],
+];
+
+/**
+ * What a transfer does, in percent: to another storm user; `crossing`: to another user while that user sends one back
+ * at the same moment (two wallets locked in opposite orders); to an address nobody has, and to oneself (both refused,
+ * nothing stored).
+ */
+type TransferPlan = "other" | "crossing" | "unknown" | "self";
+const TRANSFER_PLAN_WEIGHTS: readonly [TransferPlan, number][] = [
+  ["other", 55],
+  ["crossing", 25],
+  ["unknown", 10],
+  ["self", 10],
 ];
 
 /**
@@ -237,12 +297,17 @@ function requestPath(operation: OperationRecord): string {
       return "/api/v1/payments";
     case "refund":
       return `/api/v1/admin/topups/${encodeURIComponent(operation.userId)}/${encodeURIComponent(operation.topupRefId ?? "")}/refunds`;
+    case "payout":
+      return "/api/v1/payouts";
+    case "transfer":
+      return "/api/v1/transfers";
   }
 }
 
 /**
  * The JSON body of an operation's request, typed by the OpenAPI document (scripts/lib/api-types.ts): a change of
- * the API's request bodies breaks this at compile time.
+ * the API's request bodies breaks this at compile time. Payouts and transfers are not in the OpenAPI document yet:
+ * theirs are typed by the routes' own request schemas (lib/http/operation-requests.ts).
  */
 function requestBody(operation: OperationRecord, amountMinor: number | null): string {
   const amount = (): number => {
@@ -267,6 +332,18 @@ function requestBody(operation: OperationRecord, amountMinor: number | null): st
         refundId: operation.ident,
         amount: amount(),
       } satisfies RequestBody<"/api/v1/admin/topups/{userId}/{refId}/refunds", "post">);
+    case "payout":
+      return JSON.stringify({
+        refId: operation.ident,
+        amount: amount(),
+        destination: operation.to ?? "",
+      } satisfies z.input<typeof payoutRequestSchema>);
+    case "transfer":
+      return JSON.stringify({
+        refId: operation.ident,
+        to: operation.to ?? "",
+        amount: amount(),
+      } satisfies z.input<typeof transferRequestSchema>);
   }
 }
 
@@ -297,7 +374,17 @@ async function runUser(options: TrafficOptions, user: StormUser, refundable: Ref
   let funding = typeof options.maxBalanceMinor === "number" && isCeilingUser(user.index);
   while (Date.now() < options.deadlineMs) {
     sequence += 1;
-    const kind = funding ? "topup" : pickWeighted(random, KIND_WEIGHTS);
+    const kind = funding ? "topup" : pickWeighted(random, options.moneyOut ? MONEY_OUT_KIND_WEIGHTS : KIND_WEIGHTS);
+    if ((kind === "payout" || kind === "transfer") && options.moneyOut) {
+      const pattern = pickWeighted(random, PATTERN_WEIGHTS);
+      const last =
+        kind === "payout"
+          ? await sendPayout(options, options.moneyOut, user, sequence, pattern, random, home)
+          : await sendTransfer(options, options.moneyOut, user, sequence, pattern, random, home);
+      if (last.kind !== "response") home = (home + 1) % options.appUrls.length;
+      await sleep(between(random, THINK_MS_MIN, THINK_MS_MAX));
+      continue;
+    }
     // A funding top-up is never disputed: its wallet must reach the ceiling.
     const disputeSwitch = kind === "topup" && !funding ? pickWeighted(random, DISPUTE_SWITCHES) : "";
     let pattern = funding ? "single" : pickWeighted(random, PATTERN_WEIGHTS);
@@ -335,6 +422,100 @@ async function runUser(options: TrafficOptions, user: StormUser, refundable: Ref
     // A user whose instance dropped the connection moves to the other one, as behind a load balancer.
     if (last.kind !== "response") home = (home + 1) % options.appUrls.length;
     await sleep(between(random, THINK_MS_MIN, THINK_MS_MAX));
+  }
+}
+
+/** One payout of 1-20 units to the storm's account, with a payout switch ({@link PAYOUT_SWITCHES}). */
+async function sendPayout(
+  options: TrafficOptions,
+  moneyOut: MoneyOutOptions,
+  user: StormUser,
+  sequence: number,
+  pattern: DuplicationPattern,
+  random: () => number,
+  home: number,
+): Promise<HttpOutcome> {
+  const operation: OperationRecord = {
+    kind: "payout",
+    userIndex: user.index,
+    userId: user.id,
+    ident: `${pickWeighted(random, PAYOUT_SWITCHES)}po-${user.index}-${sequence}`,
+    to: moneyOut.destination,
+    amountMinor: between(random, 1, 20) * 100,
+    pattern,
+    attempts: [],
+  };
+  options.operations.push(operation);
+  options.counters.operations += 1;
+  return sendOperation(options, user, operation, random, home);
+}
+
+/**
+ * One transfer of 1-20 units ({@link TRANSFER_PLAN_WEIGHTS}): to another storm user; crossing one that user sends back
+ * at the same moment (from its own token, with its own refId); to an unknown address; to oneself.
+ */
+async function sendTransfer(
+  options: TrafficOptions,
+  moneyOut: MoneyOutOptions,
+  user: StormUser,
+  sequence: number,
+  pattern: DuplicationPattern,
+  random: () => number,
+  home: number,
+): Promise<HttpOutcome> {
+  const others = options.users.filter((other) => other.id !== user.id && other.email !== undefined);
+  let plan = pickWeighted(random, TRANSFER_PLAN_WEIGHTS);
+  if ((plan === "other" || plan === "crossing") && others.length === 0) plan = "self";
+  const peer = others[Math.floor(random() * others.length)];
+  const transfer = (sender: StormUser, ident: string, to: string, refusedTransfer?: RefusedTransfer) => {
+    const operation: OperationRecord = {
+      kind: "transfer",
+      userIndex: sender.index,
+      userId: sender.id,
+      ident,
+      to,
+      amountMinor: between(random, 1, 20) * 100,
+      pattern,
+      attempts: [],
+      ...(refusedTransfer ? { refusedTransfer } : {}),
+    };
+    options.operations.push(operation);
+    options.counters.operations += 1;
+    return operation;
+  };
+  switch (plan) {
+    case "other":
+      return sendOperation(options, user, transfer(user, `tr-${user.index}-${sequence}`, peer!.email!), random, home);
+    case "crossing": {
+      const there = transfer(user, `tr-${user.index}-${sequence}`, peer!.email!);
+      const back = transfer(peer!, `tx-${user.index}-${sequence}`, user.email!);
+      const [last] = await Promise.all([
+        sendOperation(options, user, there, random, home),
+        sendOperation(options, peer!, back, random, (home + 1) % options.appUrls.length),
+      ]);
+      return last;
+    }
+    case "unknown":
+      return sendOperation(
+        options,
+        user,
+        transfer(
+          user,
+          `tu-${user.index}-${sequence}`,
+          `nobody-${user.index}-${sequence}@${moneyOut.unknownDomain}`,
+          "recipient_unknown",
+        ),
+        random,
+        home,
+      );
+    case "self":
+      return sendOperation(
+        options,
+        user,
+        transfer(user, `ts-${user.index}-${sequence}`, user.email ?? "", "transfer_to_self"),
+        random,
+        home,
+      );
   }
 }
 
