@@ -5,14 +5,17 @@
  *     credits' house legs on one account, over 32, and with a per-credit UPDATE of one house balance row,
  *     ./house-account.ts);
  *  2. HTTP with autocannon at 32 connections: the empty JSON POST route (the framework's floor), payments with fresh
- *     keys, hot replays, and top-ups with the sandbox bank in the loop, each as a ratio to the floor (top-ups
- *     counted when the webhook has credited them, in a window that starts with none unfinished: ./settlement.ts);
+ *     keys, hot replays, and top-ups and payouts with the sandbox bank in the loop, each as a ratio to the floor
+ *     (top-ups counted when the webhook has credited them, payouts when it has paid them, in a window that starts
+ *     with none unfinished: ./settlement.ts);
  *  3. the duplicate storm: 1000 concurrent identical requests (payments, then top-ups);
  *  4. scale: the claim's p50 with 10k versus 1M ledger rows (`--large`: also 10M), two databases timed in alternating
  *     rounds;
  *  5. the app's peak RSS under that HTTP load (target T7), and its RSS and peak after each HTTP phase and storm. The app
  *     runs as `npm start` runs it, with its heap bound (APP_HEAP_MB, scripts/lib/stack.ts `appHeapNodeArgs`);
- *  6. payments in-process: the one statement that decides a payment, at concurrency 8 and 32 (./in-process-payments.ts).
+ *  6. payments in-process: the one statement that decides a payment, at concurrency 8 and 32 (./in-process-payments.ts),
+ *     and beside it the one that decides a transfer, between random pairs and into one popular recipient
+ *     (./in-process-transfers.ts).
  * Prints a table and writes bench/results/<UTC date and time>.json. Figures only: nothing here asserts on time.
  *
  *   npm run bench                 # ~10 minutes on 2 cores
@@ -719,7 +722,7 @@ in-process versus pgbench; HTTP routes against the framework's empty route; the 
 10k versus 1M ledger rows; the app's peak memory. Everything runs on 127.0.0.1 and is stopped at the end.
   --large            adds the 10M-row point (about 10 more minutes)
   --seconds N        length of each measurement, 3 to 60 (shorter: less stable figures)
-  --only LIST        some parts only: ledger, http, scale, payments (payments decided in-process)
+  --only LIST        some parts only: ledger, http, scale, payments (payments and transfers decided in-process)
 Exit codes: 0 a complete run (targets missed are reported, not failed); 2 cannot run.`;
 
 async function main(): Promise<number> {
@@ -1114,7 +1117,7 @@ function allMet(...checks: (boolean | null)[]): boolean | null {
 }
 
 /**
- * Targets T1-T9 of the performance work, each judged on figures measured in this run (ratios between two figures
+ * Targets T1-T12 of the performance work, each judged on figures measured in this run (ratios between two figures
  * of the same run; CPU per operation from /proc). `met` is null for a figure this run did not measure.
  */
 function evaluateTargets(input: {
