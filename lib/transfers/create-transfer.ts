@@ -157,7 +157,7 @@ async function findRecipient(senderId: string, to: string): Promise<RecipientLoo
 }
 
 /** The first responses a transfer may store (contract section 15); the statement picks one under the wallet locks. */
-function transferResponses(
+export function transferResponses(
   input: CreateTransferInput,
   params: Readonly<Record<string, string | number>>,
 ): TransferResponses {
