@@ -9,12 +9,18 @@ import { revalidatePath } from "next/cache";
 import { z } from "zod";
 import { env } from "@/lib/env";
 import { requireSessionUser } from "@/lib/auth/session-user";
-import { validatePaymentRequest, validateTopupRequest, formToRaw } from "@/lib/http/operation-requests";
+import {
+  validatePaymentRequest,
+  validateTopupRequest,
+  validateTransferRequest,
+  formToRaw,
+} from "@/lib/http/operation-requests";
 import { operationOutcome, type ActionOutcome } from "@/lib/http/respond";
 import { parseMoneyInput } from "@/lib/money";
 import { problem } from "@/lib/problems";
 import { createTopup } from "@/lib/topups/create-topup";
 import { createPayment } from "@/lib/payments/create-payment";
+import { createTransfer } from "@/lib/transfers/create-transfer";
 import { verifyFormRefId } from "@/lib/web/verify-form-ref-id";
 
 /** What the person typed or chose, sent back with every answer. */
@@ -25,8 +31,10 @@ export interface MoneyFormValues {
   readonly customAmount: string;
   /** The pay form's payee, as typed or picked ("" on the top-up form). */
   readonly payee: string;
-  /** The pay form's note, as typed ("" when none). */
+  /** The pay or send form's note, as typed ("" when none). */
   readonly note: string;
+  /** The send form's recipient address, as typed ("" on the other forms). */
+  readonly to: string;
 }
 
 /** A money form's answer: the API's outcome, the values to show again, and the amount asked for (minor units). */
@@ -41,10 +49,12 @@ const formSchema = z.object({
   // Longer than any payee or note the API accepts, so an overlong one reaches the validator and gets its sentence.
   payee: z.string().max(1000).optional(),
   note: z.string().max(1000).optional(),
+  // Longer than any address the API accepts (254), for the same reason.
+  to: z.string().max(1000).optional(),
 });
 
 /** A 400 for the form, in the API's shape; `field` names what the sentence must be about (the amount). */
-function invalid(detail: string, field?: "amount" | "payee" | "note"): ActionOutcome {
+function invalid(detail: string, field?: "amount" | "payee" | "note" | "to"): ActionOutcome {
   const extensions = field ? { field } : {};
   return { status: 400, body: JSON.stringify(problem("invalid_request", detail, extensions)), replayed: false };
 }
@@ -61,12 +71,16 @@ function amountFrom(values: MoneyFormValues, currency: string, maxAmountMinor: n
   return minor !== null && minor <= maxAmountMinor ? minor : null;
 }
 
-type MoneyForm = "topup" | "payment";
+type MoneyForm = "topup" | "payment" | "transfer";
 
-/** The pay form's field a validation detail is about, when it is the payee or the note (their sentences differ). */
-function fieldOf(detail: string): "payee" | "note" | undefined {
+/**
+ * The pay or send form's field a validation detail is about, when it is the payee, the recipient or the note (their
+ * sentences differ).
+ */
+function fieldOf(detail: string): "payee" | "note" | "to" | undefined {
   if (detail.startsWith("payee:")) return "payee";
   if (detail.startsWith("note:")) return "note";
+  if (detail.startsWith("to:")) return "to";
   return undefined;
 }
 
@@ -74,7 +88,7 @@ function fieldOf(detail: string): "payee" | "note" | undefined {
 const UNISSUED_REFERENCE = "This form's reference was not issued to you; reload the page.";
 
 /**
- * Both money forms: parse, validate like the API (but with a server-minted `web:` reference, case C20), check
+ * The money forms: parse, validate like the API (but with a server-minted `web:` reference, case C20), check
  * that the server issued that reference to this user's form, run the same lib operation, return its outcome.
  */
 async function runMoneyForm(kind: MoneyForm, formData: FormData): Promise<MoneyFormState> {
@@ -85,6 +99,7 @@ async function runMoneyForm(kind: MoneyForm, formData: FormData): Promise<MoneyF
     customAmount: fields.success ? (fields.data.customAmount ?? "") : "",
     payee: fields.success ? (fields.data.payee ?? "") : "",
     note: fields.success ? (fields.data.note ?? "") : "",
+    to: fields.success ? (fields.data.to ?? "") : "",
   };
   if (!fields.success) return { ...invalid("The form is incomplete."), values, amountMinor: null };
   const settings = env();
@@ -103,6 +118,17 @@ async function runMoneyForm(kind: MoneyForm, formData: FormData): Promise<MoneyF
       return { ...invalid(UNISSUED_REFERENCE), values, amountMinor };
     }
     result = await createTopup({ userId: user.userId, ...input.value });
+  } else if (kind === "transfer") {
+    // Contract section 15: the recipient is named by address; the note is optional, and an empty one is no note.
+    if (values.to === "") return { ...invalid("to: required", "to"), values, amountMinor };
+    const details = { to: values.to, ...(values.note === "" ? {} : { note: values.note }) };
+    const { value, raw } = formToRaw({ refId: fields.data.refId, amount, ...details });
+    const input = validateTransferRequest(value, raw, rules, "form");
+    if (!input.ok) return { ...invalid(input.detail, fieldOf(input.detail)), values, amountMinor };
+    if (!(await verifyFormRefId(user.userId, "transfer", input.value.refId))) {
+      return { ...invalid(UNISSUED_REFERENCE), values, amountMinor };
+    }
+    result = await createTransfer({ userId: user.userId, ...input.value });
   } else {
     // The form always names a payee (docs/decisions/055); the note is optional, and an empty one is no note.
     if (values.payee === "") return { ...invalid("payee: required", "payee"), values, amountMinor };
@@ -128,4 +154,9 @@ export async function topupAction(_previous: MoneyFormState, formData: FormData)
 /** Pay form: same validation and ledger path as `POST /api/v1/payments`. */
 export async function paymentAction(_previous: MoneyFormState, formData: FormData): Promise<MoneyFormState> {
   return runMoneyForm("payment", formData);
+}
+
+/** Send form: same validation and ledger path as `POST /api/v1/transfers`. */
+export async function transferAction(_previous: MoneyFormState, formData: FormData): Promise<MoneyFormState> {
+  return runMoneyForm("transfer", formData);
 }

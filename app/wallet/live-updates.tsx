@@ -1,9 +1,11 @@
 "use client";
 /**
  * The wallet page's live status (docs/decisions/025-live-status-push.md). The server pushes: an EventSource on
- * `GET /api/v1/events` hears when one of the user's top-ups changes state (PostgreSQL LISTEN/NOTIFY behind it),
- * and the page then re-renders its server data (`router.refresh()`: the balance, the lists and the top-up form's
- * answer all follow). No request is made while nothing changes.
+ * `GET /api/v1/events` hears when one of the user's top-ups changes state or money lands without the user's own
+ * request (a late bank credit, a transfer received: the trigger announces `transfer_in` rows), PostgreSQL
+ * LISTEN/NOTIFY behind it, and the page then re-renders its server data (`router.refresh()`: the balance, the lists
+ * and the top-up form's answer all follow). Every `change` refreshes, whatever its type. No request is made while
+ * nothing changes.
  *
  * Polling is the fallback only: while the push is not live (the stream cannot open, the server said `down`, or it
  * fell silent for longer than {@link WATCHDOG_MS}) and some top-up on the page is unfinished, the page refreshes

@@ -1,6 +1,6 @@
 /**
- * What a movement was, for people: "Top-up", "Payment to Corner Coffee", "Reward for ad A", "Late bank credit for a
- * failed top-up". The history's lines and the movement page say it the same way; never a raw reference.
+ * What a movement was, for people: "Top-up", "Payment to Corner Coffee", "Sent to bo@example.com", "Reward for ad A",
+ * "Late bank credit for a failed top-up". The history's lines and the movement page say it the same way; never a raw reference.
  */
 import type { StatementLine } from "@/lib/wallet/statement-line";
 import { adNameOf } from "@/lib/rewards/offered-ads";
@@ -21,7 +21,7 @@ export const KIND_WORDS = {
 } as const;
 
 /** What `line` was, in a few words. */
-export function describeMovement(line: Pick<StatementLine, "type" | "refId" | "payee">): string {
+export function describeMovement(line: Pick<StatementLine, "type" | "refId" | "payee" | "to" | "from">): string {
   switch (line.type) {
     case "topup":
       return "Top-up";
@@ -45,22 +45,26 @@ export function describeMovement(line: Pick<StatementLine, "type" | "refId" | "p
     case "payout_return":
       return "Withdrawal returned by the bank";
     case "transfer":
-      return "Money sent";
+      // Contract section 15: the recipient as the sender wrote the address; the sender's address on the other side.
+      return line.to ? `Sent to ${line.to}` : "Money sent";
     case "transfer_in":
-      return "Money received";
+      return line.from ? `Received from ${line.from}` : "Money received";
   }
 }
 
 /**
- * A history line's words split in two: a lead that a phone may leave to screen readers ("Payment to ") and the part
- * every screen shows (the payee), so a line on a 390 px phone names who was paid instead of cutting "Payment to…".
+ * A history line's words split in two: a lead that a phone may leave to screen readers ("Payment to ", "Sent to ") and
+ * the part every screen shows (the payee, the other user's address), so a line on a 390 px phone names who was paid
+ * instead of cutting "Payment to…".
  * Together they are {@link describeMovement}'s words.
  */
-export function splitMovementWords(line: Pick<StatementLine, "type" | "refId" | "payee">): {
+export function splitMovementWords(line: Pick<StatementLine, "type" | "refId" | "payee" | "to" | "from">): {
   lead: string;
   main: string;
 } {
   if (line.type === "payment" && line.payee) return { lead: "Payment to ", main: line.payee };
+  if (line.type === "transfer" && line.to) return { lead: "Sent to ", main: line.to };
+  if (line.type === "transfer_in" && line.from) return { lead: "Received from ", main: line.from };
   return { lead: "", main: describeMovement(line) };
 }
 

@@ -1,6 +1,6 @@
 "use client";
 /**
- * A money form (top-up or payment) driven by a server action. Works before JavaScript loads (a plain POST of the
+ * A money form (top-up, payment or transfer) driven by a server action. Works before JavaScript loads (a plain POST of the
  * form; the answer renders what was typed again), and with JavaScript the inputs are controlled, so nothing typed is
  * lost on any answer, and the submit button is disabled and says so while the action runs. A resubmit carries the
  * same server-minted ref id, so the ledger treats it as the same operation.
@@ -17,7 +17,7 @@ import { useKeptFormValues } from "../components/use-kept-form-values";
 import type { MoneyFormState } from "./actions";
 
 interface Props {
-  readonly kind: Extract<OperationKind, "topup" | "payment">;
+  readonly kind: Extract<OperationKind, "topup" | "payment" | "transfer">;
   readonly title: string;
   readonly refId: string;
   /** The offered amounts in minor units, the first one chosen by default. */
@@ -35,6 +35,11 @@ interface Props {
    * text, and an optional note (docs/decisions/055). Absent on the top-up form.
    */
   readonly payees?: { readonly names: readonly string[]; readonly payeeMax: number; readonly noteMax: number };
+  /**
+   * The send form's fields: the recipient's email address (the one they sign in with) and an optional note (contract
+   * section 15). Absent on the other forms.
+   */
+  readonly recipient?: { readonly addressMax: number; readonly noteMax: number };
 }
 
 function SubmitButton({ label }: { label: string }) {
@@ -52,8 +57,8 @@ type Row = { refId?: string; orderId?: string; status?: string };
 function rowOf(state: MoneyFormState): { refId: string; status: string | undefined } | null {
   if (!state || state.status >= 400) return null;
   try {
-    const body = JSON.parse(state.body) as { topup?: Row; payment?: Row };
-    const row = body.topup ?? body.payment;
+    const body = JSON.parse(state.body) as { topup?: Row; payment?: Row; transfer?: Row };
+    const row = body.topup ?? body.payment ?? body.transfer;
     const refId = row?.refId ?? row?.orderId;
     return refId ? { refId, status: row?.status } : null;
   } catch {
@@ -73,6 +78,7 @@ export function OperationForm({
   testId,
   liveStates,
   payees,
+  recipient,
 }: Props) {
   const [state, formAction] = useActionState(action, null);
   const id = useId();
@@ -80,8 +86,16 @@ export function OperationForm({
   const [customAmount, setCustomAmount] = useState(state?.values.customAmount ?? "");
   const [payee, setPayee] = useState(state?.values.payee ?? "");
   const [note, setNote] = useState(state?.values.note ?? "");
+  const [to, setTo] = useState(state?.values.to ?? "");
   const formRef = useRef<HTMLFormElement>(null);
-  useKeptFormValues(formRef, payees ? { preset, customAmount, payee, note } : { preset, customAmount });
+  useKeptFormValues(
+    formRef,
+    payees
+      ? { preset, customAmount, payee, note }
+      : recipient
+        ? { preset, customAmount, to, note }
+        : { preset, customAmount },
+  );
   const answered = rowOf(state);
   const live = answered ? liveStates?.[answered.refId] : undefined;
   const sentence = state
@@ -117,6 +131,33 @@ export function OperationForm({
             <input
               name="note"
               maxLength={payees.noteMax}
+              autoComplete="off"
+              value={note}
+              onChange={(event) => setNote(event.target.value)}
+            />
+          </label>
+        </>
+      )}
+      {recipient && (
+        <>
+          <label className="field">
+            <span>Send to (their email address)</span>
+            <input
+              name="to"
+              type="email"
+              required
+              maxLength={recipient.addressMax}
+              autoComplete="off"
+              placeholder="bo@example.com"
+              value={to}
+              onChange={(event) => setTo(event.target.value)}
+            />
+          </label>
+          <label className="field">
+            <span>Note (optional)</span>
+            <input
+              name="note"
+              maxLength={recipient.noteMax}
               autoComplete="off"
               value={note}
               onChange={(event) => setNote(event.target.value)}

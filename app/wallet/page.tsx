@@ -10,7 +10,7 @@ import { getWallet } from "@/lib/wallet/get-wallet";
 import { currentFormRefId } from "@/lib/web/current-form-ref-id";
 import type { LiveState } from "@/lib/web/outcome-sentences";
 import { isUnfinished } from "@/lib/web/status-words";
-import { paymentAction, topupAction } from "./actions";
+import { paymentAction, topupAction, transferAction } from "./actions";
 import { LiveUpdates } from "./live-updates";
 import { OperationForm } from "./operation-form";
 import { HistorySection, type PageQuery } from "./history-section";
@@ -20,9 +20,13 @@ import { RewardsSection } from "./rewards-section";
 export const metadata: Metadata = { title: "Wallet" };
 export const dynamic = "force-dynamic";
 
-/** The amounts offered by the forms, in minor units (the wallet's currency): top-ups 10, 25, 50; payments 1, 5, 10. */
+/**
+ * The amounts offered by the forms, in minor units (the wallet's currency): top-ups 10, 25, 50; payments 1, 5, 10;
+ * transfers 5, 10, 20.
+ */
 const TOPUP_PRESETS_MINOR = [1000, 2500, 5000] as const;
 const PAYMENT_PRESETS_MINOR = [100, 500, 1000] as const;
+const TRANSFER_PRESETS_MINOR = [500, 1000, 2000] as const;
 
 /** The pay form's payee field: the offered merchants and the bounds (docs/decisions/055). */
 const PAYEES = {
@@ -32,18 +36,25 @@ const PAYEES = {
 } as const;
 
 /**
- * The wallet: the balance, the two money forms and the rewards first (reachable without scrolling past the history
+ * The send form's fields (contract section 15): an address of at most 254 characters (RFC 5321's longest usable path,
+ * the bound of the API's `to`), and the pay form's note.
+ */
+const RECIPIENT = { addressMax: 254, noteMax: NOTE_LENGTH_MAX } as const;
+
+/**
+ * The wallet: the balance, the money forms (top up, pay, send) and the rewards first (reachable without scrolling past the history
  * on a phone), then the history of every movement with its filters (the page's query: `type`, `status`, `q`, `from`,
  * `to`). The newest top-ups are read, not shown, so the top-up form's answer follows its top-up live.
  */
 export default async function WalletPage({ searchParams }: { searchParams: Promise<PageQuery> }) {
   const user = await requireSessionUser();
   const settings = env();
-  const [wallet, topupsResult, topupRef, orderRef, query] = await Promise.all([
+  const [wallet, topupsResult, topupRef, orderRef, transferRef, query] = await Promise.all([
     getWallet(user.userId),
     listTopups(user.userId, { limit: TOPUPS_PAGE_SIZE }),
     currentFormRefId(user.userId, "topup"),
     currentFormRefId(user.userId, "payment"),
+    currentFormRefId(user.userId, "transfer"),
     searchParams,
   ]);
   const topups = firstPageOrThrow(topupsResult);
@@ -100,6 +111,18 @@ export default async function WalletPage({ searchParams }: { searchParams: Promi
           action={paymentAction}
           testId="pay-form"
           payees={PAYEES}
+        />
+        <OperationForm
+          kind="transfer"
+          title="Send money"
+          refId={transferRef}
+          presetsMinor={TRANSFER_PRESETS_MINOR}
+          currency={wallet.currency}
+          maxAmountMinor={settings.MAX_AMOUNT_MINOR}
+          submitLabel="Send"
+          action={transferAction}
+          testId="send-form"
+          recipient={RECIPIENT}
         />
       </div>
 

@@ -16,6 +16,7 @@ const API_ROUTE_TEMPLATES = [
   "/api/v1/payments",
   "/api/v1/payouts",
   "/api/v1/payouts/{refId}",
+  "/api/v1/transfers",
   "/api/v1/bank/webhook",
   "/api/v1/admin/topups",
   "/api/v1/admin/topups/{userId}/{refId}/refunds",

@@ -38,6 +38,7 @@ import {
   refIdSchema,
   rewardRequestSchema,
   topupRequestSchema,
+  transferRequestSchema,
 } from "../http/operation-requests";
 import { REQUEST_ID_PATTERN } from "../http/request-context";
 import type { DocumentedRouteTemplate } from "../http/route-templates";
@@ -47,6 +48,7 @@ import {
   rewardResponseSchema,
   topupResponseSchema,
   topupViewSchema,
+  transferResponseSchema,
 } from "../ledger";
 import { PROBLEM_CODES, PROBLEM_CONTENT_TYPE, STORED_PROBLEM_CODES, type ProblemCode } from "../problems";
 import { reconcileResultSchema } from "../reconciler/reconcile-result";
@@ -416,6 +418,39 @@ const API_PATHS = {
       problems: { codes: [...BODY_CODES, ...AUTH_CODES, ...KEY_CODES, "insufficient_funds", "debt_outstanding"] },
     }),
   },
+  "/api/v1/transfers": {
+    post: operation("Send money to another user by their email address, exactly once per refId", {
+      tags: ["wallet"],
+      security: SESSION_OR_TOKEN,
+      description:
+        "Contract section 15. One statement debits the sender, credits the recipient through an entry of their own " +
+        "(`transfer_in`, which names the sender's address) and stores the answer, so a transfer is either whole or " +
+        "not made. The fingerprint is the amount, the currency, `to` as written and the note. Stored, and replayed " +
+        "with Idempotent-Replayed: the 201, 402 `insufficient_funds`, 402 `debt_outstanding` (the sender owes a " +
+        "disputed top-up) and 422 `recipient_cannot_receive` (the recipient's balance ceiling). Not stored, nothing " +
+        "claimed: 422 `recipient_unknown` (no account has the address), 422 `transfer_to_self`, and 429 " +
+        "`rate_limited` once the sender named 5 addresses without an account in 15 minutes (then every recipient is " +
+        "refused, known or not, so the form cannot test addresses) or passed OPS_PER_MINUTE.",
+      requestBody: operationBody(transferRequestSchema),
+      success: {
+        201: json("The transfer, made; replays carry Idempotent-Replayed.", transferResponseSchema, {
+          "Idempotent-Replayed": replayedHeader.optional(),
+        }),
+      },
+      problems: {
+        codes: [
+          ...BODY_CODES,
+          ...AUTH_CODES,
+          ...KEY_CODES,
+          "insufficient_funds",
+          "debt_outstanding",
+          "recipient_unknown",
+          "transfer_to_self",
+          "recipient_cannot_receive",
+        ],
+      },
+    }),
+  },
   "/api/v1/bank/webhook": {
     post: operation("The bank's signed event (contract section 5)", {
       tags: ["bank"],
@@ -562,12 +597,14 @@ const API_PATHS = {
     }),
   },
   "/api/v1/events": {
-    get: operation("The caller's live status: Server-Sent Events when one of the caller's top-ups changes state", {
+    get: operation("The caller's live status: Server-Sent Events when a top-up changes state or money arrives", {
       tags: ["wallet"],
       description:
         "A `text/event-stream` (docs/decisions/025-live-status-push.md): `retry: 3000`, then `event: ready` once the " +
         "server listens (changes made before it may have been missed: read the current state then), `event: change` " +
-        'with `{"type","refId","status"}` for each change of one of the caller\'s top-ups, `event: down` when the ' +
+        'with `{"type","refId","status"}` for each change of one of the caller\'s top-ups and each movement that ' +
+        "lands on the wallet without the caller's request (a late bank credit, a transfer received: `transfer_in`), " +
+        "`event: down` when the " +
         "server lost its database listener (poll until the next `ready`), and `event: ping` every 15 s. The stream " +
         "ends after 10 minutes; reconnect (browsers' EventSource does). At most 10 streams per user and process.",
       security: SESSION_OR_TOKEN,
@@ -611,7 +648,7 @@ export function openApiDocument(): ReturnType<typeof createDocument> {
     },
     servers: [{ url: "/" }],
     tags: [
-      { name: "wallet", description: "The caller's money: balance, top-ups, rewards, payments, statement." },
+      { name: "wallet", description: "The caller's money: balance, top-ups, rewards, payments, transfers, statement." },
       {
         name: "admin",
         description: "Administrators only: every top-up, the reconciler, the invariant audit, the books.",

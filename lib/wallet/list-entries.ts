@@ -8,7 +8,8 @@ import { CUSTOMER_MOVEMENT_SQL, type StatementLine, statementLine } from "./stat
 /**
  * The statement's filters (docs/decisions/055), already validated (lib/http/list-query.ts `entriesQuerySchema`):
  * the kind (ledger type) and the status; `q`, a search text (1..64 characters) matched against the readable
- * reference, the full reference, a payment's payee and its note; `from` and `to`, UTC days (`YYYY-MM-DD`, both
+ * reference, the full reference, a payment's payee and its note, a transfer's other user and its note; `from` and
+ * `to`, UTC days (`YYYY-MM-DD`, both
  * included).
  */
 export interface StatementFilters {
@@ -35,7 +36,10 @@ SELECT ${ENTRY_COLUMNS} FROM ledger_entries
         OR (id = $7::bigint AND ($8::text IS NULL OR type = $8))
         OR strpos(lower(ref_id), lower($6)) > 0
         OR (type = 'payment' AND (strpos(lower(params->>'payee'), lower($6)) > 0
-                                  OR strpos(lower(params->>'note'), lower($6)) > 0)))
+                                  OR strpos(lower(params->>'note'), lower($6)) > 0))
+        OR (type = 'transfer' AND strpos(lower(params->>'to'), lower($6)) > 0)
+        OR (type = 'transfer_in' AND strpos(lower(params->>'from'), lower($6)) > 0)
+        OR (type IN ('transfer', 'transfer_in') AND strpos(lower(params->>'note'), lower($6)) > 0))
    AND ($9::timestamptz IS NULL OR (created_at, id) < ($9::timestamptz, $10::bigint))
  ORDER BY created_at DESC, id DESC
  LIMIT $11`;

@@ -42,14 +42,20 @@ export const statementPostingSchema = z
     }),
     description: z.string().meta({ description: "The kind in words: `Payment`, `Refund failed, money back`..." }),
     counterparty: z.string().meta({
-      description: "Who the money came from or went to, in words: `Bank`, the payee, `Rewards`, `Refunds in flight`.",
+      description:
+        "Who the money came from or went to, in words: `Bank`, the payee, `Rewards`, `Refunds in flight`; for a " +
+        "transfer sent, the recipient's email address as the sender wrote it, and for a transfer received, the " +
+        "sender's address.",
       example: "Corner Coffee",
     }),
     counterpartyAccount: z
       .enum(COUNTERPARTY_ACCOUNTS)
       .meta({ description: "The other leg's account (contract 13.1)." }),
     payee: z.string().optional().meta({ description: "A payment's payee, when it was made with one." }),
-    note: z.string().optional().meta({ description: "A payment's note, when it was made with one." }),
+    note: z
+      .string()
+      .optional()
+      .meta({ description: "A payment's or a transfer's note (sent or received), when it was made with one." }),
     amount: z.int().meta({ description: "Signed integer minor units: what the wallet account gained (minus: lost)." }),
     balanceAfter: z.int().meta({
       description: "The wallet account after it, signed integer minor units: the balance, or minus the debt.",
@@ -72,6 +78,8 @@ export interface StatementPostingRow {
   readonly currency: string;
   readonly payee: string | null;
   readonly note: string | null;
+  /** A transfer's other user: the recipient's address (`transfer`) or the sender's (`transfer_in`). */
+  readonly party: string | null;
   readonly counterparty: CounterpartyAccount;
 }
 
@@ -80,7 +88,7 @@ export interface StatementPostingRow {
  * position `($4, $5)` when one is given, at most `$6`. The page is cut first, from the postings alone, so its read is
  * `ledger_postings_wallet_idx` forward from the range's start (or the cursor), in the index's order, stopping at the
  * page's end (every condition binds `user_id` and `account = 'wallet'`); only then is each line joined to its entry
- * (payee, note, type) and its rule, whose other account is the counter-party (`ledger_journal_rules`, the one place
+ * (payee, note, a transfer's other user, type) and its rule, whose other account is the counter-party (`ledger_journal_rules`, the one place
  * of that rule). Joined first, a planner that thinks the user's entries few could read them all and sort.
  * The time leaves as exact microseconds: a JavaScript Date would round it to the millisecond.
  */
@@ -98,7 +106,8 @@ SELECT p.id::text AS id, (extract(epoch FROM p.posted_at) * 1000000)::bigint::te
        p.entry_id::text AS entry_id, e.type, p.event, p.amount_minor::text AS amount,
        p.balance_after_minor::text AS balance_after, p.currency,
        CASE WHEN e.type = 'payment' THEN e.params->>'payee' END AS payee,
-       CASE WHEN e.type = 'payment' THEN e.params->>'note' END AS note,
+       CASE WHEN e.type IN ('payment', 'transfer', 'transfer_in') THEN e.params->>'note' END AS note,
+       CASE e.type WHEN 'transfer' THEN e.params->>'to' WHEN 'transfer_in' THEN e.params->>'from' END AS party,
        CASE WHEN r.from_account = 'wallet' THEN r.to_account ELSE r.from_account END AS counterparty
   FROM page p
   JOIN ledger_entries e ON e.user_id = $1 AND e.id = p.entry_id
@@ -139,6 +148,13 @@ const COUNTERPARTY_WORDS: Readonly<Record<CounterpartyAccount, string>> = {
   transfers_in_transit: "Another user",
 };
 
+/** The other side in words: a payment's payee, a transfer's other user, else the house account's name. */
+function counterpartyWords(row: StatementPostingRow): string {
+  if (row.counterparty === "merchants_payable" && row.payee) return row.payee;
+  if (row.counterparty === "transfers_in_transit" && row.party) return row.party;
+  return COUNTERPARTY_WORDS[row.counterparty];
+}
+
 /** The statement line of `row`: its readable reference, words, and amounts as numbers (all below 2^53). */
 export function statementPostingOf(row: StatementPostingRow): StatementPosting {
   const payee = row.payee ?? undefined;
@@ -148,7 +164,7 @@ export function statementPostingOf(row: StatementPostingRow): StatementPosting {
     kind: row.type,
     event: row.event,
     description: row.type === "refund" && row.event === "release" ? "Refund failed, money back" : KIND_WORDS[row.type],
-    counterparty: row.counterparty === "merchants_payable" && payee ? payee : COUNTERPARTY_WORDS[row.counterparty],
+    counterparty: counterpartyWords(row),
     counterpartyAccount: row.counterparty,
     ...(payee === undefined ? {} : { payee }),
     ...(row.note === null ? {} : { note: row.note }),

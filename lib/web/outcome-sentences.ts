@@ -15,7 +15,7 @@ import { describeFailure } from "./failure-reasons";
 import { STATUS_WORDS } from "./status-words";
 
 /** The operation a form runs. */
-export type OperationKind = "topup" | "payment" | "reward" | "refund";
+export type OperationKind = "topup" | "payment" | "reward" | "refund" | "transfer";
 
 /** What a sentence needs to know besides the outcome. */
 export interface SentenceContext {
@@ -51,7 +51,13 @@ export interface LiveState {
   readonly failureReason: string | null;
 }
 
-const NOUN: Record<OperationKind, string> = { topup: "top-up", payment: "payment", reward: "reward", refund: "refund" };
+const NOUN: Record<OperationKind, string> = {
+  topup: "top-up",
+  payment: "payment",
+  reward: "reward",
+  refund: "refund",
+  transfer: "transfer",
+};
 
 function money(amountMinor: number, context: SentenceContext): string {
   return formatMoney(amountMinor, context.currency);
@@ -62,15 +68,31 @@ function ofAmount(context: SentenceContext): string {
   return typeof context.amountMinor === "number" ? ` of ${money(context.amountMinor, context)}` : "";
 }
 
-/** What did not happen to the money when a request was refused: a refund refunds, everything else charges. */
+/** What did not happen to the money when a request was refused: a refund refunds, a transfer sends, the rest charge. */
 function nothingMoved(context: SentenceContext): string {
-  return context.kind === "refund" ? "nothing was refunded" : "nothing was charged";
+  if (context.kind === "refund") return "nothing was refunded";
+  return context.kind === "transfer" ? "nothing was sent" : "nothing was charged";
+}
+
+/** What a duplicate never does twice: a transfer is never "sent" twice, the rest never "charged". */
+function chargedWord(context: SentenceContext): string {
+  return context.kind === "transfer" ? "sent" : "charged";
+}
+
+/** The same as a sentence of its own: "Nothing was sent." for a transfer, "Nothing was paid." for the rest. */
+function nothingPaid(context: SentenceContext): string {
+  return context.kind === "transfer" ? "Nothing was sent." : "Nothing was paid.";
 }
 
 /** What the pay form's payee field needs (docs/decisions/055). */
 export const PAYEE_HINT = `Say who you are paying: pick a merchant or type a name of up to ${PAYEE_LENGTH_MAX} characters, with no space at either end. Nothing was paid.`;
-/** What the pay form's note field accepts. */
+/** What the pay form's and the send form's note field accepts. */
 export const NOTE_HINT = `A note is optional: up to ${NOTE_LENGTH_MAX} characters of plain text, with no space at either end. Nothing was paid.`;
+/** What the send form's note field accepts (the pay form's rule; contract section 15). */
+export const TRANSFER_NOTE_HINT = `A note is optional: up to ${NOTE_LENGTH_MAX} characters of plain text, with no space at either end. Nothing was sent.`;
+/** What the send form's recipient field needs (contract section 15). */
+export const RECIPIENT_HINT =
+  "Enter the email address the person signs in with, such as bo@example.com. Nothing was sent.";
 
 /** What the amount field accepts, with an example. */
 export function amountHint(context: Pick<SentenceContext, "currency" | "maxAmountMinor">): string {
@@ -85,6 +107,7 @@ const FIELD_WORDS: Readonly<Record<string, string>> = {
   currency: "currency",
   payee: "payee",
   note: "note",
+  to: "recipient",
 };
 
 /** "amount", "payee and note", "amount, payee and note": the fields named in words, in the order given. */
@@ -96,7 +119,7 @@ function fieldsInWords(fields: readonly string[]): string {
 }
 
 /** The button that starts a new operation on the wallet page's forms. */
-const SUBMIT_WORDS: Partial<Record<OperationKind, string>> = { topup: "Top up", payment: "Pay" };
+const SUBMIT_WORDS: Partial<Record<OperationKind, string>> = { topup: "Top up", payment: "Pay", transfer: "Send" };
 
 /**
  * A form's reference already used, with other parameters (contract section 3: 422 idempotency_key_reused). On the
@@ -110,7 +133,8 @@ function reusedReferenceSentence(c: SentenceContext, fields: readonly string[]):
   const earlier = `This form had already been used, in another tab or window, for a ${noun} with a different ${fieldsInWords(fields)}`;
   const submit = SUBMIT_WORDS[c.kind];
   if (!submit) return `${earlier}, so this ${noun}${ofAmount(c)} was not made; ${nothingMoved(c)}.`;
-  return `${earlier}, so this ${noun}${ofAmount(c)} was not made and nothing of it was charged. The form is ready for a new one: press ${submit} again to make it.`;
+  const nothingOfIt = c.kind === "transfer" ? "nothing of it was sent" : "nothing of it was charged";
+  return `${earlier}, so this ${noun}${ofAmount(c)} was not made and ${nothingOfIt}. The form is ready for a new one: press ${submit} again to make it.`;
 }
 
 /**
@@ -122,12 +146,12 @@ export const PROBLEM_SENTENCES: Readonly<Record<ProblemCode, (context: SentenceC
   invalid_signature: () => "The request was refused; nothing changed.",
   unauthenticated: (c) => `You are signed out. Sign in again; ${nothingMoved(c)}.`,
   insufficient_funds: (c) =>
-    `Not enough money in your wallet for this ${NOUN[c.kind]}${ofAmount(c)}. Nothing was paid.`,
+    `Not enough money in your wallet for this ${NOUN[c.kind]}${ofAmount(c)}. ${nothingPaid(c)}`,
   // Contract section 12: a chargeback left a debt that payments wait for.
   debt_outstanding: (c) =>
     c.kind === "refund"
       ? "This wallet owes money because a bank took back a disputed top-up. Nothing was refunded; refund once the debt is repaid."
-      : "Your wallet owes money because a bank took back a disputed top-up. Add money first; nothing was paid.",
+      : `Your wallet owes money because a bank took back a disputed top-up. Add money first; ${nothingPaid(c).toLowerCase()}`,
   // Case C15: the credit would not fit under the wallet's balance ceiling (MAX_BALANCE_MINOR).
   balance_limit_exceeded: (c) =>
     `This ${NOUN[c.kind]}${ofAmount(c)} would take your wallet over its balance limit, so nothing was charged or credited.`,
@@ -135,7 +159,7 @@ export const PROBLEM_SENTENCES: Readonly<Record<ProblemCode, (context: SentenceC
   not_found: () => "We could not find that. Reload the page.",
   method_not_allowed: () => "This request was refused. Reload the page and try again.",
   request_in_progress: (c) =>
-    `Your ${NOUN[c.kind]} is still being processed. Wait a few seconds: it will not be charged twice.`,
+    `Your ${NOUN[c.kind]} is still being processed. Wait a few seconds: it will not be ${chargedWord(c)} twice.`,
   token_limit_reached: () => "You have the most tokens allowed. Revoke one you no longer use first.",
   // Contract section 11: only a top-up the bank confirmed can be refunded.
   topup_not_refundable: () =>
@@ -161,9 +185,13 @@ export const PROBLEM_SENTENCES: Readonly<Record<ProblemCode, (context: SentenceC
     `You have reached today's reward limit${
       typeof c.rewardCapMinor === "number" ? ` of ${money(c.rewardCapMinor, c)}` : ""
     }. Nothing more can be credited today; come back tomorrow.`,
-  rate_limited: (c) => `Too many new ${NOUN[c.kind]}s in a minute. Wait a moment, then try again; ${nothingMoved(c)}.`,
+  // Transfers have a second throttle (contract section 15): too many addresses with no account in 15 minutes.
+  rate_limited: (c) =>
+    c.kind === "transfer"
+      ? "Too many transfers tried in a short time, or too many addresses with no account. Wait a few minutes, then try again; nothing was sent."
+      : `Too many new ${NOUN[c.kind]}s in a minute. Wait a moment, then try again; ${nothingMoved(c)}.`,
   internal_error: (c) =>
-    `Something went wrong on our side. Try again: the same ${NOUN[c.kind]} is never charged twice.`,
+    `Something went wrong on our side. Try again: the same ${NOUN[c.kind]} is never ${chargedWord(c)} twice.`,
   cap_store_unavailable: () => "Rewards are unavailable right now, so nothing was credited. Try again shortly.",
   service_unavailable: () => "The service is busy right now. Try again shortly; nothing was charged twice.",
 };
@@ -182,7 +210,10 @@ function problemSentence(body: Record<string, unknown>, context: SentenceContext
   const code = body.code as ProblemCode;
   if (code === "invalid_request" && body.field === "amount") return { tone: "error", text: amountHint(context) };
   if (code === "invalid_request" && body.field === "payee") return { tone: "error", text: PAYEE_HINT };
-  if (code === "invalid_request" && body.field === "note") return { tone: "error", text: NOTE_HINT };
+  if (code === "invalid_request" && body.field === "note") {
+    return { tone: "error", text: context.kind === "transfer" ? TRANSFER_NOTE_HINT : NOTE_HINT };
+  }
+  if (code === "invalid_request" && body.field === "to") return { tone: "error", text: RECIPIENT_HINT };
   if (code === "idempotency_key_reused" && Array.isArray(body.fields)) {
     const fields = body.fields.filter((field): field is string => typeof field === "string");
     return { tone: "error", text: reusedReferenceSentence(context, fields) };
@@ -196,6 +227,8 @@ function problemSentence(body: Record<string, unknown>, context: SentenceContext
 
 interface Movement {
   readonly amount?: unknown;
+  /** A transfer's recipient, as the sender wrote the address. */
+  readonly to?: unknown;
   readonly status?: unknown;
   readonly failureReason?: unknown;
 }
@@ -217,11 +250,18 @@ function movementSentence(
         ? `Payment of ${amount}`
         : kind === "refund"
           ? `Refund of ${amount}`
-          : "Reward";
+          : kind === "transfer"
+            ? `Transfer of ${amount}`
+            : "Reward";
   switch (status) {
     case "succeeded":
       if (kind === "topup") return { tone: "success", text: `${what} succeeded: ${amount} was added to your wallet.` };
       if (kind === "payment") return { tone: "success", text: `Paid ${amount}.` };
+      // Contract section 15: the recipient's wallet was credited in the same statement that debited this one.
+      if (kind === "transfer") {
+        const to = typeof movement.to === "string" ? ` to ${movement.to}` : "";
+        return { tone: "success", text: `Sent ${amount}${to}. It is in their wallet now.` };
+      }
       // Contract section 11: the money left the wallet when the refund was made; the bank has now sent it back.
       if (kind === "refund") return { tone: "success", text: `${what} succeeded: the bank sent it back to the card.` };
       return { tone: "success", text: `+${amount} credited${context.adName ? ` for ${context.adName}` : ""}.` };
@@ -232,9 +272,11 @@ function movementSentence(
           ? "Nothing was charged."
           : kind === "payment"
             ? "Nothing was paid."
-            : kind === "refund"
-              ? "The money is back in the wallet."
-              : "";
+            : kind === "transfer"
+              ? "Nothing was sent."
+              : kind === "refund"
+                ? "The money is back in the wallet."
+                : "";
       return { tone: "error", text: `${what} failed${why}. ${moved}`.trim() };
     }
     case "initiated":
@@ -261,7 +303,7 @@ export function describeOutcome(outcome: OutcomeLike, context: SentenceContext, 
     // A stored refusal (402) sent again is still the same refusal.
     return sentence;
   }
-  const movement = (body.topup ?? body.payment ?? body.reward ?? body.refund) as Movement | undefined;
+  const movement = (body.topup ?? body.payment ?? body.reward ?? body.refund ?? body.transfer) as Movement | undefined;
   if (!movement) return { tone: "info", text: "Done." };
   if (context.kind === "reward" && outcome.replayed) {
     // Contract section 6, case C21: one reward per ad per local day; a second click replays the first.

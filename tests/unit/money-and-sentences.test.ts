@@ -178,6 +178,42 @@ describe("outcome sentences", () => {
     );
   });
 
+  it("a transfer's answer names the recipient and the amount; every refusal says nothing was sent (section 15)", () => {
+    const context: SentenceContext = { ...USD, kind: "transfer", amountMinor: 750 };
+    const transfer = { refId: "web:x", to: "bo@example.com", amount: 750, currency: "USD", status: "succeeded" };
+    const sent = describeOutcome({ status: 201, body: JSON.stringify({ transfer }), replayed: false }, context);
+    expect(sent).toEqual({ tone: "success", text: "Sent $7.50 to bo@example.com. It is in their wallet now." });
+    const again = describeOutcome({ status: 201, body: JSON.stringify({ transfer }), replayed: true }, context);
+    expect(again.text).toContain("it was not done twice");
+    const refusals = [
+      "invalid_request",
+      "unauthenticated",
+      "forbidden",
+      "insufficient_funds",
+      "debt_outstanding",
+      "recipient_unknown",
+      "transfer_to_self",
+      "recipient_cannot_receive",
+      "rate_limited",
+      "idempotency_key_reused",
+      "payload_too_large",
+    ] as const;
+    for (const code of refusals) {
+      const body = JSON.stringify(problem(code, "x"));
+      const sentence = describeOutcome({ status: problem(code, "x").status, body, replayed: false }, context);
+      expect(sentence.tone, code).toBe("error");
+      expect(sentence.text, code).toMatch(/nothing (of it )?was sent/i);
+      expect(sentence.text, code).not.toMatch(/charged|paid/);
+      expect(sentence.text, code).not.toMatch(JARGON);
+    }
+    for (const field of ["to", "note"] as const) {
+      const body = JSON.stringify(problem("invalid_request", `${field}: invalid`, { field }));
+      const sentence = describeOutcome({ status: 400, body, replayed: false }, context);
+      expect(sentence.text, field).toMatch(field === "to" ? /^Enter the email address/ : /^A note is optional/);
+      expect(sentence.text, field).toContain("Nothing was sent.");
+    }
+  });
+
   it("a top-up's answer follows its live state: processing, then succeeded", () => {
     const topup = { refId: "r", amount: 2500, currency: "USD", status: "processing", failureReason: null };
     const outcome = { status: 201, body: JSON.stringify({ topup }), replayed: false };

@@ -63,6 +63,14 @@ export default async function MovementPage({ params }: { params: Promise<{ refer
               <dd data-testid="receipt-note">{line.note ?? "None"}</dd>
             </>
           )}
+          {(line.type === "transfer" || line.type === "transfer_in") && (
+            <>
+              <dt>{line.type === "transfer" ? "Sent to" : "Received from"}</dt>
+              <dd data-testid="receipt-party">{(line.type === "transfer" ? line.to : line.from) ?? "Not named"}</dd>
+              <dt>Note</dt>
+              <dd data-testid="receipt-note">{line.note ?? "None"}</dd>
+            </>
+          )}
           <dt>Reference</dt>
           <dd className="mono" data-testid="receipt-reference">
             {line.reference}
