@@ -33,7 +33,7 @@ export interface PayoutClaimRequest {
 }
 
 export type PayoutClaimOutcome =
-  /** This call claimed the key and held the money: the row is `initiated` under the caller's lease. */
+  /** This call claimed the key and held the money: the row is born `processing` under the caller's lease. */
   | { readonly kind: "held"; readonly entry: LedgerEntry; readonly balanceMinor: number }
   /** This call claimed the key and stored a refusal: the row is `failed` with its stored 402/422; nothing held. */
   | { readonly kind: "stored_refusal"; readonly entry: LedgerEntry }
@@ -52,7 +52,7 @@ SELECT c.verdict, c.balance_minor, ${entryColumns("(c.entry)")}
 
 /**
  * Claims a payout's key and holds its money in one autocommit statement (contract section 14): the row is inserted
- * `initiated` under `leaseOwner`'s lease, the wallet debited into `payouts_in_flight` and the day's withdrawals
+ * `processing` under `leaseOwner`'s lease (the bank may be called once it commits, as for a top-up), the wallet debited into `payouts_in_flight` and the day's withdrawals
  * raised together; or, when the wallet has a debt open, does not cover the amount, or the day's payouts would pass
  * `dailyLimitMinor`, the row is inserted `failed` with its stored 402 `debt_outstanding` / 402 `insufficient_funds` /
  * 422 `payout_limit_exceeded` and nothing moves. A concurrent claim of the same key waits on the wallet's lock and

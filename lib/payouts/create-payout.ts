@@ -15,6 +15,7 @@ import {
   claimPayout,
   fromClaimRun,
   fromExisting,
+  attachChargeAndRespond,
   getEntryById,
   markProcessing,
   operationKey,
@@ -24,10 +25,11 @@ import {
   type OperationParams,
   type OperationResult,
   type PayoutClaimRequest,
+  type StoredResponse,
 } from "../ledger";
 import { gateNewOperation, rateLimitedResult } from "../limits/new-operation-rate";
 import { problemStoredResponse } from "../problems";
-import { settlePayout, storePayoutResponse, type PayoutEvidence } from "./settle-payout";
+import { payoutResponseTemplate, settlePayout, storePayoutResponse, type PayoutEvidence } from "./settle-payout";
 
 export interface CreatePayoutInput {
   /** From the authenticated session or API token. */
@@ -52,7 +54,7 @@ export function payoutParams(input: Omit<CreatePayoutInput, "userId" | "refId">)
  * 1. One statement claims the key and holds the money (lib/ledger `claimPayout`), or stores the refusal: 402
  *    `debt_outstanding`, 402 `insufficient_funds` (the available balance: held money is never spent twice), 422
  *    `payout_limit_exceeded` (PAYOUT_DAILY_LIMIT_MINOR per UTC day).
- * 2. `processing`, then the bank's `POST /payouts` with Idempotency-Key `payout:<userId>:<refId>`, settled from its
+ * 2. The row is born `processing`; the bank's `POST /payouts` with Idempotency-Key `payout:<userId>:<refId>`, settled from its
  *    answer (lib/payouts/settle-payout.ts): paid, failed (the hold given back), or pending. A 4xx other than a key
  *    reused means the bank made no payout: the hold is given back. No answer (timeout, lost connection, 5xx) changes nothing: the row stays
  *    `processing`, its money held, until the bank's word arrives.
@@ -121,21 +123,40 @@ function payoutClaimRequest(input: CreatePayoutInput, params: OperationParams, l
 
 /**
  * The payout's work once its claim has held the money (the claim runner's `finish`, also run on this request's own
- * claim found after a lost connection): `processing`, the bank's `POST /payouts`, its answer settled, the first
- * response stored. A row taken over meanwhile (fenced) is the reconciler's now. Throws database errors.
+ * claim found after a lost connection): the bank's `POST /payouts`, its answer settled and the first response stored,
+ * in as few statements as the answer allows (a pending payout's id and the response in one). A row still `initiated`
+ * (claimed before payouts were born `processing`) is moved first; one taken over meanwhile is the reconciler's.
+ * Throws database errors.
  */
 async function finishPayout(input: CreatePayoutInput, claimed: LedgerEntry): Promise<FinishedClaim<null>> {
   const ref = { userId: claimed.userId, entryId: claimed.id };
   let entry = claimed;
-  const processing = await markProcessing(ref, entry.fencingToken, { actor: "request" });
-  if (processing.kind === "moved") entry = await payoutAtBank(input, processing.entry);
-  entry = (await getEntryById(ref)) ?? entry;
-  return { response: await storePayoutResponse(entry), replayed: false, detail: null };
+  if (entry.status === "initiated") {
+    const processing = await markProcessing(ref, entry.fencingToken, { actor: "request" });
+    if (processing.kind !== "moved") return await answerFromRow(ref, entry);
+    entry = processing.entry;
+  }
+  if (entry.status !== "processing") return await answerFromRow(ref, entry);
+  return { response: await payoutAtBank(input, entry), replayed: false, detail: null };
 }
 
-/** Asks the bank to pay `entry` out and settles its answer as the lease holder; unchanged when no answer came. */
-async function payoutAtBank(input: CreatePayoutInput, entry: LedgerEntry): Promise<LedgerEntry> {
+/** The row's stored response, or the one stored now from the row as it is (first writer wins). */
+async function answerFromRow(
+  ref: { userId: string; entryId: number },
+  fallback: LedgerEntry,
+): Promise<FinishedClaim<null>> {
+  const entry = (await getEntryById(ref)) ?? fallback;
+  return { response: entry.response ?? (await storePayoutResponse(entry)), replayed: false, detail: null };
+}
+
+/**
+ * Asks the bank to pay `entry` out and settles its answer as the lease holder. Returns the first response now stored:
+ * a pending payout's id and the response are written by one statement; a final answer's settlement returns the row it
+ * moved, whose response is then stored; no answer leaves the row `processing` (money held) and answers so.
+ */
+async function payoutAtBank(input: CreatePayoutInput, entry: LedgerEntry): Promise<StoredResponse> {
   const settings = env();
+  const ref = { userId: entry.userId, entryId: entry.id };
   const answered = await postBankPayout(
     {
       merchantRef: payoutMerchantRefFor(input.userId, input.refId),
@@ -145,6 +166,13 @@ async function payoutAtBank(input: CreatePayoutInput, entry: LedgerEntry): Promi
     },
     { bankUrl: settings.BANK_URL, timeoutMs: settings.BANK_TIMEOUT_MS },
   );
+  if (answered.kind === "payout" && answered.payout.status === "pending") {
+    const attached = await attachChargeAndRespond(ref, answered.payout.id, {
+      status: "processing",
+      response: payoutResponseTemplate(entry),
+    });
+    if (attached?.response) return attached.response;
+  }
   let evidence: PayoutEvidence | null = null;
   if (answered.kind === "payout") evidence = { source: "bank", payout: answered.payout };
   // A 4xx is the bank's word that it made no payout for this key, except a key reused with other parameters: then a
@@ -152,13 +180,16 @@ async function payoutAtBank(input: CreatePayoutInput, entry: LedgerEntry): Promi
   else if (answered.kind === "rejected" && answered.code !== "idempotency_key_reused")
     evidence = { source: "bank_refused", detail: `POST /payouts answered ${answered.status} ${answered.code}` };
   else log().warn({ userId: input.userId, refId: input.refId, bank: answered }, "payout outcome unknown");
-  if (!evidence) return entry;
-  const settled = await settlePayout(entry, evidence, {
-    actor: "request",
-    guard: { kind: "lease", fencingToken: entry.fencingToken },
-    detail: "request: the bank's answer to POST /payouts",
-  });
-  if (settled.kind === "anomaly")
-    log().warn({ detail: settled.detail }, "payout: the bank's answer disagrees with the row");
-  return settled.entry;
+  let current = entry;
+  if (evidence) {
+    const settled = await settlePayout(entry, evidence, {
+      actor: "request",
+      guard: { kind: "lease", fencingToken: entry.fencingToken },
+      detail: "request: the bank's answer to POST /payouts",
+    });
+    if (settled.kind === "anomaly")
+      log().warn({ detail: settled.detail }, "payout: the bank's answer disagrees with the row");
+    current = settled.entry;
+  }
+  return current.response ?? (await storePayoutResponse(current));
 }

@@ -14,6 +14,7 @@ import {
   completeEntry,
   getEntryById,
   isTerminal,
+  jsonResponseTemplate,
   jsonStoredResponse,
   landBankEntry,
   operationKey,
@@ -22,6 +23,7 @@ import {
   storeResponse,
   type LedgerEntry,
   type Queryable,
+  type ResponseTemplate,
   type StoredResponse,
   type TransitionActor,
   type TransitionGuard,
@@ -49,6 +51,15 @@ export interface PayoutDoor {
 /** The stored first response of a payout row as it is now: 201 `{ payout }` (contract section 14). Pure. */
 export function payoutResponse(entry: LedgerEntry): StoredResponse {
   return jsonStoredResponse(201, { payout: payoutView(entry) });
+}
+
+/**
+ * {@link payoutResponse} of `entry` as it will be once a pending payout's id is attached, its `updatedAt` the
+ * template's slot for the statement that attaches it (lib/ledger `attachChargeAndRespond`).
+ */
+export function payoutResponseTemplate(entry: LedgerEntry): ResponseTemplate {
+  const view = payoutView(entry);
+  return jsonResponseTemplate(201, (slot) => ({ payout: { ...view, updatedAt: slot } }));
 }
 
 /** Stores {@link payoutResponse} for a row that has none yet (first writer wins). Returns the response now stored. */

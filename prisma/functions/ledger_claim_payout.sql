@@ -5,7 +5,8 @@
 -- ledger_release_reservation). The user's held amount is the sum of their unfinished payouts.
 --
 -- Called by lib/ledger/payouts.ts (`claimPayout`). Returns the verdict and, when this call claimed the key, the row:
--- `held` (the row `initiated` under the caller's lease; the wallet debited and the day's withdrawals raised), or a
+-- `held` (the row born `processing` under the caller's lease, as a top-up is: the bank may be called from its commit
+-- on; the wallet debited and the day's withdrawals raised), or a
 -- refusal stored as the row's first response (`debt_outstanding`, `insufficient_funds`: 402;
 -- `payout_limit_exceeded`: 422; the row born `failed`, nothing held). A verdict with no row means the key already had
 -- one (the caller takes the loser's path).
@@ -52,7 +53,7 @@ BEGIN
   SELECT * INTO entry FROM ledger_claim(
     p_user_id => p_user_id, p_type => 'payout', p_ref_id => p_ref_id, p_amount_minor => p_amount_minor,
     p_currency => p_currency, p_fingerprint => p_fingerprint, p_params => p_params, p_actor => 'request',
-    p_status => CASE WHEN verdict = 'held' THEN 'initiated' ELSE 'failed' END,
+    p_status => CASE WHEN verdict = 'held' THEN 'processing' ELSE 'failed' END,
     p_failure_reason => CASE WHEN verdict = 'held' THEN NULL ELSE verdict END,
     p_lease_owner => p_lease_owner, p_lease_ms => p_lease_ms,
     p_response_status => CASE verdict WHEN 'held' THEN NULL WHEN 'payout_limit_exceeded' THEN 422
@@ -61,7 +62,8 @@ BEGIN
                                     WHEN 'debt_outstanding' THEN p_debt_body
                                     WHEN 'payout_limit_exceeded' THEN p_limit_body END,
     p_claim_detail => CASE WHEN verdict = 'held' THEN 'claimed: payout held from the wallet' END,
-    p_detail => CASE WHEN verdict = 'held' THEN NULL ELSE 'claimed and refused: nothing held' END);
+    p_detail => CASE WHEN verdict = 'held' THEN 'held: the bank may be asked from here on'
+                     ELSE 'claimed and refused: nothing held' END);
   -- No row: the key already had one; nothing is held by this call.
   IF NOT FOUND OR verdict <> 'held' THEN
     RETURN;
