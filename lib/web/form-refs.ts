@@ -16,8 +16,11 @@ export const FORM_REF_PREFIX = "web:";
 /** Exactly what {@link mintFormRefId} makes: `web:` and a lowercase version-4 UUID (40 characters). */
 const FORM_REF_PATTERN = /^web:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
-/** The two forms that carry a reference: the top-up form and the pay form (its reference is the order id). */
-export type FormType = "topup" | "payment";
+/**
+ * The forms that carry a reference: the top-up form, the pay form (its reference is the order id) and the withdraw
+ * form. Each is the ledger type its reference claims.
+ */
+export type FormType = "topup" | "payment" | "payout";
 
 /**
  * A new form reference: `web:` and a random version-4 UUID (122 random bits from node:crypto), a valid ref id

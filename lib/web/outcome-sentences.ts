@@ -15,7 +15,7 @@ import { describeFailure } from "./failure-reasons";
 import { STATUS_WORDS } from "./status-words";
 
 /** The operation a form runs. */
-export type OperationKind = "topup" | "payment" | "reward" | "refund";
+export type OperationKind = "topup" | "payment" | "reward" | "refund" | "payout";
 
 /** What a sentence needs to know besides the outcome. */
 export interface SentenceContext {
@@ -51,7 +51,13 @@ export interface LiveState {
   readonly failureReason: string | null;
 }
 
-const NOUN: Record<OperationKind, string> = { topup: "top-up", payment: "payment", reward: "reward", refund: "refund" };
+const NOUN: Record<OperationKind, string> = {
+  topup: "top-up",
+  payment: "payment",
+  reward: "reward",
+  refund: "refund",
+  payout: "withdrawal",
+};
 
 function money(amountMinor: number, context: SentenceContext): string {
   return formatMoney(amountMinor, context.currency);
@@ -62,15 +68,22 @@ function ofAmount(context: SentenceContext): string {
   return typeof context.amountMinor === "number" ? ` of ${money(context.amountMinor, context)}` : "";
 }
 
-/** What did not happen to the money when a request was refused: a refund refunds, everything else charges. */
+/** What did not happen to the money when a request was refused: a refund refunds, a withdrawal withdraws, everything else charges. */
 function nothingMoved(context: SentenceContext): string {
-  return context.kind === "refund" ? "nothing was refunded" : "nothing was charged";
+  if (context.kind === "refund") return "nothing was refunded";
+  if (context.kind === "payout") return "nothing was withdrawn";
+  return "nothing was charged";
 }
 
 /** What the pay form's payee field needs (docs/decisions/055). */
 export const PAYEE_HINT = `Say who you are paying: pick a merchant or type a name of up to ${PAYEE_LENGTH_MAX} characters, with no space at either end. Nothing was paid.`;
 /** What the pay form's note field accepts. */
 export const NOTE_HINT = `A note is optional: up to ${NOTE_LENGTH_MAX} characters of plain text, with no space at either end. Nothing was paid.`;
+
+/** What the withdraw form's account number field accepts (contract section 14: 10 digits, the last a check digit). */
+export const DESTINATION_FORMAT = "10 digits, such as 4000000002";
+/** The sentence for an account number the bank would not take. */
+export const DESTINATION_HINT = `That account number is not valid: it has ${DESTINATION_FORMAT}, the last digit a check digit. Check it on your bank statement; nothing was withdrawn.`;
 
 /** What the amount field accepts, with an example. */
 export function amountHint(context: Pick<SentenceContext, "currency" | "maxAmountMinor">): string {
@@ -96,7 +109,7 @@ function fieldsInWords(fields: readonly string[]): string {
 }
 
 /** The button that starts a new operation on the wallet page's forms. */
-const SUBMIT_WORDS: Partial<Record<OperationKind, string>> = { topup: "Top up", payment: "Pay" };
+const SUBMIT_WORDS: Partial<Record<OperationKind, string>> = { topup: "Top up", payment: "Pay", payout: "Withdraw" };
 
 /**
  * A form's reference already used, with other parameters (contract section 3: 422 idempotency_key_reused). On the
@@ -110,7 +123,8 @@ function reusedReferenceSentence(c: SentenceContext, fields: readonly string[]):
   const earlier = `This form had already been used, in another tab or window, for a ${noun} with a different ${fieldsInWords(fields)}`;
   const submit = SUBMIT_WORDS[c.kind];
   if (!submit) return `${earlier}, so this ${noun}${ofAmount(c)} was not made; ${nothingMoved(c)}.`;
-  return `${earlier}, so this ${noun}${ofAmount(c)} was not made and nothing of it was charged. The form is ready for a new one: press ${submit} again to make it.`;
+  const untouched = c.kind === "payout" ? "nothing of it was withdrawn" : "nothing of it was charged";
+  return `${earlier}, so this ${noun}${ofAmount(c)} was not made and ${untouched}. The form is ready for a new one: press ${submit} again to make it.`;
 }
 
 /**
@@ -122,12 +136,16 @@ export const PROBLEM_SENTENCES: Readonly<Record<ProblemCode, (context: SentenceC
   invalid_signature: () => "The request was refused; nothing changed.",
   unauthenticated: (c) => `You are signed out. Sign in again; ${nothingMoved(c)}.`,
   insufficient_funds: (c) =>
-    `Not enough money in your wallet for this ${NOUN[c.kind]}${ofAmount(c)}. Nothing was paid.`,
+    c.kind === "payout"
+      ? `Not enough money in your wallet for this withdrawal${ofAmount(c)}. Nothing was withdrawn.`
+      : `Not enough money in your wallet for this ${NOUN[c.kind]}${ofAmount(c)}. Nothing was paid.`,
   // Contract section 12: a chargeback left a debt that payments wait for.
   debt_outstanding: (c) =>
     c.kind === "refund"
       ? "This wallet owes money because a bank took back a disputed top-up. Nothing was refunded; refund once the debt is repaid."
-      : "Your wallet owes money because a bank took back a disputed top-up. Add money first; nothing was paid.",
+      : c.kind === "payout"
+        ? "Your wallet owes money because a bank took back a disputed top-up. Nothing was withdrawn; withdraw once a top-up has repaid it."
+        : "Your wallet owes money because a bank took back a disputed top-up. Add money first; nothing was paid.",
   // Case C15: the credit would not fit under the wallet's balance ceiling (MAX_BALANCE_MINOR).
   balance_limit_exceeded: (c) =>
     `This ${NOUN[c.kind]}${ofAmount(c)} would take your wallet over its balance limit, so nothing was charged or credited.`,
@@ -135,7 +153,9 @@ export const PROBLEM_SENTENCES: Readonly<Record<ProblemCode, (context: SentenceC
   not_found: () => "We could not find that. Reload the page.",
   method_not_allowed: () => "This request was refused. Reload the page and try again.",
   request_in_progress: (c) =>
-    `Your ${NOUN[c.kind]} is still being processed. Wait a few seconds: it will not be charged twice.`,
+    c.kind === "payout"
+      ? "Your withdrawal is still being processed. Wait a few seconds: it will not be made twice."
+      : `Your ${NOUN[c.kind]} is still being processed. Wait a few seconds: it will not be charged twice.`,
   token_limit_reached: () => "You have the most tokens allowed. Revoke one you no longer use first.",
   // Contract section 11: only a top-up the bank confirmed can be refunded.
   topup_not_refundable: () =>
@@ -163,7 +183,9 @@ export const PROBLEM_SENTENCES: Readonly<Record<ProblemCode, (context: SentenceC
     }. Nothing more can be credited today; come back tomorrow.`,
   rate_limited: (c) => `Too many new ${NOUN[c.kind]}s in a minute. Wait a moment, then try again; ${nothingMoved(c)}.`,
   internal_error: (c) =>
-    `Something went wrong on our side. Try again: the same ${NOUN[c.kind]} is never charged twice.`,
+    c.kind === "payout"
+      ? "Something went wrong on our side. Try again: the same withdrawal is never made twice."
+      : `Something went wrong on our side. Try again: the same ${NOUN[c.kind]} is never charged twice.`,
   cap_store_unavailable: () => "Rewards are unavailable right now, so nothing was credited. Try again shortly.",
   service_unavailable: () => "The service is busy right now. Try again shortly; nothing was charged twice.",
 };
@@ -183,6 +205,7 @@ function problemSentence(body: Record<string, unknown>, context: SentenceContext
   if (code === "invalid_request" && body.field === "amount") return { tone: "error", text: amountHint(context) };
   if (code === "invalid_request" && body.field === "payee") return { tone: "error", text: PAYEE_HINT };
   if (code === "invalid_request" && body.field === "note") return { tone: "error", text: NOTE_HINT };
+  if (code === "invalid_request" && body.field === "destination") return { tone: "error", text: DESTINATION_HINT };
   if (code === "idempotency_key_reused" && Array.isArray(body.fields)) {
     const fields = body.fields.filter((field): field is string => typeof field === "string");
     return { tone: "error", text: reusedReferenceSentence(context, fields) };
@@ -198,6 +221,14 @@ interface Movement {
   readonly amount?: unknown;
   readonly status?: unknown;
   readonly failureReason?: unknown;
+  readonly destination?: unknown;
+}
+
+/** "account ending 0002": the last four digits of a payout's destination, never the whole number. */
+function accountWords(destination: unknown): string {
+  return typeof destination === "string" && destination.length >= 4
+    ? `the account ending ${destination.slice(-4)}`
+    : "your bank account";
 }
 
 /** The sentence for a row's state: what happened to the money. */
@@ -217,15 +248,21 @@ function movementSentence(
         ? `Payment of ${amount}`
         : kind === "refund"
           ? `Refund of ${amount}`
-          : "Reward";
+          : kind === "payout"
+            ? `Withdrawal of ${amount}`
+            : "Reward";
   switch (status) {
     case "succeeded":
       if (kind === "topup") return { tone: "success", text: `${what} succeeded: ${amount} was added to your wallet.` };
       if (kind === "payment") return { tone: "success", text: `Paid ${amount}.` };
       // Contract section 11: the money left the wallet when the refund was made; the bank has now sent it back.
       if (kind === "refund") return { tone: "success", text: `${what} succeeded: the bank sent it back to the card.` };
+      if (kind === "payout")
+        return { tone: "success", text: `Paid: ${amount} was sent to ${accountWords(movement.destination)}.` };
       return { tone: "success", text: `+${amount} credited${context.adName ? ` for ${context.adName}` : ""}.` };
     case "failed": {
+      // A failed withdrawal gave its held money back (contract section 14); the bank's reason is for the admin page.
+      if (kind === "payout") return { tone: "error", text: `${what} failed: the money is back in your balance.` };
       const why = reason ? `: ${describeFailure(reason)}` : "";
       const moved =
         kind === "topup"
@@ -239,6 +276,11 @@ function movementSentence(
     }
     case "initiated":
     case "processing":
+      if (kind === "payout")
+        return {
+          tone: "info",
+          text: `${what} to ${accountWords(movement.destination)}: processing, waiting for the bank. The money is held from your balance until the bank pays it.`,
+        };
       return {
         tone: "info",
         text: `${what}: ${STATUS_WORDS[status].label.toLowerCase()}, ${STATUS_WORDS[status].meaning}.`,
@@ -261,7 +303,7 @@ export function describeOutcome(outcome: OutcomeLike, context: SentenceContext, 
     // A stored refusal (402) sent again is still the same refusal.
     return sentence;
   }
-  const movement = (body.topup ?? body.payment ?? body.reward ?? body.refund) as Movement | undefined;
+  const movement = (body.topup ?? body.payment ?? body.reward ?? body.refund ?? body.payout) as Movement | undefined;
   if (!movement) return { tone: "info", text: "Done." };
   if (context.kind === "reward" && outcome.replayed) {
     // Contract section 6, case C21: one reward per ad per local day; a second click replays the first.
