@@ -98,6 +98,7 @@ const FIELD_WORDS: Readonly<Record<string, string>> = {
   currency: "currency",
   payee: "payee",
   note: "note",
+  destination: "account number",
 };
 
 /** "amount", "payee and note", "amount, payee and note": the fields named in words, in the order given. */
