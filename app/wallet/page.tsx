@@ -15,6 +15,7 @@ import { LiveUpdates } from "./live-updates";
 import { OperationForm } from "./operation-form";
 import { HistorySection, type PageQuery } from "./history-section";
 import { TOPUPS_PAGE_SIZE } from "./page-sizes";
+import { PayoutsSection } from "./payouts-section";
 import { RewardsSection } from "./rewards-section";
 
 export const metadata: Metadata = { title: "Wallet" };
@@ -125,6 +126,8 @@ export default async function WalletPage({ searchParams }: { searchParams: Promi
           recipient={RECIPIENT}
         />
       </div>
+
+      <PayoutsSection userId={user.userId} />
 
       <RewardsSection userId={user.userId} />
 

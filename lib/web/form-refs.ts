@@ -17,10 +17,10 @@ export const FORM_REF_PREFIX = "web:";
 const FORM_REF_PATTERN = /^web:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 /**
- * The forms that carry a reference: the top-up form, the pay form (its reference is the order id) and the send form
- * (a transfer's refId). Each is the type of the ledger entry that claims the reference.
+ * The forms that carry a reference: the top-up form, the pay form (its reference is the order id), the send form (a
+ * transfer's refId) and the withdraw form (a payout's refId). Each is the type of the ledger entry that claims it.
  */
-export type FormType = "topup" | "payment" | "transfer";
+export type FormType = "topup" | "payment" | "transfer" | "payout";
 
 /**
  * A new form reference: `web:` and a random version-4 UUID (122 random bits from node:crypto), a valid ref id

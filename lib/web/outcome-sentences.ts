@@ -15,7 +15,7 @@ import { describeFailure } from "./failure-reasons";
 import { STATUS_WORDS } from "./status-words";
 
 /** The operation a form runs. */
-export type OperationKind = "topup" | "payment" | "reward" | "refund" | "transfer";
+export type OperationKind = "topup" | "payment" | "reward" | "refund" | "transfer" | "payout";
 
 /** What a sentence needs to know besides the outcome. */
 export interface SentenceContext {
@@ -57,6 +57,7 @@ const NOUN: Record<OperationKind, string> = {
   reward: "reward",
   refund: "refund",
   transfer: "transfer",
+  payout: "withdrawal",
 };
 
 function money(amountMinor: number, context: SentenceContext): string {
@@ -68,19 +69,25 @@ function ofAmount(context: SentenceContext): string {
   return typeof context.amountMinor === "number" ? ` of ${money(context.amountMinor, context)}` : "";
 }
 
-/** What did not happen to the money when a request was refused: a refund refunds, a transfer sends, the rest charge. */
+/** What did not happen to the money when a request was refused: a refund refunds, a transfer sends, a withdrawal
+ * withdraws, the rest charge. */
 function nothingMoved(context: SentenceContext): string {
   if (context.kind === "refund") return "nothing was refunded";
+  if (context.kind === "payout") return "nothing was withdrawn";
   return context.kind === "transfer" ? "nothing was sent" : "nothing was charged";
 }
 
-/** What a duplicate never does twice: a transfer is never "sent" twice, the rest never "charged". */
+/** What a duplicate never does twice: a transfer is never "sent" twice, a withdrawal never "made", the rest never
+ * "charged". */
 function chargedWord(context: SentenceContext): string {
+  if (context.kind === "payout") return "made";
   return context.kind === "transfer" ? "sent" : "charged";
 }
 
-/** The same as a sentence of its own: "Nothing was sent." for a transfer, "Nothing was paid." for the rest. */
+/** The same as a sentence of its own: "Nothing was sent." for a transfer, "Nothing was withdrawn." for a withdrawal,
+ * "Nothing was paid." for the rest. */
 function nothingPaid(context: SentenceContext): string {
+  if (context.kind === "payout") return "Nothing was withdrawn.";
   return context.kind === "transfer" ? "Nothing was sent." : "Nothing was paid.";
 }
 
@@ -93,6 +100,11 @@ export const TRANSFER_NOTE_HINT = `A note is optional: up to ${NOTE_LENGTH_MAX} 
 /** What the send form's recipient field needs (contract section 15). */
 export const RECIPIENT_HINT =
   "Enter the email address the person signs in with, such as bo@example.com. Nothing was sent.";
+
+/** What the withdraw form's account number field accepts (contract section 14: 10 digits, the last a check digit). */
+export const DESTINATION_FORMAT = "10 digits, such as 4000000002";
+/** The sentence for an account number the bank would not take. */
+export const DESTINATION_HINT = `That account number is not valid: it has ${DESTINATION_FORMAT}, the last digit a check digit. Check it on your bank statement; nothing was withdrawn.`;
 
 /** What the amount field accepts, with an example. */
 export function amountHint(context: Pick<SentenceContext, "currency" | "maxAmountMinor">): string {
@@ -108,6 +120,7 @@ const FIELD_WORDS: Readonly<Record<string, string>> = {
   payee: "payee",
   note: "note",
   to: "recipient",
+  destination: "account number",
 };
 
 /** "amount", "payee and note", "amount, payee and note": the fields named in words, in the order given. */
@@ -119,7 +132,12 @@ function fieldsInWords(fields: readonly string[]): string {
 }
 
 /** The button that starts a new operation on the wallet page's forms. */
-const SUBMIT_WORDS: Partial<Record<OperationKind, string>> = { topup: "Top up", payment: "Pay", transfer: "Send" };
+const SUBMIT_WORDS: Partial<Record<OperationKind, string>> = {
+  topup: "Top up",
+  payment: "Pay",
+  transfer: "Send",
+  payout: "Withdraw",
+};
 
 /**
  * A form's reference already used, with other parameters (contract section 3: 422 idempotency_key_reused). On the
@@ -133,7 +151,12 @@ function reusedReferenceSentence(c: SentenceContext, fields: readonly string[]):
   const earlier = `This form had already been used, in another tab or window, for a ${noun} with a different ${fieldsInWords(fields)}`;
   const submit = SUBMIT_WORDS[c.kind];
   if (!submit) return `${earlier}, so this ${noun}${ofAmount(c)} was not made; ${nothingMoved(c)}.`;
-  const nothingOfIt = c.kind === "transfer" ? "nothing of it was sent" : "nothing of it was charged";
+  const nothingOfIt =
+    c.kind === "transfer"
+      ? "nothing of it was sent"
+      : c.kind === "payout"
+        ? "nothing of it was withdrawn"
+        : "nothing of it was charged";
   return `${earlier}, so this ${noun}${ofAmount(c)} was not made and ${nothingOfIt}. The form is ready for a new one: press ${submit} again to make it.`;
 }
 
@@ -151,7 +174,9 @@ export const PROBLEM_SENTENCES: Readonly<Record<ProblemCode, (context: SentenceC
   debt_outstanding: (c) =>
     c.kind === "refund"
       ? "This wallet owes money because a bank took back a disputed top-up. Nothing was refunded; refund once the debt is repaid."
-      : `Your wallet owes money because a bank took back a disputed top-up. Add money first; ${nothingPaid(c).toLowerCase()}`,
+      : c.kind === "payout"
+        ? "Your wallet owes money because a bank took back a disputed top-up. Nothing was withdrawn; withdraw once a top-up has repaid it."
+        : `Your wallet owes money because a bank took back a disputed top-up. Add money first; ${nothingPaid(c).toLowerCase()}`,
   // Case C15: the credit would not fit under the wallet's balance ceiling (MAX_BALANCE_MINOR).
   balance_limit_exceeded: (c) =>
     `This ${NOUN[c.kind]}${ofAmount(c)} would take your wallet over its balance limit, so nothing was charged or credited.`,
@@ -214,6 +239,7 @@ function problemSentence(body: Record<string, unknown>, context: SentenceContext
     return { tone: "error", text: context.kind === "transfer" ? TRANSFER_NOTE_HINT : NOTE_HINT };
   }
   if (code === "invalid_request" && body.field === "to") return { tone: "error", text: RECIPIENT_HINT };
+  if (code === "invalid_request" && body.field === "destination") return { tone: "error", text: DESTINATION_HINT };
   if (code === "idempotency_key_reused" && Array.isArray(body.fields)) {
     const fields = body.fields.filter((field): field is string => typeof field === "string");
     return { tone: "error", text: reusedReferenceSentence(context, fields) };
@@ -231,6 +257,14 @@ interface Movement {
   readonly to?: unknown;
   readonly status?: unknown;
   readonly failureReason?: unknown;
+  readonly destination?: unknown;
+}
+
+/** "account ending 0002": the last four digits of a payout's destination, never the whole number. */
+function accountWords(destination: unknown): string {
+  return typeof destination === "string" && destination.length >= 4
+    ? `the account ending ${destination.slice(-4)}`
+    : "your bank account";
 }
 
 /** The sentence for a row's state: what happened to the money. */
@@ -252,7 +286,9 @@ function movementSentence(
           ? `Refund of ${amount}`
           : kind === "transfer"
             ? `Transfer of ${amount}`
-            : "Reward";
+            : kind === "payout"
+              ? `Withdrawal of ${amount}`
+              : "Reward";
   switch (status) {
     case "succeeded":
       if (kind === "topup") return { tone: "success", text: `${what} succeeded: ${amount} was added to your wallet.` };
@@ -264,8 +300,12 @@ function movementSentence(
       }
       // Contract section 11: the money left the wallet when the refund was made; the bank has now sent it back.
       if (kind === "refund") return { tone: "success", text: `${what} succeeded: the bank sent it back to the card.` };
+      if (kind === "payout")
+        return { tone: "success", text: `Paid: ${amount} was sent to ${accountWords(movement.destination)}.` };
       return { tone: "success", text: `+${amount} credited${context.adName ? ` for ${context.adName}` : ""}.` };
     case "failed": {
+      // A failed withdrawal gave its held money back (contract section 14); the bank's reason is for the admin page.
+      if (kind === "payout") return { tone: "error", text: `${what} failed: the money is back in your balance.` };
       const why = reason ? `: ${describeFailure(reason)}` : "";
       const moved =
         kind === "topup"
@@ -281,6 +321,11 @@ function movementSentence(
     }
     case "initiated":
     case "processing":
+      if (kind === "payout")
+        return {
+          tone: "info",
+          text: `${what} to ${accountWords(movement.destination)}: processing, waiting for the bank. The money is held from your balance until the bank pays it.`,
+        };
       return {
         tone: "info",
         text: `${what}: ${STATUS_WORDS[status].label.toLowerCase()}, ${STATUS_WORDS[status].meaning}.`,
@@ -303,7 +348,9 @@ export function describeOutcome(outcome: OutcomeLike, context: SentenceContext, 
     // A stored refusal (402) sent again is still the same refusal.
     return sentence;
   }
-  const movement = (body.topup ?? body.payment ?? body.reward ?? body.refund ?? body.transfer) as Movement | undefined;
+  const movement = (body.topup ?? body.payment ?? body.reward ?? body.refund ?? body.transfer ?? body.payout) as
+    | Movement
+    | undefined;
   if (!movement) return { tone: "info", text: "Done." };
   if (context.kind === "reward" && outcome.replayed) {
     // Contract section 6, case C21: one reward per ad per local day; a second click replays the first.

@@ -85,7 +85,7 @@ describe("outcome sentences", () => {
 
   it("every problem code has a sentence for people, free of the API's jargon", () => {
     for (const code of Object.keys(PROBLEM_CODES) as (keyof typeof PROBLEM_CODES)[]) {
-      for (const kind of ["topup", "payment", "reward"] as const) {
+      for (const kind of ["topup", "payment", "reward", "payout"] as const) {
         const text = PROBLEM_SENTENCES[code]({ ...USD, kind, amountMinor: 2500, rewardCapMinor: 50 });
         expect(text, code).not.toMatch(JARGON);
         expect(text.length, code).toBeGreaterThan(10);
@@ -231,5 +231,51 @@ describe("outcome sentences", () => {
     const again = describeOutcome({ status: 201, body: JSON.stringify({ reward }), replayed: true }, context);
     expect(first.text).toBe("+$0.05 credited for ad A.");
     expect(again.text).toBe("Already credited today (+$0.05): nothing more for this ad until tomorrow.");
+  });
+  it("a withdrawal's answer says withdrawal, follows its live state and never shows the whole account number", () => {
+    const payout = {
+      refId: "web:r",
+      destination: "4000000002",
+      amount: 1200,
+      currency: "USD",
+      status: "processing",
+      failureReason: null,
+    };
+    const outcome = { status: 201, body: JSON.stringify({ payout }), replayed: false };
+    const context: SentenceContext = { ...USD, kind: "payout", amountMinor: 1200 };
+    expect(describeOutcome(outcome, context)).toEqual({
+      tone: "info",
+      text: "Withdrawal of $12.00 to the account ending 0002: processing, waiting for the bank. The money is held from your balance until the bank pays it.",
+    });
+    expect(describeOutcome(outcome, context, { status: "succeeded", failureReason: null })).toEqual({
+      tone: "success",
+      text: "Paid: $12.00 was sent to the account ending 0002.",
+    });
+    expect(describeOutcome(outcome, context, { status: "failed", failureReason: "declined_by_bank" })).toEqual({
+      tone: "error",
+      text: "Withdrawal of $12.00 failed: the money is back in your balance.",
+    });
+    for (const live of [undefined, { status: "succeeded", failureReason: null }] as const)
+      expect(describeOutcome(outcome, context, live).text).not.toContain("4000000002");
+  });
+
+  it("a refused withdrawal says nothing was withdrawn, for every refusal it can meet", () => {
+    const context: SentenceContext = { ...USD, kind: "payout", amountMinor: 10000 };
+    const refused = (status: number, code: keyof typeof PROBLEM_CODES, extensions = {}) =>
+      describeOutcome({ status, body: JSON.stringify(problem(code, "detail", extensions)), replayed: false }, context);
+    expect(refused(402, "insufficient_funds").text).toBe(
+      "Not enough money in your wallet for this withdrawal of $100.00. Nothing was withdrawn.",
+    );
+    expect(refused(402, "debt_outstanding").text).toContain("Nothing was withdrawn");
+    expect(refused(422, "payout_limit_exceeded").text).toContain("nothing was withdrawn");
+    expect(refused(422, "idempotency_key_reused", { fields: ["destination"] }).text).toContain(
+      "nothing of it was withdrawn. The form is ready for a new one: press Withdraw again",
+    );
+    expect(refused(400, "invalid_request", { field: "destination" }).text).toBe(
+      "That account number is not valid: it has 10 digits, such as 4000000002, the last digit a check digit. Check it on your bank statement; nothing was withdrawn.",
+    );
+    expect(refused(429, "rate_limited").text).toContain("withdrawals");
+    for (const code of ["insufficient_funds", "debt_outstanding", "payout_limit_exceeded", "invalid_request"] as const)
+      expect(refused(400, code).text).not.toMatch(/\bcharged\b|\bpaid\b/i);
   });
 });

@@ -1,0 +1,74 @@
+/**
+ * The wallet page's withdrawals (contract section 14): the amount held for unfinished withdrawals, the "Withdraw to a
+ * bank account" form, and the user's recent withdrawals with their state. Rendered on the server; the page's live
+ * updates re-render it when the bank's word changes a withdrawal, so "Processing" turns into "Paid" or "Failed"
+ * without a reload, and the balance and the held amount follow.
+ */
+import { env } from "@/lib/env";
+import { formatMoney } from "@/lib/money";
+import { listRecentPayouts } from "@/lib/payouts/list-payouts";
+import { currentFormRefId } from "@/lib/web/current-form-ref-id";
+import type { LiveState } from "@/lib/web/outcome-sentences";
+import { payoutAction } from "./payout-actions";
+import { PayoutForm } from "./payout-form";
+
+/** How many recent withdrawals the section lists. */
+const RECENT_PAYOUTS_SHOWN = 5;
+
+/** A withdrawal's state in plain words. */
+function stateWords(status: LiveState["status"]): string {
+  switch (status) {
+    case "succeeded":
+      return "Paid";
+    case "failed":
+      return "Failed: the money is back in your balance";
+    default:
+      return "Processing";
+  }
+}
+
+const dateFormat = new Intl.DateTimeFormat("en-US", { dateStyle: "medium", timeStyle: "short", timeZone: "UTC" });
+
+export async function PayoutsSection({ userId }: { userId: string }) {
+  const settings = env();
+  const currency = settings.WALLET_CURRENCY;
+  const [recent, refId] = await Promise.all([
+    listRecentPayouts(userId, RECENT_PAYOUTS_SHOWN),
+    currentFormRefId(userId, "payout"),
+  ]);
+  const liveStates: Record<string, LiveState> = {};
+  for (const p of recent.payouts) liveStates[p.refId] = { status: p.status, failureReason: p.failureReason };
+  return (
+    <section className="card payouts" data-testid="payouts" aria-labelledby="payouts-title">
+      <h2 id="payouts-title">Withdraw to a bank account</h2>
+      <p data-testid="held" data-held-minor={recent.heldMinor}>
+        {recent.heldMinor > 0
+          ? `${formatMoney(recent.heldMinor, currency)} held for withdrawals: not in your balance until the bank answers; given back if a withdrawal fails.`
+          : "No money held for withdrawals."}
+      </p>
+      <PayoutForm
+        refId={refId}
+        currency={currency}
+        maxAmountMinor={settings.MAX_AMOUNT_MINOR}
+        action={payoutAction}
+        liveStates={liveStates}
+      />
+      {recent.payouts.length > 0 && (
+        <>
+          <h3>Recent withdrawals</h3>
+          <ul className="payout-list" data-testid="payout-list">
+            {recent.payouts.map((p) => (
+              <li key={p.refId} data-ref={p.refId} data-status={p.status}>
+                <strong>{formatMoney(p.amount, p.currency)}</strong> to the account ending {p.destination.slice(-4)}
+                {" · "}
+                <span className={`payout-state ${p.status}`}>{stateWords(p.status)}</span>
+                {" · "}
+                <time dateTime={p.createdAt}>{dateFormat.format(new Date(p.createdAt))} UTC</time>
+              </li>
+            ))}
+          </ul>
+        </>
+      )}
+    </section>
+  );
+}
