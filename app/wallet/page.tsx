@@ -17,8 +17,12 @@ import { HistorySection, type PageQuery } from "./history-section";
 import { TOPUPS_PAGE_SIZE } from "./page-sizes";
 import { PayoutsSection } from "./payouts-section";
 import { RewardsSection } from "./rewards-section";
+import { listRecentPayouts } from "@/lib/payouts/list-payouts";
 
 export const metadata: Metadata = { title: "Wallet" };
+
+/** How many recent withdrawals the page lists. */
+const RECENT_PAYOUTS_SHOWN = 5;
 export const dynamic = "force-dynamic";
 
 /**
@@ -50,16 +54,19 @@ const RECIPIENT = { addressMax: 254, noteMax: NOTE_LENGTH_MAX } as const;
 export default async function WalletPage({ searchParams }: { searchParams: Promise<PageQuery> }) {
   const user = await requireSessionUser();
   const settings = env();
-  const [wallet, topupsResult, topupRef, orderRef, transferRef, query] = await Promise.all([
+  const [wallet, topupsResult, recentPayouts, topupRef, orderRef, transferRef, query] = await Promise.all([
     getWallet(user.userId),
     listTopups(user.userId, { limit: TOPUPS_PAGE_SIZE }),
+    listRecentPayouts(user.userId, RECENT_PAYOUTS_SHOWN),
     currentFormRefId(user.userId, "topup"),
     currentFormRefId(user.userId, "payment"),
     currentFormRefId(user.userId, "transfer"),
     searchParams,
   ]);
   const topups = firstPageOrThrow(topupsResult);
-  const following = topups.items.some((t) => isUnfinished(t.status));
+  // Unfinished top-ups or withdrawals: the page polls for them when the live feed is down.
+  const following =
+    topups.items.some((t) => isUnfinished(t.status)) || recentPayouts.payouts.some((p) => isUnfinished(p.status));
   // The newest top-ups' states: the top-up form's answer follows the one it started (refreshed by LiveUpdates).
   const liveTopups: Record<string, LiveState> = {};
   for (const t of topups.items) liveTopups[t.refId] = { status: t.status, failureReason: t.failureReason };
@@ -127,7 +134,7 @@ export default async function WalletPage({ searchParams }: { searchParams: Promi
         />
       </div>
 
-      <PayoutsSection userId={user.userId} />
+      <PayoutsSection userId={user.userId} recent={recentPayouts} />
 
       <RewardsSection userId={user.userId} />
 

@@ -6,14 +6,11 @@
  */
 import { env } from "@/lib/env";
 import { formatMoney } from "@/lib/money";
-import { listRecentPayouts } from "@/lib/payouts/list-payouts";
+import type { RecentPayouts } from "@/lib/payouts/list-payouts";
 import { currentFormRefId } from "@/lib/web/current-form-ref-id";
 import type { LiveState } from "@/lib/web/outcome-sentences";
 import { payoutAction } from "./payout-actions";
 import { PayoutForm } from "./payout-form";
-
-/** How many recent withdrawals the section lists. */
-const RECENT_PAYOUTS_SHOWN = 5;
 
 /** A withdrawal's state in plain words. */
 function stateWords(status: LiveState["status"]): string {
@@ -29,13 +26,11 @@ function stateWords(status: LiveState["status"]): string {
 
 const dateFormat = new Intl.DateTimeFormat("en-US", { dateStyle: "medium", timeStyle: "short", timeZone: "UTC" });
 
-export async function PayoutsSection({ userId }: { userId: string }) {
+/** `recent`: the page's read of the user's newest payouts and held amount (it also decides whether to follow them). */
+export async function PayoutsSection({ userId, recent }: { userId: string; recent: RecentPayouts }) {
   const settings = env();
   const currency = settings.WALLET_CURRENCY;
-  const [recent, refId] = await Promise.all([
-    listRecentPayouts(userId, RECENT_PAYOUTS_SHOWN),
-    currentFormRefId(userId, "payout"),
-  ]);
+  const refId = await currentFormRefId(userId, "payout");
   const liveStates: Record<string, LiveState> = {};
   for (const p of recent.payouts) liveStates[p.refId] = { status: p.status, failureReason: p.failureReason };
   return (
