@@ -1,16 +1,18 @@
--- ledger_change_notify: announces a change of a top-up's (or an adjustment's) state on the channel `ledger_changes`
+-- ledger_change_notify: announces a change of a top-up's (an adjustment's, a payout's) state, a payout's return or a
+-- transfer received on the channel `ledger_changes`
 -- when its transaction commits, but only for a user someone is watching (docs/decisions/025 and 046). NOTIFY is
 -- transactional: a rolled-back change announces nothing.
 --
 -- Called by the triggers ledger_entries_change_notify_insert (AFTER INSERT) and ledger_entries_change_notify_status
--- (AFTER UPDATE OF status, when it changed) on ledger_entries, for the types 'topup' and 'adjustment' (in
--- prisma/migrations/20261201140000_ledger_change_notify, because a trigger is schema). The listener is
+-- (AFTER UPDATE OF status, when it changed) on ledger_entries, for the types 'topup' and 'adjustment', and since
+-- prisma/migrations/20261212100000_payouts_and_transfers 'payout', 'payout_return' and 'transfer_in' (a trigger is
+-- schema). The listener is
 -- lib/live/ledger-change-feed.ts: one direct connection per process, fanning the notices out to the user's open
 -- pages over Server-Sent Events.
 --
 -- A trigger rather than a NOTIFY in the application's statements: every writer announces, whichever door moved the
--- row (request, webhook, reconciler, an admin's SQL). Top-ups and adjustments only: their outcome arrives after the
--- page that started them has rendered. A payment or a reward is decided inside the request that the page itself
+-- row (request, webhook, reconciler, an admin's SQL). Only movements whose outcome arrives after the page that started
+-- them has rendered (a top-up, a payout and its return), or that another user's request made (a transfer received). A payment or a reward is decided inside the request that the page itself
 -- made, and NOTIFY serialises the commits of the transactions that send one, so the fast paths stay out of it.
 --
 -- Only watched users: every NOTIFY costs every committing transaction that sent one (PostgreSQL serialises the
