@@ -25,7 +25,8 @@ export const RETURNS_LISTED_DAYS = 7;
 // Three branches, each at most $3 rows: the unfinished payouts flagged or older than $1 ms (the partial index of
 // unfinished rows, ledger_entries_unfinished_idx, holds few rows), and the payouts whose return landed in the last $2
 // days (ledger_entries_type_created_at_idx on the returns, each payout read by its unique key). Flagged first (most
-// recently flagged first), then stuck (longest unknown first), then returned (latest first).
+// recently flagged first), then stuck, then returned, each newest first (as the admin page's other lists: the oldest
+// problems first would hide new ones).
 const NEEDING_ATTENTION_SQL = `
 SELECT * FROM (
   (SELECT ${entryColumns("e")}, u.email AS user_email, NULL::timestamptz AS returned_at, NULL::text AS return_detail,
@@ -33,7 +34,7 @@ SELECT * FROM (
      FROM ledger_entries e JOIN "user" u ON u.id = e.user_id
     WHERE e.type = 'payout' AND e.status IN ('initiated', 'processing')
       AND (e.settle_flagged_at IS NOT NULL OR e.created_at < now() - $1::int * interval '1 millisecond')
-    ORDER BY e.settle_flagged_at DESC NULLS LAST, e.created_at
+    ORDER BY e.settle_flagged_at DESC NULLS LAST, e.created_at DESC
     LIMIT $3)
   UNION ALL
   (SELECT ${entryColumns("e")}, u.email AS user_email, r.created_at AS returned_at,
@@ -47,7 +48,7 @@ SELECT * FROM (
     ORDER BY r.created_at DESC
     LIMIT $3)
 ) listed
-ORDER BY rank, settle_flagged_at DESC NULLS LAST, CASE WHEN rank = 1 THEN created_at END, returned_at DESC`;
+ORDER BY rank, settle_flagged_at DESC NULLS LAST, CASE WHEN rank = 1 THEN created_at END DESC, returned_at DESC`;
 
 const REASONS: readonly PayoutAttentionReason[] = ["flagged", "stuck", "returned"];
 
