@@ -54,8 +54,8 @@ async function paidPayout(user: TestUser, amountMinor: number) {
   await payout(user, amountMinor, refId);
   const paid = await waitForBankPayout(bank.url, payoutMerchantRefFor(user.id, refId), "paid");
   const eventId = `evt_admin_paid_${refId}`;
-  expect((await deliverPayoutEvent("payout.paid", paid, eventId)).outcome).toBe("payout_paid");
-  expect((await deliverPayoutEvent("payout.paid", paid, eventId)).outcome).toBe("duplicate");
+  expect(await deliverPayoutEvent("payout.paid", paid, eventId)).toEqual({ kind: "received", outcome: "payout_paid" });
+  expect(await deliverPayoutEvent("payout.paid", paid, eventId)).toEqual({ kind: "received", outcome: "duplicate" });
   return { refId, paid };
 }
 
@@ -86,8 +86,10 @@ async function returnedPayout(user: TestUser, amountMinor: number) {
   const refId = freshRefId("sbx-po-return-adm");
   await payout(user, amountMinor, refId);
   const returned = await waitForBankPayout(bank.url, payoutMerchantRefFor(user.id, refId), "returned");
-  const outcome = await deliverPayoutEvent("payout.returned", returned, `evt_admin_returned_${refId}`);
-  expect(outcome.outcome).toBe("payout_returned");
+  expect(await deliverPayoutEvent("payout.returned", returned, `evt_admin_returned_${refId}`)).toEqual({
+    kind: "received",
+    outcome: "payout_returned",
+  });
   return { refId, returned };
 }
 
@@ -244,7 +246,10 @@ describe("admin payouts", () => {
       status: "paid",
     } as BankPayout;
     const eventId = `evt_admin_ghost_${merchantRef}`;
-    expect((await deliverPayoutEvent("payout.paid", ghost, eventId)).outcome).toBe("anomaly_unknown_merchant_ref");
+    expect(await deliverPayoutEvent("payout.paid", ghost, eventId)).toEqual({
+      kind: "received",
+      outcome: "anomaly_unknown_merchant_ref",
+    });
     const listed = (await listPayoutWebhookAnomalies()).find((a) => a.eventId === eventId);
     expect(listed).toMatchObject({ merchantRef, outcome: "anomaly_unknown_merchant_ref", chargeId: "po_ghost_admin" });
   });
