@@ -11,7 +11,7 @@ const CHECK_TITLES: Record<string, string> = {
   topups_match_bank_charges: "Every succeeded top-up has its bank charge, and every charge its credit",
   reward_cap: "Rewards stay within the daily cap",
   stored_responses_replayable: "Every stored answer replays the same",
-  no_expired_unfinished_rows: "No unfinished top-up is left with an expired lease",
+  no_expired_unfinished_rows: "No unfinished operation (a top-up, refund or payout) is left with an expired lease",
   succeeded_charges_credited: "Every charge the bank took is credited exactly once",
   refunds_within_topups: "A top-up's refunds never add up to more than the top-up",
   bank_refunds_recorded: "Every refund at the bank is recorded once, and finished as the bank finished it",
@@ -21,6 +21,9 @@ const CHECK_TITLES: Record<string, string> = {
   journal_matches_entries: "Every movement of money is booked exactly once",
   wallet_accounts_match: "Every wallet equals its account in the books, posting by posting",
   bank_clearing_matches_bank: "The bank clearing account equals the bank's movements",
+  payouts_match_bank:
+    "Every payout the bank paid is booked once, none it failed is booked, and every return is credited once",
+  transfers_balanced: "Every transfer between two wallets arrives once, for the amount sent",
 };
 
 /**

@@ -3,15 +3,19 @@
  * settlement kept failing until SETTLE_ATTEMPTS_MAX (contract section 5; lib/admin/list-flagged-topups.ts), each with
  * how often and the last error; then the stuck ones (unfinished with an expired lease, or unfinished for more than
  * five minutes: lib/admin/stuck.ts), newest first; then the refunds flagged or stuck the same way (case C28:
- * lib/admin/list-refunds-needing-attention.ts), each linking to its top-up's timeline, which lists it.
+ * lib/admin/list-refunds-needing-attention.ts), each linking to its top-up's timeline, which lists it; last the
+ * payouts flagged, unknown for long or returned (lib/admin/list-payouts-needing-attention.ts), each linking to its
+ * payout's timeline.
  */
 import Link from "next/link";
 import type { FlaggedTopupView } from "@/lib/admin/list-flagged-topups";
 import type { AdminTopupView } from "@/lib/admin/list-admin-topups";
+import type { PayoutNeedingAttention } from "@/lib/admin/list-payouts-needing-attention";
 import type { RefundNeedingAttention } from "@/lib/admin/list-refunds-needing-attention";
 import { formatMoney } from "@/lib/money";
 import { UtcTime } from "./utc-time";
 import { StatusBadge } from "../components/status-badge";
+import { PayoutAttentionRows } from "./payout-attention-rows";
 import { timelineHref } from "./timeline-href";
 
 /** One row: reference, owner, amount, state, and why it is listed. */
@@ -60,19 +64,22 @@ export function NeedsAttention({
   flagged,
   stuck,
   refunds,
+  payouts,
   more,
 }: {
   flagged: FlaggedTopupView[];
   stuck: AdminTopupView[];
   /** Refunds flagged or stuck (lib/admin/list-refunds-needing-attention.ts). */
   refunds: RefundNeedingAttention[];
+  /** Payouts flagged, unknown for long or recently returned (lib/admin/list-payouts-needing-attention.ts). */
+  payouts: PayoutNeedingAttention[];
   /** True when there are more stuck top-ups than listed. */
   more: boolean;
 }) {
   // A flagged top-up is usually stuck too: listed once, as flagged.
   const flaggedKeys = new Set(flagged.map((row) => `${row.userId}:${row.refId}`));
   const stuckOnly = stuck.filter((row) => !flaggedKeys.has(`${row.userId}:${row.refId}`));
-  const count = flagged.length + stuckOnly.length + refunds.length;
+  const count = flagged.length + stuckOnly.length + refunds.length + payouts.length;
   return (
     <section
       className={`card attention${count > 0 ? " alerting" : ""}`}
@@ -104,10 +111,16 @@ export function NeedsAttention({
             {refunds.map((row) => (
               <RefundRow key={`${row.userId}:${row.refundId}`} row={row} />
             ))}
+            <PayoutAttentionRows rows={payouts} />
           </ul>
           {more && (
             <p>
               <Link href="/admin?stuck=1">All stuck top-ups</Link>
+            </p>
+          )}
+          {payouts.length > 0 && (
+            <p>
+              <Link href="/admin/payouts">All payouts</Link>
             </p>
           )}
         </>

@@ -6,6 +6,7 @@ import { countTopupsByStatus } from "@/lib/admin/count-topups-by-status";
 import { getTopupHourlyStats } from "@/lib/admin/get-topup-hourly-stats";
 import { listFlaggedTopups } from "@/lib/admin/list-flagged-topups";
 import { listStuckTopups } from "@/lib/admin/list-stuck-topups";
+import { listPayoutsNeedingAttention } from "@/lib/admin/list-payouts-needing-attention";
 import { listRefundsNeedingAttention } from "@/lib/admin/list-refunds-needing-attention";
 import { listWebhookAnomalies } from "@/lib/admin/list-webhook-anomalies";
 import { STUCK_AGE_MS } from "@/lib/admin/stuck";
@@ -49,7 +50,7 @@ function toSearchParams(params: SearchParams): URLSearchParams {
 }
 
 /**
- * The admin page: what needs attention first (stuck top-ups; flagged rows join them), top-up counts by state, the
+ * The admin page: what needs attention first (stuck top-ups; flagged rows, refunds and payouts join them), top-up counts by state, the
  * two charts of the last 24 hours, the top-up list with filters (`?status=`, `?user=<email>`, `?stuck=1`), "Reconcile
  * now", webhook anomalies and the invariant report. Admins only (others see a 403 message; visitors are sent to sign
  * in), and the open disputes the bank reports (contract section 12). Every read goes through lib/admin, lib/audit,
@@ -69,12 +70,13 @@ export default async function AdminPage({ searchParams }: { searchParams: Promis
         limit: query.value.limit,
       }
     : { stuck: false };
-  const [counts, stats, flagged, attention, refunds, topups, anomalies, mail] = await Promise.all([
+  const [counts, stats, flagged, attention, refunds, payouts, topups, anomalies, mail] = await Promise.all([
     countTopupsByStatus(),
     getTopupHourlyStats(),
     listFlaggedTopups(ATTENTION_ROWS_MAX),
     listStuckTopups({ limit: ATTENTION_ROWS_MAX }).then(firstPageOrThrow),
     listRefundsNeedingAttention(ATTENTION_ROWS_MAX),
+    listPayoutsNeedingAttention(ATTENTION_ROWS_MAX),
     listAdminTopupRows(filters).then(firstPageOrThrow),
     listWebhookAnomalies(),
     readMailOverview(ATTENTION_ROWS_MAX),
@@ -107,6 +109,7 @@ export default async function AdminPage({ searchParams }: { searchParams: Promis
         flagged={flagged}
         stuck={attention.items}
         refunds={refunds}
+        payouts={payouts}
         more={attention.nextCursor !== null}
       />
 

@@ -24,7 +24,8 @@ export type ListName =
   | "admin-topups"
   | "admin-stuck-topups"
   | "statement"
-  | "admin-account-postings";
+  | "admin-account-postings"
+  | "admin-payouts";
 
 /** Contract section 4: `limit` defaults to 50 and is at most 100. */
 export const LIST_LIMIT_DEFAULT = 50;
