@@ -48,7 +48,9 @@ describe("GET /api/v1/admin/books", () => {
       "bank_clearing:house",
       "rewards_funded:house",
       "merchants_payable:house",
+      "payouts_in_flight:house",
       "refunds_in_flight:house",
+      "transfers_in_transit:house",
       "wallet:owed_to_users",
       "wallet:owed_by_users",
     ]);

@@ -192,6 +192,8 @@ describe("admin routes", () => {
       "journal_matches_entries",
       "wallet_accounts_match",
       "bank_clearing_matches_bank",
+      "payouts_match_bank",
+      "transfers_balanced",
     ]);
   });
 });
