@@ -3,6 +3,7 @@ import { expect, type Page } from "@playwright/test";
 import { createHmac, randomUUID } from "node:crypto";
 import pg from "pg";
 import type { ResponseBody } from "../scripts/lib/api-types";
+import { jargonIn } from "./jargon";
 
 /** Signs up a fresh user through the real sign-up page and lands on the wallet. Returns the email. */
 export async function signUp(page: Page): Promise<string> {
@@ -114,18 +115,11 @@ export async function deliverChargeSucceeded(page: Page, userId: string, refId: 
   expect(response.status()).toBe(200);
 }
 
-/**
- * Words that must never reach people on the wallet, sign-in, sign-up, tokens and admin pages: the API's vocabulary
- * for programmers. "key" and "parameters" as whole words ("keyboard" is fine).
- */
-const JARGON = [/\bJSON\b/i, /\bminor units?\b/i, /\bkeys?\b/i, /\bparameters?\b/i] as const;
-
-/** The jargon words found in the page's visible text (empty when none). */
+/** The jargon words found in the page's visible text (empty when none; e2e/jargon.ts). */
 export async function jargonOn(page: Page): Promise<string[]> {
   // innerText, not textContent: what people see (closed <details> and hidden elements are left out).
   // biome-ignore lint/performance/useDomNodeTextContent: the visible text is the point
-  const text = await page.locator("body").innerText();
-  return JARGON.flatMap((pattern) => text.match(new RegExp(pattern.source, "gi")) ?? []);
+  return jargonIn(await page.locator("body").innerText());
 }
 
 /** Presses Tab until `target` has the focus (at most 80 presses): how the keyboard-only tests reach a control. */

@@ -77,7 +77,7 @@ export async function createRefund(input: CreateRefundInput, options: BankCallOp
   if (failed) return failed;
   const parsed = refundSchema.safeParse(raw.json);
   if (!parsed.success) return badResponse("refund body does not match the protocol");
-  if (parsed.data.merchantRef !== input.merchantRef) return badResponse("refund for another key");
+  if (parsed.data.merchantRef !== input.merchantRef) return badResponse("refund for another merchant reference");
   return { kind: "refund", refund: parsed.data, replayed: raw.status === 200 };
 }
 

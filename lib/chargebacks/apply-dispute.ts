@@ -172,6 +172,6 @@ async function landEntry(
   });
   if (run.kind === "won") return { result: "landed", entry: run.detail };
   return run.outcome.kind === "mismatch"
-    ? `${key.type} ${key.refId}: an entry under this dispute id has other parameters`
+    ? `${key.type} ${key.refId}: an entry under this dispute id records another amount or charge`
     : { result: "already", entry: run.entry };
 }

@@ -42,7 +42,10 @@ export async function reconcilePayoutEntry(entry: LedgerEntry, bank: BankCallOpt
   );
   if (answered.kind === "unknown") return { kind: "bank_down", reason: answered.reason };
   if (answered.kind === "rejected" && answered.code === "idempotency_key_reused")
-    return { kind: "anomaly", detail: `payout ${entry.refId}: the bank holds another payout under its key` };
+    return {
+      kind: "anomaly",
+      detail: `payout ${entry.refId}: the bank holds another payout under its merchant reference`,
+    };
   const evidence: PayoutEvidence =
     answered.kind === "payout"
       ? { source: "bank", payout: answered.payout }

@@ -127,7 +127,7 @@ export async function settlePayout(
 /** Why `payout` cannot be the row's payout, or null when it can. */
 function mismatchOf(entry: LedgerEntry, payout: BankPayout): string | null {
   if (payout.merchantRef !== payoutMerchantRefFor(entry.userId, entry.refId))
-    return `bank payout ${payout.id} belongs to another key`;
+    return `bank payout ${payout.id} belongs to another merchant reference`;
   if (payout.amount !== entry.amountMinor || payout.currency !== entry.currency)
     return `bank payout ${payout.id} is for ${payout.amount} ${payout.currency}, the row for ${entry.amountMinor} ${entry.currency}`;
   if (payout.destination !== entry.params.destination)

@@ -90,7 +90,7 @@ export const reconcileResultSchema = z
     examined: count("Rows taken over plus bank charges that needed a decision."),
     completed: count("Rows this pass moved to `succeeded`, and adjustments it credited (each credited once)."),
     failed: count("Rows this pass moved to `failed` (declined, or `expired` after a confirmed cancel)."),
-    redriven: count("Rows whose charge this pass sent to the bank again (same Idempotency-Key)."),
+    redriven: count("Rows whose charge this pass sent to the bank again (same merchant reference)."),
     skipped: count("Rows and charges looked at and left as they were."),
     anomalies: z
       .array(reconcileAnomalySchema)

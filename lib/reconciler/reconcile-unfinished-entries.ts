@@ -150,7 +150,7 @@ async function redrive(pass: PassContext, entry: LedgerEntry, merchantRef: strin
   } else if (created.kind === "rejected" && created.status === 409 && created.code === "idempotency_key_cancelled") {
     // An earlier pass cancelled the key and stopped before failing the row: no charge exists or ever will.
     const settlement = {
-      detail: "reconciler: the key was already cancelled at the bank",
+      detail: "reconciler: the merchant reference was already cancelled at the bank",
       storeResponse: true,
       pendingLeft: true,
     };
@@ -179,7 +179,7 @@ async function cancelThenExpire(pass: PassContext, entry: LedgerEntry, merchantR
         entry,
         { source: "key_cancelled" },
         {
-          detail: "reconciler: never reached the bank; key cancelled there after the re-drive window",
+          detail: "reconciler: never reached the bank; merchant reference cancelled there after the re-drive window",
           storeResponse: true,
           pendingLeft: true,
         },

@@ -97,7 +97,7 @@ export async function handleRefundEvent(
   const parts = parseRefundMerchantRef(event.data.merchantRef);
   const entry = parts ? await findEntryByKey(operationKey(parts.userId, "refund", parts.refundId)) : null;
   if (!entry) {
-    await record(null, event, text, "anomaly_unknown_merchant_ref", "no refund has this key");
+    await record(null, event, text, "anomaly_unknown_merchant_ref", "no refund has this merchant reference");
     log().warn({ eventId: event.id, data: event.data }, "bank webhook anomaly: unknown refund key");
     return { kind: "received", outcome: "anomaly_unknown_merchant_ref" };
   }

@@ -91,7 +91,7 @@ export async function settleRefund(
       detail: `bank refund ${refundId} is for ${amountMinor}, the row for ${entry.amountMinor}`,
     };
   if (evidence.source === "bank" && evidence.refund.merchantRef !== refundMerchantRefFor(entry.userId, entry.refId))
-    return { kind: "anomaly", entry, detail: `bank refund ${refundId} belongs to another key` };
+    return { kind: "anomaly", entry, detail: `bank refund ${refundId} belongs to another merchant reference` };
   if (entry.bankChargeId !== null && entry.bankChargeId !== refundId)
     return { kind: "anomaly", entry, detail: `the row records bank refund ${entry.bankChargeId}, not ${refundId}` };
   if (isTerminal(entry.status)) return { kind: "unchanged", entry };

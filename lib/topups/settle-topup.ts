@@ -307,7 +307,7 @@ async function settleFinishedRow(
         entry,
         "no_charge_for_succeeded_row",
         null,
-        "the row was credited but the bank has no charge for its key",
+        "the row was credited but the bank has no charge for its merchant reference",
       );
 }
 

@@ -125,6 +125,6 @@ function outcomeDetail(event: ChargeEvent, settled: SettlementOutcome): string |
   if (settled.kind === "credited") return "charge.failed not confirmed: the bank reports the charge succeeded";
   if (settled.kind === "pending") return "charge.failed not confirmed: the bank reports the charge pending";
   if (settled.kind === "failed" && settled.entry.failureReason === "expired")
-    return "the bank had no charge for this key; the key was cancelled there first";
+    return "the bank had no charge for this merchant reference; it was cancelled there first";
   return null;
 }

@@ -61,10 +61,11 @@ const QUOTED_TYPE_CHARS_MAX = 64;
  * event is judged by the refund events' schema and a `charge.dispute*` event by the disputes', not by the charge
  * events' (which would report a refund's missing `refundId` as a wrong `type`). Returns e.g.
  * `refund event "refund.succeeded": data.refundId: ...`, `an event of a type the wallet does not handle:
- * "charge.refunded"`, or `the body is not a JSON object`.
+ * "charge.refunded"`, or `the body is not an object of named fields`.
  */
 function unusableReason(value: unknown): string {
-  if (typeof value !== "object" || value === null || Array.isArray(value)) return "the body is not a JSON object";
+  if (typeof value !== "object" || value === null || Array.isArray(value))
+    return "the body is not an object of named fields";
   const type: unknown = (value as Record<string, unknown>).type;
   if (typeof type !== "string") return "the event has no type (a string such as charge.succeeded)";
   const quoted = JSON.stringify(type.slice(0, QUOTED_TYPE_CHARS_MAX));

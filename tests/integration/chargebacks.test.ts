@@ -143,7 +143,7 @@ describe("chargebacks and debt", () => {
     });
     expect(await applyBankDispute({ ...reversed, amount: reversed.amount - 1 }, door)).toEqual({
       kind: "anomaly",
-      detail: `chargeback ${reversed.id}: an entry under this dispute id has other parameters`,
+      detail: `chargeback ${reversed.id}: an entry under this dispute id records another amount or charge`,
     });
     expect(await ledgerOf(user.id)).toMatchObject({ balance: 2000, debt: 0 });
   });
