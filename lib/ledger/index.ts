@@ -26,4 +26,4 @@ export * from "./view-schemas";
 export * from "./refunds";
 export * from "./dispute-entries";
 export * from "./response-template";
-export * from "./webhook-credit";
+export * from "./webhook-settlement";

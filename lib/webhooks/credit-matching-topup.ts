@@ -1,10 +1,10 @@
 import type { MerchantRefParts } from "../bank/merchant-ref";
-import { creditTopupFromWebhook } from "../ledger";
+import { settleFromWebhook } from "../ledger";
 import { log } from "../log";
 import type { ChargeEvent } from "./bank-event-schema";
 
 /**
- * The common case of a signed `charge.succeeded`, in one statement (lib/ledger `creditTopupFromWebhook`;
+ * The common case of a signed `charge.succeeded`, in one statement (lib/ledger `settleFromWebhook`;
  * docs/decisions/045 and 053): the unfinished top-up named by `key` (the event's merchant reference, parsed) moves to
  * `succeeded` with the charge id and its credit, exactly as lib/topups/settle-topup.ts moves an unfinished row that matches a signed success, and the event
  * (`text`: its body as received) is recorded as `credited` in the same commit (case C19).
@@ -15,17 +15,19 @@ import type { ChargeEvent } from "./bank-event-schema";
 export async function creditMatchingTopup(event: ChargeEvent, text: string, key: MerchantRefParts): Promise<boolean> {
   const { data } = event;
   try {
-    return await creditTopupFromWebhook({
+    const settled = await settleFromWebhook({
+      entryType: "topup",
       userId: key.userId,
       refId: key.refId,
       eventId: event.id,
       eventType: event.type,
       merchantRef: data.merchantRef,
-      chargeId: data.chargeId,
+      bankId: data.chargeId,
       amountMinor: data.amount,
       currency: data.currency,
       payload: text,
     });
+    return settled !== null;
   } catch (error) {
     log().warn({ err: error, eventId: event.id }, "bank webhook: one-statement credit failed; settling the long way");
     return false;

@@ -12,8 +12,8 @@
 -- guard did not hold and nothing changed (the caller reads the row to see why).
 --
 -- Called by lib/ledger/transitions.ts (`markProcessing`, `completeEntry`, `failEntry`), ledger_admit_topup,
--- ledger_release_reservation and ledger_credit_matching_topup. The row is locked first, by primary key, to read the status
--- it leaves (case C25: every access by key).
+-- ledger_release_reservation and ledger_settle_matching_entry. The row is locked first, by primary key, to read the
+-- status it leaves (case C25: every access by key).
 CREATE OR REPLACE FUNCTION ledger_move_entry(
   p_user_id text,
   p_entry_id bigint,

@@ -4,8 +4,8 @@
 -- first never hides the credit, and each event is recorded `credited` exactly once and `duplicate` otherwise.
 --
 -- Called by lib/webhooks/record-webhook-event.ts (`recordWebhookEvent`, for every outcome but the one-statement
--- credit) and by webhook_credit_topup (that credit, in the same statement). The insert goes through the event id's
--- unique index.
+-- settlement) and by webhook_settle_entry (that settlement, in the same statement). The insert goes through the event
+-- id's unique index.
 CREATE OR REPLACE FUNCTION webhook_record_event(
   p_event_id text,
   p_type text,

@@ -1,6 +1,6 @@
 /**
  * lib/ledger's two storage calls that the webhook's fast path and a dispute's door send (contract sections 5 and 12;
- * docs/decisions/045, 048 and 053), called directly on a real PostgreSQL: `creditTopupFromWebhook` (the unfinished
+ * docs/decisions/045, 048 and 053), called directly on a real PostgreSQL: `settleFromWebhook` (the unfinished
  * top-up a charge matches credited and the event recorded, in one statement, or nothing written),
  * `noteDisputeStatus` (only ever forward) and `landBankEntry` (a chargeback debited into debt where the balance
  * is short, a reversal repaying debt first, each claimed once by its dispute id). The paths above them
@@ -14,7 +14,7 @@ import { landBankEntry, noteDisputeStatus } from "../../lib/ledger/dispute-entri
 import { fingerprint } from "../../lib/ledger/fingerprint";
 import type { LedgerType } from "../../lib/ledger/keys";
 import { completeEntry, getEntryById, markProcessing } from "../../lib/ledger/transitions";
-import { creditTopupFromWebhook, type WebhookCharge } from "../../lib/ledger/webhook-credit";
+import { settleFromWebhook, type WebhookSuccess } from "../../lib/ledger/webhook-settlement";
 import { createTestUser, testPool } from "../helpers/db";
 import { balanceOf, claimEntry, claimRequest, seedBalance, transitionsOf } from "../helpers/ledger";
 
@@ -36,14 +36,15 @@ async function creditedTopup(userId: string, amountMinor: number) {
   return entry;
 }
 
-function chargeOf(userId: string, refId: string, amountMinor: number, currency = "USD"): WebhookCharge {
+function chargeOf(userId: string, refId: string, amountMinor: number, currency = "USD"): WebhookSuccess {
   return {
+    entryType: "topup",
     userId,
     refId,
     eventId: `evt_${randomUUID()}`,
     eventType: "charge.succeeded",
     merchantRef: `topup:${userId}:${refId}`,
-    chargeId: `ch_${randomUUID()}`,
+    bankId: `ch_${randomUUID()}`,
     amountMinor,
     currency,
     payload: JSON.stringify({ amount: amountMinor, currency }),
@@ -76,21 +77,21 @@ function disputeRequest(userId: string, type: LedgerType, disputeId: string, amo
   };
 }
 
-describe("creditTopupFromWebhook", () => {
+describe("settleFromWebhook", () => {
   it("credits the unfinished top-up the charge matches, with its charge id, and records the event as credited", async () => {
     const user = await createTestUser();
     const topup = await processingTopup(user.id, 1250);
     const charge = chargeOf(user.id, topup.refId, 1250);
-    expect(await creditTopupFromWebhook(charge, testPool())).toBe(true);
+    expect(await settleFromWebhook(charge, testPool())).not.toBeNull();
     expect(await getEntryById({ userId: user.id, entryId: topup.id })).toMatchObject({
       status: "succeeded",
-      bankChargeId: charge.chargeId,
+      bankChargeId: charge.bankId,
     });
     expect(await balanceOf(user.id)).toBe(1250);
     expect(await eventRecord(charge.eventId)).toEqual({
       type: "charge.succeeded",
       merchant_ref: charge.merchantRef,
-      charge_id: charge.chargeId,
+      charge_id: charge.bankId,
       amount_minor: 1250,
       currency: "USD",
       outcome: "credited",
@@ -99,17 +100,17 @@ describe("creditTopupFromWebhook", () => {
     expect((await transitionsOf(user.id, topup.id)).at(-1)).toMatchObject({ to: "succeeded", actor: "webhook" });
   });
 
-  it("writes nothing and answers false for a charge of another amount or currency, or a top-up already credited", async () => {
+  it("writes nothing and answers null for a charge of another amount or currency, or a top-up already credited", async () => {
     const user = await createTestUser();
     const topup = await processingTopup(user.id, 1250);
     for (const charge of [chargeOf(user.id, topup.refId, 1249), chargeOf(user.id, topup.refId, 1250, "EUR")]) {
-      expect(await creditTopupFromWebhook(charge, testPool())).toBe(false);
+      expect(await settleFromWebhook(charge, testPool())).toBeNull();
       expect(await eventRecord(charge.eventId)).toBeNull();
     }
     expect(await getEntryById({ userId: user.id, entryId: topup.id })).toMatchObject({ status: "processing" });
-    expect(await creditTopupFromWebhook(chargeOf(user.id, topup.refId, 1250))).toBe(true);
+    expect(await settleFromWebhook(chargeOf(user.id, topup.refId, 1250))).not.toBeNull();
     const again = chargeOf(user.id, topup.refId, 1250);
-    expect(await creditTopupFromWebhook(again)).toBe(false);
+    expect(await settleFromWebhook(again)).toBeNull();
     expect(await balanceOf(user.id)).toBe(1250);
   });
 });
@@ -128,7 +129,7 @@ describe("noteDisputeStatus", () => {
     expect((await getEntryById({ userId: user.id, entryId: topup.id }))?.disputeStatus).toBe("won");
   });
 
-  it("answers false for an entry that is not the user's", async () => {
+  it("answers null for an entry that is not the user's", async () => {
     const user = await createTestUser();
     const other = await createTestUser();
     const topup = await creditedTopup(user.id, 1000);

@@ -60,6 +60,8 @@ export interface PayoutProxy {
   readonly posts: Map<string, number>;
   /** Of those, the ones the bank answered 201 (a new payout made). */
   readonly created: Map<string, number>;
+  /** `GET /payouts/{id}` per payout id: the app asking the bank about one payout. */
+  readonly lookups: Map<string, number>;
   /**
    * Holds the bank's reply to the next `POST /payouts` with `key` (the bank has already acted on it) until
    * `release()`. `arrived` resolves once the bank has answered that request.
@@ -75,6 +77,7 @@ export interface PayoutProxy {
 export async function startPayoutProxy(targetUrl: string): Promise<PayoutProxy> {
   const posts = new Map<string, number>();
   const created = new Map<string, number>();
+  const lookups = new Map<string, number>();
   const holds = new Map<string, { arrived: () => void; gate: Promise<void> }>();
   const server: Server = createServer((req, res) => {
     void (async () => {
@@ -83,6 +86,8 @@ export async function startPayoutProxy(targetUrl: string): Promise<PayoutProxy> 
       const isPost = req.method === "POST" && req.url === "/payouts";
       const key = String(req.headers["idempotency-key"]);
       if (isPost) posts.set(key, (posts.get(key) ?? 0) + 1);
+      const lookedUp = req.method === "GET" ? /^\/payouts\/([^/?]+)$/.exec(req.url ?? "")?.[1] : undefined;
+      if (lookedUp) lookups.set(lookedUp, (lookups.get(lookedUp) ?? 0) + 1);
       const headers: Record<string, string> = {};
       for (const name of ["content-type", "idempotency-key", "accept"]) {
         const value = req.headers[name];
@@ -120,6 +125,7 @@ export async function startPayoutProxy(targetUrl: string): Promise<PayoutProxy> 
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     posts,
     created,
+    lookups,
     holdReply(key) {
       let arrived!: () => void;
       let release!: () => void;

@@ -33,6 +33,7 @@ import {
   bankPayoutsListed,
   DESTINATION,
   deliverPayoutEvent,
+  journalEventsOf,
   limitUsedToday,
   startPayoutBank,
   startPayoutProxy,
@@ -297,6 +298,31 @@ describe("payouts: the bank's word, from every door", () => {
     expect(row.status).toBe("processing");
     return { user, input, paid, row };
   }
+
+  it("a signed payout.paid that matches posts the hold in one statement without asking the bank; one that disagrees is asked (decision 064)", async () => {
+    const { user, input, paid, row } = await paidWhileProcessing(2000, 800);
+    // Another amount than the row's: not the fast path's to apply. The bank is asked, and its answer (paid, 800)
+    // is what moves the row.
+    const disagreeing = await deliverPayoutEvent("payout.paid", { ...paid, amount: 799 }, `evt_amt_${input.refId}`);
+    expect(disagreeing).toEqual({ kind: "received", outcome: "payout_paid" });
+    expect(proxy.lookups.get(paid.id)).toBe(1);
+    // A second payout, and its matching event: applied on the signature, the bank not asked.
+    const second = await paidWhileProcessing(2000, 500);
+    const matching = await deliverPayoutEvent("payout.paid", second.paid, `evt_ok_${second.input.refId}`);
+    expect(matching).toEqual({ kind: "received", outcome: "payout_paid" });
+    expect(proxy.lookups.get(second.paid.id)).toBeUndefined();
+    expect(await payoutRow(second.user.id, second.input.refId)).toMatchObject({
+      status: "succeeded",
+      bankChargeId: second.paid.id,
+    });
+    expect(await journalEventsOf(second.user.id, second.row.id)).toEqual(["reserve", "settle"]);
+    expect(await balanceOf(second.user.id)).toBe(1500);
+    // Delivered again: the row is final, so the long way judges it (asking the bank): a duplicate, nothing moves.
+    const again = await deliverPayoutEvent("payout.paid", second.paid, `evt_ok_${second.input.refId}`);
+    expect(again).toEqual({ kind: "received", outcome: "duplicate" });
+    expect(await transactionsOf(second.user.id, "settle")).toBe(1);
+    expect((await transitionsOf(user.id, row.id)).map((t) => t.to)).toEqual(["initiated", "processing", "succeeded"]);
+  });
 
   it("a forged payout.failed for a payout the bank paid is checked with the bank: it posts the payout, releases nothing", async () => {
     const { user, input, paid, row } = await paidWhileProcessing(2000, 800);

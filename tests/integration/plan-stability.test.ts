@@ -44,7 +44,7 @@ import { readRewardDayCredited } from "../../lib/rewards/read-reward-day-credite
 import { decideRewardUnderWalletLock } from "../../lib/ledger/reward-statement";
 import type { OperationKey } from "../../lib/ledger/keys";
 import { pool } from "../../lib/db";
-import { creditTopupFromWebhook } from "../../lib/ledger/webhook-credit";
+import { settleFromWebhook } from "../../lib/ledger/webhook-settlement";
 import { createScratchDatabase, dropScratchDatabases } from "../helpers/db";
 import { claimRequest } from "../helpers/ledger";
 
@@ -62,7 +62,7 @@ const MONEY_PATH_STATEMENTS = [
   "ledger_decide_payment",
   "ledger_admit_topup",
   "ledger_claim_topup",
-  "webhook_credit_topup",
+  "webhook_settle_entry",
   "ledger_decide_reward",
   "ledger_claim_refund",
   "ledger_release_reservation",
@@ -295,14 +295,15 @@ async function moneyPathRound(session: pg.Client, userId: string): Promise<void>
   // The webhook's common case: a signed success credited by key in one statement, with its event record.
   const webhookTopup = await insertClaim(session, claimRequest(userId, { type: "topup" }));
   if (!webhookTopup) throw new Error("C25: a fresh top-up key was not claimed");
-  const webhookCredited = await creditTopupFromWebhook(
+  const webhookCredited = await settleFromWebhook(
     {
+      entryType: "topup",
       userId,
       refId: webhookTopup.refId,
       eventId: `evt_${randomUUID()}`,
       eventType: "charge.succeeded",
       merchantRef: `topup:${userId}:${webhookTopup.refId}`,
-      chargeId: `ch_${randomUUID()}`,
+      bankId: `ch_${randomUUID()}`,
       amountMinor: webhookTopup.amountMinor,
       currency: webhookTopup.currency,
       payload: "{}",

@@ -1,10 +1,11 @@
 /**
- * A charge's success credited in one statement, the webhook's common case (contract sections 2 and 5, case C19):
- * webhook_credit_topup credits the matching unfinished top-up (ledger_credit_matching_topup, then the ledger's one
- * guarded move, ledger_move_entry) and records the event in the same commit. Each guard is shown to refuse what it
- * must, writing nothing, not even the event's record; a staged race credits once; and copies of the functions with a
- * guard removed (taken from their files, in a rolled-back transaction) let through what the real ones refuse
- * (negative controls). Real PostgreSQL.
+ * The bank's signed success applied in one statement, the webhook's common case (contract sections 2, 5 and 14, case
+ * C19, docs/decisions/064): webhook_settle_entry settles the matching unfinished top-up (credited) or payout (its hold
+ * posted to the bank's clearing) through ledger_settle_matching_entry, then the ledger's one guarded move,
+ * ledger_move_entry, and records the event in the same commit. Each guard is shown to refuse what it must, writing
+ * nothing, not even the event's record; a staged race settles once; and copies of the functions with a guard removed
+ * (taken from their files, in a rolled-back transaction) let through what the real ones refuse (negative controls).
+ * Real PostgreSQL.
  */
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
@@ -14,6 +15,11 @@ import { createTestUser, testPool } from "../helpers/db";
 import { functionDefinition } from "../helpers/function-files";
 import { balanceOf, claimEntry, claimRequest, dedicatedClient, freshRefId, transitionsOf } from "../helpers/ledger";
 import { waitForBlockedSessions } from "../helpers/wait";
+import { operationKey } from "../../lib/ledger/keys";
+import { claimPayout } from "../../lib/ledger/payouts";
+import { releaseReservation } from "../../lib/ledger/refunds";
+import { problemStoredResponse } from "../../lib/problems";
+import { DESTINATION, journalEventsOf } from "./payout-fixtures";
 import { backendPid } from "./reconciler-fixtures";
 
 /** What a signed success reports about a top-up's charge: its id, amount (minor units) and currency. */
@@ -26,28 +32,37 @@ interface ReportedCharge {
 type Db = Pick<pg.ClientBase, "query">;
 
 /**
- * webhook_credit_topup on `db` for `key` and `reported`, as the webhook calls it, under a fresh event id. Returns the
- * credited row's id, the status it left and the new balance (null when nothing was written) and the event id.
+ * webhook_settle_entry on `db` for `key` and `reported`, as the webhook calls it, under a fresh event id: a
+ * `charge.succeeded` for a top-up (the default), a `payout.paid` for a payout. Returns the settled row's id, the status
+ * it left and the new balance (null for a payout; `moved` null when nothing was written) and the event id.
  */
 async function creditThrough(
   key: { userId: string; refId: string },
   reported: ReportedCharge,
   db: Db = testPool(),
-): Promise<{ moved: { id: number; fromStatus: string; balanceMinor: number } | null; eventId: string }> {
+  entryType: "topup" | "payout" = "topup",
+): Promise<{ moved: { id: number; fromStatus: string; balanceMinor: number | null } | null; eventId: string }> {
   const eventId = `evt_test_${randomUUID()}`;
   const result = await db.query(
     `SELECT (c.entry).id, c.from_status, c.balance_minor
-       FROM webhook_credit_topup(
-              p_user_id => $1, p_ref_id => $2, p_event_id => $3, p_type => 'charge.succeeded',
-              p_merchant_ref => 'topup:' || $1 || ':' || $2, p_charge_id => $4, p_amount_minor => $5::bigint,
+       FROM webhook_settle_entry(
+              p_entry_type => $7, p_user_id => $1, p_ref_id => $2, p_event_id => $3, p_type => $8,
+              p_merchant_ref => $7 || ':' || $1 || ':' || $2, p_bank_id => $4, p_amount_minor => $5::bigint,
               p_currency => $6, p_payload => '{}') AS c`,
-    [key.userId, key.refId, eventId, reported.chargeId, reported.amountMinor, reported.currency],
+    [
+      key.userId,
+      key.refId,
+      eventId,
+      reported.chargeId,
+      reported.amountMinor,
+      reported.currency,
+      entryType,
+      entryType === "topup" ? "charge.succeeded" : "payout.paid",
+    ],
   );
   const row = result.rows[0];
-  return {
-    moved: row ? { id: Number(row.id), fromStatus: row.from_status, balanceMinor: Number(row.balance_minor) } : null,
-    eventId,
-  };
+  const balanceMinor = row?.balance_minor === null ? null : Number(row?.balance_minor);
+  return { moved: row ? { id: Number(row.id), fromStatus: row.from_status, balanceMinor } : null, eventId };
 }
 
 async function eventRows(eventId: string): Promise<number> {
@@ -71,7 +86,7 @@ const charge = (overrides: Partial<ReportedCharge> = {}): ReportedCharge => ({
   ...overrides,
 });
 
-describe("webhook_credit_topup", () => {
+describe("webhook_settle_entry: a top-up", () => {
   it("moves the unfinished top-up to succeeded with its charge id, its credit, its audit row and the event's record, in one commit", async () => {
     const user = await createTestUser();
     const { key, ref } = await processingTopup(user.id, 2500);
@@ -179,9 +194,93 @@ describe("webhook_credit_topup", () => {
   });
 });
 
+/** A payout of `amountMinor` claimed and held (born `processing`), its wallet funded with `fundedMinor` first. */
+async function processingPayout(userId: string, amountMinor: number, fundedMinor = 5000) {
+  await testPool().query("INSERT INTO wallets (user_id, balance_minor, currency) VALUES ($1, $2, 'USD')", [
+    userId,
+    fundedMinor,
+  ]);
+  const refId = freshRefId("smp");
+  const refusal = problemStoredResponse("insufficient_funds", "test");
+  const claimed = await claimPayout(
+    {
+      key: operationKey(userId, "payout", refId),
+      amountMinor,
+      currency: "USD",
+      params: { amount: amountMinor, currency: "USD", destination: DESTINATION },
+      leaseOwner: "test-claim",
+      leaseMs: 30_000,
+      dailyLimitMinor: 1_000_000,
+      refusals: { insufficientFunds: refusal, debtOutstanding: refusal, limitExceeded: refusal },
+    },
+    testPool(),
+  );
+  if (claimed.kind !== "held") throw new Error(`payout not held: ${claimed.kind}`);
+  return { key: { userId, refId }, ref: { userId, entryId: claimed.entry.id } };
+}
+
+describe("webhook_settle_entry: a payout (docs/decisions/064)", () => {
+  it("posts the held payout to the bank's clearing with its payout id, credits nothing, records payout_paid", async () => {
+    const user = await createTestUser();
+    const { key, ref } = await processingPayout(user.id, 1200);
+    expect(await balanceOf(user.id)).toBe(3800);
+    const reported = charge({ chargeId: `po_${randomUUID()}`, amountMinor: 1200 });
+    const { moved, eventId } = await creditThrough(key, reported, testPool(), "payout");
+    expect(moved).toEqual({ id: ref.entryId, fromStatus: "processing", balanceMinor: null });
+    expect(await getEntryById(ref)).toMatchObject({ status: "succeeded", bankChargeId: reported.chargeId });
+    expect(await balanceOf(user.id)).toBe(3800);
+    expect(await journalEventsOf(user.id, ref.entryId)).toEqual(["reserve", "settle"]);
+    const recorded = await testPool().query("SELECT outcome, type FROM bank_webhook_events WHERE event_id = $1", [
+      eventId,
+    ]);
+    expect(recorded.rows).toEqual([{ outcome: "payout_paid", type: "payout.paid" }]);
+    // A second delivery finds the row terminal: nothing written, the webhook takes the long way.
+    expect((await creditThrough(key, reported, testPool(), "payout")).moved).toBeNull();
+    expect(await journalEventsOf(user.id, ref.entryId)).toEqual(["reserve", "settle"]);
+  });
+
+  it("writes nothing for a payout.paid of another amount, payout id or currency, or for a failed payout", async () => {
+    const user = await createTestUser();
+    const { key, ref } = await processingPayout(user.id, 1000, 10_000);
+    await attachCharge(ref, "po_recorded");
+    const reports = [
+      charge({ chargeId: "po_recorded", amountMinor: 999 }),
+      charge({ chargeId: "po_recorded", currency: "EUR" }),
+      charge({ chargeId: "po_other" }),
+    ];
+    for (const reported of reports) {
+      const { moved, eventId } = await creditThrough(key, reported, testPool(), "payout");
+      expect({ moved, events: await eventRows(eventId) }).toEqual({ moved: null, events: 0 });
+    }
+    expect(await getEntryById(ref)).toMatchObject({ status: "processing", bankChargeId: "po_recorded" });
+    // A payout the bank failed gave its hold back; a later success for it is the long way's to judge (an anomaly).
+    const other = await createTestUser();
+    const failed = await processingPayout(other.id, 1000);
+    expect((await releaseReservation(failed.ref, { actor: "webhook", detail: "test: failed" })).kind).toBe("released");
+    const { moved, eventId } = await creditThrough(failed.key, charge(), testPool(), "payout");
+    expect({ moved, events: await eventRows(eventId), balance: await balanceOf(other.id) }).toEqual({
+      moved: null,
+      events: 0,
+      balance: 5000,
+    });
+  });
+
+  it("refuses every entry type but a top-up and a payout (22023): nothing else is settled by a bank success", async () => {
+    const user = await createTestUser();
+    const payment = await claimEntry(claimRequest(user.id, { type: "payment", refId: freshRefId("pay") }));
+    await expect(
+      testPool().query(
+        `SELECT * FROM ledger_settle_matching_entry(p_user_id => $1, p_entry_type => 'payment', p_ref_id => $2,
+           p_bank_id => 'ch_x', p_amount_minor => 1000, p_currency => 'USD', p_actor => 'webhook', p_detail => NULL)`,
+        [user.id, payment.refId],
+      ),
+    ).rejects.toMatchObject({ code: "22023" });
+  });
+});
+
 describe("negative controls: a copy of a function with a guard removed lets through what the real one refuses", () => {
   /**
-   * Credits through webhook_credit_topup on a client where function `name` is replaced, for this transaction only, by
+   * Credits through webhook_settle_entry on a client where function `name` is replaced, for this transaction only, by
    * its file's text with `guard` replaced by `standIn` (checked to have happened); rolled back afterwards, with every
    * write the credit made. Returns whether it credited, and the balance it left (read inside the transaction).
    */
@@ -190,6 +289,7 @@ describe("negative controls: a copy of a function with a guard removed lets thro
     key: { userId: string; refId: string },
     reported: ReportedCharge,
     alsoBroken?: string,
+    entryType: "topup" | "payout" = "topup",
   ): Promise<{ credited: boolean; balanceMinor: number }> {
     const client = await testPool().connect();
     try {
@@ -199,7 +299,7 @@ describe("negative controls: a copy of a function with a guard removed lets thro
       expect(broken).not.toBe(real);
       await client.query(broken);
       if (alsoBroken) await client.query(alsoBroken);
-      const { moved } = await creditThrough(key, reported, client);
+      const { moved } = await creditThrough(key, reported, client, entryType);
       const balance = await client.query<{ b: string }>(
         "SELECT balance_minor::text AS b FROM wallets WHERE user_id = $1",
         [key.userId],
@@ -236,7 +336,7 @@ describe("negative controls: a copy of a function with a guard removed lets thro
   it("without the amount guard, a charge of another amount credits the row", async () => {
     const user = await createTestUser();
     const { key } = await processingTopup(user.id);
-    const broken = ["ledger_credit_matching_topup", "v_entry.amount_minor <> p_amount_minor OR ", ""] as const;
+    const broken = ["ledger_settle_matching_entry", "v_entry.amount_minor <> p_amount_minor OR ", ""] as const;
     expect((await creditThrough(key, charge({ amountMinor: 5 }))).moved).toBeNull();
     expect(await creditThroughBroken(broken, key, charge({ amountMinor: 5 }))).toMatchObject({ credited: true });
   });
@@ -244,7 +344,7 @@ describe("negative controls: a copy of a function with a guard removed lets thro
   it("without the currency guard, a charge in another currency credits the row", async () => {
     const user = await createTestUser();
     const { key } = await processingTopup(user.id);
-    const guard = ["ledger_credit_matching_topup", " OR v_entry.currency <> p_currency", ""] as const;
+    const guard = ["ledger_settle_matching_entry", " OR v_entry.currency <> p_currency", ""] as const;
     expect((await creditThrough(key, charge({ currency: "EUR" }))).moved).toBeNull();
     expect(await creditThroughBroken(guard, key, charge({ currency: "EUR" }))).toMatchObject({ credited: true });
   });
@@ -254,11 +354,22 @@ describe("negative controls: a copy of a function with a guard removed lets thro
     const { key, ref } = await processingTopup(user.id);
     await attachCharge(ref, "ch_recorded");
     const guard = [
-      "ledger_credit_matching_topup",
-      "\n     OR (v_entry.bank_charge_id IS NOT NULL AND v_entry.bank_charge_id <> p_charge_id)",
+      "ledger_settle_matching_entry",
+      "\n     OR (v_entry.bank_charge_id IS NOT NULL AND v_entry.bank_charge_id <> p_bank_id)",
       "",
     ] as const;
     expect((await creditThrough(key, charge({ chargeId: "ch_x" }))).moved).toBeNull();
     expect(await creditThroughBroken(guard, key, charge({ chargeId: "ch_x" }))).toMatchObject({ credited: true });
+  });
+  it("with a payout's success made a credit, the books refuse the move (no rule credits a payout); the real one posts it", async () => {
+    const user = await createTestUser();
+    const { key } = await processingPayout(user.id, 1000);
+    const reported = charge({ chargeId: "po_nc" });
+    const broken = ["ledger_settle_matching_entry", "WHEN 'payout' THEN false", "WHEN 'payout' THEN true"] as const;
+    await expect(creditThroughBroken(broken, key, reported, undefined, "payout")).rejects.toMatchObject({
+      code: "23514",
+    });
+    expect((await creditThrough(key, reported, testPool(), "payout")).moved).not.toBeNull();
+    expect(await balanceOf(user.id)).toBe(4000);
   });
 });
