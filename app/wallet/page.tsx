@@ -65,8 +65,7 @@ export default async function WalletPage({ searchParams }: { searchParams: Promi
   ]);
   const topups = firstPageOrThrow(topupsResult);
   // Unfinished top-ups or withdrawals: the page polls for them when the live feed is down.
-  const following =
-    topups.items.some((t) => isUnfinished(t.status)) || recentPayouts.payouts.some((p) => isUnfinished(p.status));
+  const following = topups.items.some((t) => isUnfinished(t.status)) || wallet.held !== undefined;
   // The newest top-ups' states: the top-up form's answer follows the one it started (refreshed by LiveUpdates).
   const liveTopups: Record<string, LiveState> = {};
   for (const t of topups.items) liveTopups[t.refId] = { status: t.status, failureReason: t.failureReason };
@@ -85,6 +84,12 @@ export default async function WalletPage({ searchParams }: { searchParams: Promi
             {formatMoney(wallet.balance, wallet.currency)}
           </strong>
         </p>
+        {wallet.held !== undefined && (
+          <p data-testid="balance-held" data-held-minor={wallet.held}>
+            <span className="balance-label">Held for withdrawals</span>{" "}
+            <strong>{formatMoney(wallet.held, wallet.currency)}</strong>
+          </p>
+        )}
         {wallet.debt !== undefined && (
           <p role="status" data-testid="debt" data-debt-minor={wallet.debt}>
             You owe {formatMoney(wallet.debt, wallet.currency)}: a bank took back a disputed top-up after the money was
@@ -134,7 +139,7 @@ export default async function WalletPage({ searchParams }: { searchParams: Promi
         />
       </div>
 
-      <PayoutsSection userId={user.userId} recent={recentPayouts} />
+      <PayoutsSection userId={user.userId} recent={recentPayouts} heldMinor={wallet.held ?? 0} />
 
       <RewardsSection userId={user.userId} />
 

@@ -6,19 +6,19 @@
  */
 import { env } from "@/lib/env";
 import { formatMoney } from "@/lib/money";
-import type { RecentPayouts } from "@/lib/payouts/list-payouts";
+import type { PayoutView } from "@/lib/ledger";
 import { currentFormRefId } from "@/lib/web/current-form-ref-id";
-import type { LiveState } from "@/lib/web/outcome-sentences";
+import { type LiveState, payoutFailedSentence } from "@/lib/web/outcome-sentences";
 import { payoutAction } from "./payout-actions";
 import { PayoutForm } from "./payout-form";
 
-/** A withdrawal's state in plain words. */
-function stateWords(status: LiveState["status"]): string {
-  switch (status) {
+/** A withdrawal's state in plain words; a failed one says whether the bank did not pay it or it was never made. */
+function stateWords(payout: PayoutView): string {
+  switch (payout.status) {
     case "succeeded":
       return "Paid";
     case "failed":
-      return "Failed: the money is back in your balance";
+      return payoutFailedSentence("This withdrawal", payout.failureReason);
     default:
       return "Processing";
   }
@@ -26,19 +26,27 @@ function stateWords(status: LiveState["status"]): string {
 
 const dateFormat = new Intl.DateTimeFormat("en-US", { dateStyle: "medium", timeStyle: "short", timeZone: "UTC" });
 
-/** `recent`: the page's read of the user's newest payouts and held amount (it also decides whether to follow them). */
-export async function PayoutsSection({ userId, recent }: { userId: string; recent: RecentPayouts }) {
+/** `recent`: the user's newest payouts; `heldMinor`: what the unfinished ones hold (the wallet's `held`, or 0). */
+export async function PayoutsSection({
+  userId,
+  recent,
+  heldMinor,
+}: {
+  userId: string;
+  recent: readonly PayoutView[];
+  heldMinor: number;
+}) {
   const settings = env();
   const currency = settings.WALLET_CURRENCY;
   const refId = await currentFormRefId(userId, "payout");
   const liveStates: Record<string, LiveState> = {};
-  for (const p of recent.payouts) liveStates[p.refId] = { status: p.status, failureReason: p.failureReason };
+  for (const p of recent) liveStates[p.refId] = { status: p.status, failureReason: p.failureReason };
   return (
     <section className="card payouts" data-testid="payouts" aria-labelledby="payouts-title">
       <h2 id="payouts-title">Withdraw to a bank account</h2>
-      <p data-testid="held" data-held-minor={recent.heldMinor}>
-        {recent.heldMinor > 0
-          ? `${formatMoney(recent.heldMinor, currency)} held for withdrawals: not in your balance until the bank answers; given back if a withdrawal fails.`
+      <p data-testid="held" data-held-minor={heldMinor}>
+        {heldMinor > 0
+          ? `${formatMoney(heldMinor, currency)} held for withdrawals: not in your balance until the bank answers; given back if a withdrawal fails.`
           : "No money held for withdrawals."}
       </p>
       <PayoutForm
@@ -48,15 +56,15 @@ export async function PayoutsSection({ userId, recent }: { userId: string; recen
         action={payoutAction}
         liveStates={liveStates}
       />
-      {recent.payouts.length > 0 && (
+      {recent.length > 0 && (
         <>
           <h3>Recent withdrawals</h3>
           <ul className="payout-list" data-testid="payout-list">
-            {recent.payouts.map((p) => (
+            {recent.map((p) => (
               <li key={p.refId} data-ref={p.refId} data-status={p.status}>
                 <strong>{formatMoney(p.amount, p.currency)}</strong> to the account ending {p.destination.slice(-4)}
                 {" · "}
-                <span className={`payout-state ${p.status}`}>{stateWords(p.status)}</span>
+                <span className={`payout-state ${p.status}`}>{stateWords(p)}</span>
                 {" · "}
                 <time dateTime={p.createdAt}>{dateFormat.format(new Date(p.createdAt))} UTC</time>
               </li>

@@ -32,7 +32,11 @@ export type FailureReason =
   | "balance_limit_exceeded"
   | "refund_exceeds_topup"
   | "debt_outstanding"
-  | "topup_disputed";
+  | "topup_disputed"
+  /** A payout's stored refusal: the UTC day's withdrawals would pass PAYOUT_DAILY_LIMIT_MINOR (contract section 14). */
+  | "payout_limit_exceeded"
+  /** A transfer's stored refusal: the recipient's wallet would pass its balance ceiling (contract section 15). */
+  | "recipient_cannot_receive";
 
 /**
  * The bank's word on a dispute of the charge an entry credited (contract section 12), as far as the ledger knows it:

@@ -9,6 +9,8 @@ const REASONS: Record<FailureReason, string> = {
   refund_exceeds_topup: "it was more than what is left to refund of the top-up, so nothing was refunded",
   debt_outstanding: "the wallet owes money from a disputed top-up; add money first",
   topup_disputed: "the bank holds a dispute on the top-up, which returns the money itself, so nothing was refunded",
+  payout_limit_exceeded: "it would take today's withdrawals over their daily limit",
+  recipient_cannot_receive: "the recipient's wallet cannot take that much",
 };
 
 /** The sentence for `reason`; a code from an older version that is not in the union shows as it is. */

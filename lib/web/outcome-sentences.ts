@@ -267,6 +267,17 @@ function accountWords(destination: unknown): string {
     : "your bank account";
 }
 
+/**
+ * A failed withdrawal (`what`: e.g. "Withdrawal of $12.00") in words (contract section 14): the bank did not pay it
+ * out, and the held money is back in the balance; or it was refused before anything was held (`reason` one of the
+ * claim's stored refusals), and nothing was withdrawn.
+ */
+export function payoutFailedSentence(what: string, reason: string | null): string {
+  if (reason === null || reason === "declined_by_bank")
+    return `${what} failed: the bank did not pay it out. The money is back in your balance.`;
+  return `${what} was not made: ${describeFailure(reason)}. Nothing was withdrawn.`;
+}
+
 /** The sentence for a row's state: what happened to the money. */
 function movementSentence(
   kind: OperationKind,
@@ -304,8 +315,8 @@ function movementSentence(
         return { tone: "success", text: `Paid: ${amount} was sent to ${accountWords(movement.destination)}.` };
       return { tone: "success", text: `+${amount} credited${context.adName ? ` for ${context.adName}` : ""}.` };
     case "failed": {
-      // A failed withdrawal gave its held money back (contract section 14); the bank's reason is for the admin page.
-      if (kind === "payout") return { tone: "error", text: `${what} failed: the money is back in your balance.` };
+      // A withdrawal the bank failed gave its held money back; one refused at its claim held nothing (section 14).
+      if (kind === "payout") return { tone: "error", text: payoutFailedSentence(what, reason) };
       const why = reason ? `: ${describeFailure(reason)}` : "";
       const moved =
         kind === "topup"

@@ -24,6 +24,7 @@ import { settlePayout } from "@/lib/payouts/settle-payout";
 import { problemStoredResponse } from "@/lib/problems";
 import { reconcileOnce } from "@/lib/reconciler/reconcile-once";
 import { redis } from "@/lib/redis";
+import { getWallet } from "@/lib/wallet/get-wallet";
 import { createScratchDatabase, createTestUser, dropScratchDatabases, testPool } from "../helpers/db";
 import { functionDefinition } from "../helpers/function-files";
 import { balanceOf, countRows, dedicatedClient, freshRefId, transitionsOf } from "../helpers/ledger";
@@ -322,6 +323,13 @@ describe("payouts: the bank's word, from every door", () => {
     expect(again).toEqual({ kind: "received", outcome: "duplicate" });
     expect(await transactionsOf(second.user.id, "settle")).toBe(1);
     expect((await transitionsOf(user.id, row.id)).map((t) => t.to)).toEqual(["initiated", "processing", "succeeded"]);
+  });
+
+  it("GET /api/v1/wallet's view: `held` while a payout is unfinished, gone once the bank paid it (contract section 14)", async () => {
+    const { user, paid } = await paidWhileProcessing(2000, 800);
+    expect(await getWallet(user.id)).toEqual({ balance: 1200, held: 800, currency: "USD" });
+    await deliverPayoutEvent("payout.paid", paid, `evt_held_${paid.id}`);
+    expect(await getWallet(user.id)).toEqual({ balance: 1200, currency: "USD" });
   });
 
   it("a forged payout.failed for a payout the bank paid is checked with the bank: it posts the payout, releases nothing", async () => {

@@ -253,7 +253,12 @@ describe("outcome sentences", () => {
     });
     expect(describeOutcome(outcome, context, { status: "failed", failureReason: "declined_by_bank" })).toEqual({
       tone: "error",
-      text: "Withdrawal of $12.00 failed: the money is back in your balance.",
+      text: "Withdrawal of $12.00 failed: the bank did not pay it out. The money is back in your balance.",
+    });
+    // A row refused at its claim held nothing: it never says the money is "back".
+    expect(describeOutcome(outcome, context, { status: "failed", failureReason: "payout_limit_exceeded" })).toEqual({
+      tone: "error",
+      text: "Withdrawal of $12.00 was not made: it would take today's withdrawals over their daily limit. Nothing was withdrawn.",
     });
     for (const live of [undefined, { status: "succeeded", failureReason: null }] as const)
       expect(describeOutcome(outcome, context, live).text).not.toContain("4000000002");
