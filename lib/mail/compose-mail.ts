@@ -38,7 +38,8 @@ export class MailNotComposable extends Error {
   }
 }
 
-interface ReceiptEntry {
+/** The entry columns a receipt reads. */
+export interface ReceiptEntry {
   id: number;
   type: LedgerType;
   ref_id: string;
@@ -48,20 +49,69 @@ interface ReceiptEntry {
   updated_at: Date;
 }
 
-function receiptOf(entry: ReceiptEntry): { title: string; lines: ReceiptLine[] } {
+/** A text parameter of the entry (a payee, a note, a transfer's other party, a destination), or null. */
+function textParam(entry: ReceiptEntry, name: string): string | null {
+  const value = entry.params[name];
+  return typeof value === "string" ? value : null;
+}
+
+/** The receipt's title, what it was, and who or where the money went to or came from (contract sections 4, 14, 15). */
+function whatOf(entry: ReceiptEntry, amount: string): { title: string; label: string; party: ReceiptLine | null } {
+  const payee = textParam(entry, "payee");
+  switch (entry.type) {
+    case "topup":
+      return { title: `Top-up of ${amount} received`, label: "Top-up from your card", party: null };
+    case "payment":
+      return {
+        title: `Payment of ${amount}${payee ? ` to ${payee}` : ""}`,
+        label: "Payment from your wallet",
+        party: payee ? { label: "To", value: payee } : null,
+      };
+    case "payout": {
+      // Never the whole account number: its last four digits, as the wallet page shows it.
+      const account = `the account ending ${(textParam(entry, "destination") ?? "").slice(-4)}`;
+      return {
+        title: `Withdrawal of ${amount} paid`,
+        label: "Withdrawal to your bank account",
+        party: { label: "To", value: account },
+      };
+    }
+    case "transfer": {
+      const to = textParam(entry, "to");
+      return {
+        title: `You sent ${amount}${to ? ` to ${to}` : ""}`,
+        label: "Money sent from your wallet",
+        party: to ? { label: "To", value: to } : null,
+      };
+    }
+    case "transfer_in": {
+      const from = textParam(entry, "from");
+      return {
+        title: `${from ?? "Someone"} sent you ${amount}`,
+        label: "Money received in your wallet",
+        party: from ? { label: "From", value: from } : null,
+      };
+    }
+    case "refund":
+      return { title: `Refund of ${amount} to your card`, label: "Refund of a top-up", party: null };
+    default:
+      // No trigger queues a receipt for another type; were one added, its receipt says at least what moved.
+      return { title: `Movement of ${amount} in your wallet`, label: "Movement of your wallet", party: null };
+  }
+}
+
+/**
+ * A receipt's title and lines for a succeeded `entry` (a top-up, payment, refund, payout, transfer sent or received;
+ * the types the receipt triggers queue). Pure: what the entry's row says at sending time.
+ */
+export function receiptOf(entry: ReceiptEntry): { title: string; lines: ReceiptLine[] } {
   const amount = formatMoney(entry.amount_minor, entry.currency);
-  const payee = typeof entry.params.payee === "string" ? entry.params.payee : null;
-  const note = typeof entry.params.note === "string" ? entry.params.note : null;
-  const what =
-    entry.type === "topup"
-      ? { title: `Top-up of ${amount} received`, label: "Top-up from your card" }
-      : entry.type === "payment"
-        ? { title: `Payment of ${amount}${payee ? ` to ${payee}` : ""}`, label: "Payment from your wallet" }
-        : { title: `Refund of ${amount} to your card`, label: "Refund of a top-up" };
+  const note = textParam(entry, "note");
+  const what = whatOf(entry, amount);
   const lines: ReceiptLine[] = [
     { label: "What", value: what.label },
     { label: "Amount", value: amount },
-    ...(payee ? [{ label: "To", value: payee }] : []),
+    ...(what.party ? [what.party] : []),
     ...(note ? [{ label: "Note", value: note }] : []),
     { label: "Reference", value: readableReference(entry.type, entry.id) },
     { label: "Full reference", value: entry.ref_id },

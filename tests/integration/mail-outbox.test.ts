@@ -10,7 +10,11 @@ import { completeEntry, markProcessing } from "../../lib/ledger/transitions";
 import { readMailOverview } from "../../lib/mail/read-mail-overview";
 import { queueMail, settleMail, takeDueMail } from "../../lib/mail/outbox";
 import { classifySmtpFailure } from "../../lib/mail/smtp-outcome";
+import { operationKey } from "../../lib/ledger/keys";
+import { claimPayout } from "../../lib/ledger/payouts";
 import { createPayment } from "../../lib/payments/create-payment";
+import { problemStoredResponse } from "../../lib/problems";
+import { createTransfer } from "../../lib/transfers/create-transfer";
 import { createTestUser, testPool } from "../helpers/db";
 import { claimEntry, claimRequest, seedBalance } from "../helpers/ledger";
 import {
@@ -66,6 +70,50 @@ describe("receipts are queued by the commit that makes the money final", () => {
     expect(refused.kind === "response" && refused.response.status).toBe(402);
     const rows = await outboxRows(testPool(), user.id);
     expect(rows.map((row) => row.kind)).toEqual(["receipt"]);
+  });
+
+  it("a transfer queues a receipt for the sender and one for the recipient; a refused one (402) queues none", async () => {
+    const [sender, recipient] = [await createTestUser(), await createTestUser()];
+    await seedBalance(sender.id, 1000);
+    const transfer = (amountMinor: number) =>
+      createTransfer({
+        userId: sender.id,
+        refId: `t-${randomUUID()}`,
+        to: recipient.email,
+        amountMinor,
+        currency: "USD",
+      });
+    expect((await transfer(600)).kind).toBe("response");
+    const refused = await transfer(600);
+    expect(refused.kind === "response" && refused.response.status).toBe(402);
+    expect((await outboxRows(testPool(), sender.id)).map((row) => row.kind)).toEqual(["receipt"]);
+    expect((await outboxRows(testPool(), recipient.id)).map((row) => row.kind)).toEqual(["receipt"]);
+  });
+
+  it("a payout queues its receipt when the bank paid it, not when its money is held", async () => {
+    const user = await createTestUser();
+    await seedBalance(user.id, 5000);
+    const refusal = problemStoredResponse("insufficient_funds", "test");
+    const claimed = await claimPayout(
+      {
+        key: operationKey(user.id, "payout", `po-${randomUUID()}`),
+        amountMinor: 1000,
+        currency: "USD",
+        params: { amount: 1000, currency: "USD", destination: "4000000002" },
+        leaseOwner: "test",
+        leaseMs: 30_000,
+        dailyLimitMinor: 1_000_000,
+        refusals: { insufficientFunds: refusal, debtOutstanding: refusal, limitExceeded: refusal },
+      },
+      testPool(),
+    );
+    if (claimed.kind !== "held") throw new Error(`setup: payout ${claimed.kind}`);
+    expect(await outboxRows(testPool(), user.id)).toEqual([]);
+    const ref = { userId: user.id, entryId: claimed.entry.id };
+    await completeEntry(ref, { actor: "webhook", guard: { kind: "status_only" }, credit: false });
+    expect(await outboxRows(testPool(), user.id)).toEqual([
+      expect.objectContaining({ kind: "receipt", entry_id: claimed.entry.id }),
+    ]);
   });
 
   it("the same event queued again queues nothing (the event key is the claim)", async () => {
