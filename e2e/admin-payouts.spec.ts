@@ -7,19 +7,7 @@
  */
 import { expect, type Page, test } from "@playwright/test";
 import { randomUUID } from "node:crypto";
-import { apiTopup, axeViolations, makeAdmin, signUp, tabTo, userIdOf, walletState, withDb } from "./helpers";
-
-/** A valid sandbox account number (10 digits, Luhn). */
-const DESTINATION = "4000000002";
-
-/** Withdraws through the API with the page's session, as the wallet's own form would. Returns the status. */
-async function apiPayout(page: Page, refId: string, amountMinor: number): Promise<number> {
-  const response = await page.request.post("/api/v1/payouts", {
-    data: { refId, amount: amountMinor, destination: DESTINATION },
-    headers: { origin: new URL(page.url()).origin },
-  });
-  return response.status();
-}
+import { apiPayout, apiTopup, axeViolations, makeAdmin, signUp, tabTo, userIdOf, walletState, withDb } from "./helpers";
 
 /** Test setup: the payout was claimed six minutes ago, past the stuck age (instead of waiting five minutes). */
 async function backdate(userId: string, refId: string): Promise<void> {

@@ -81,6 +81,27 @@ export async function apiTopup(page: Page, refId: string, amountMinor: number): 
   return response.status();
 }
 
+/** A valid sandbox account number (10 digits, Luhn): docs/bank-sandbox.md, Payouts. */
+export const SANDBOX_DESTINATION = "4000000002";
+
+/** Withdraws through the API with the page's session, as the wallet's own form would. Returns the status. */
+export async function apiPayout(page: Page, refId: string, amountMinor: number): Promise<number> {
+  const response = await page.request.post("/api/v1/payouts", {
+    data: { refId, amount: amountMinor, destination: SANDBOX_DESTINATION },
+    headers: { origin: new URL(page.url()).origin },
+  });
+  return response.status();
+}
+
+/** Sends money to `to` (an account's email) through the API with the page's session. Returns the status. */
+export async function apiTransfer(page: Page, refId: string, to: string, amountMinor: number): Promise<number> {
+  const response = await page.request.post("/api/v1/transfers", {
+    data: { refId, to, amount: amountMinor, note: "for the flowers" },
+    headers: { origin: new URL(page.url()).origin },
+  });
+  return response.status();
+}
+
 /**
  * Delivers the bank's `charge.succeeded` for the user's top-up `refId` as the bank would (signed with the stack's
  * secret): for `sbx-nohook-` top-ups, whose bank sends no webhook, so the test decides when the answer lands.

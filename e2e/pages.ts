@@ -1,11 +1,11 @@
 /**
  * The pages people see, with data on them, for the layout and accessibility checks: a user with top-ups (one
  * succeeded, one declined, one processing), a refused and a succeeded payment, a reward, an active and a revoked
- * token; the same user as an admin for the admin pages. `visitPages` signs in once and visits each page.
+ * token, a withdrawal and a transfer to the admin; the same user as an admin for the admin pages. `visitPages` signs in once and visits each page.
  */
 import { expect, type Browser, type BrowserContext, type Page } from "@playwright/test";
 import { randomUUID } from "node:crypto";
-import { apiTopup, makeAdmin, signUp, userIdOf } from "./helpers";
+import { apiPayout, apiTopup, apiTransfer, makeAdmin, signUp, userIdOf } from "./helpers";
 
 export interface PageVisit {
   /** A short name for artefacts ("wallet", "admin-timeline"). */
@@ -28,6 +28,8 @@ export interface SeededUser {
   readonly movementPath: string;
   /** A top-up of this user whose webhook the bank delivers three times (`sbx-dup-`), for the webhook table. */
   readonly webhookRefId: string;
+  /** A withdrawal of this user, for the admin payout timeline. */
+  readonly payoutRefId: string;
 }
 
 /** A top-up reference of 128 characters, the longest the API accepts. */
@@ -81,7 +83,11 @@ async function seedUser(page: Page): Promise<SeededUser> {
   }
   await page.getByRole("button", { name: "Revoke token old script" }).click();
   await expect(page.getByRole("table", { name: "Revoked and expired tokens" })).toBeVisible();
-  return { email, userId, refId, adminEmail, movementPath, webhookRefId };
+  // Money out and between people: a withdrawal (its admin pages) and a transfer to the admin (both statements).
+  const payoutRefId = `po-${randomUUID().slice(0, 8)}`;
+  expect(await apiPayout(page, payoutRefId, 500)).toBe(201);
+  expect(await apiTransfer(page, `tr-${randomUUID().slice(0, 8)}`, adminEmail, 300)).toBe(201);
+  return { email, userId, refId, adminEmail, movementPath, webhookRefId, payoutRefId };
 }
 
 /** Every page of the app people use, in the order a visitor meets them. */
@@ -176,6 +182,19 @@ function pageVisits(user: SeededUser): PageVisit[] {
         await form.getByRole("button", { name: "Review refund" }).click();
         await expect(form.getByTestId("refund-confirm")).toBeVisible();
       },
+    },
+    {
+      name: "admin-payouts",
+      as: "admin",
+      open: async (page) => {
+        await go("/admin/payouts")(page);
+        await expect(page.locator(`[data-ref="${user.payoutRefId}"]`).first()).toBeVisible();
+      },
+    },
+    {
+      name: "admin-payout-timeline",
+      as: "admin",
+      open: go(`/admin/payouts/${encodeURIComponent(user.userId)}/${encodeURIComponent(user.payoutRefId)}`),
     },
     {
       name: "admin-books",

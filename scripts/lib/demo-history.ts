@@ -1,8 +1,8 @@
 /**
  * The demo user's history, so that `npm run demo` (and `npm run dev`) open on a wallet with something of every kind
- * in it, and the admin page on top-ups with webhook deliveries, a refund and a chargeback. Everything goes through the
- * running app's own API with the demo accounts' sessions, as a person or a client would send it (the claim, the bank,
- * its webhooks and the reconciler do the rest), never by writing rows.
+ * in it, and the admin page on top-ups with webhook deliveries, a refund, a chargeback and a payout. Everything goes
+ * through the running app's own API with the demo accounts' sessions, as a person or a client would send it (the
+ * claim, the bank, its webhooks and the reconciler do the rest), never by writing rows.
  *
  * Idempotent: every operation has a fixed reference (`demo-...`), so a second run replays the stored answers and moves
  * no money again; the one operation whose key changes with the day (a reward: one per ad per local day) is sent only
@@ -32,6 +32,9 @@ const DEMO_TOPUPS = [
   { refId: "sbx-decline-demo-topup-3", amount: 1234 },
   { refId: "sbx-dispute-demo-topup-4", amount: 1000 },
 ] as const;
+
+/** A valid sandbox account number (10 digits, Luhn; docs/bank-sandbox.md, Payouts): the demo's withdrawals go there. */
+const DEMO_DESTINATION = "4000000002";
 
 /** What the demo asks of the app: one HTTP call with a session, answering status and JSON body. */
 type Call = (method: "GET" | "POST", path: string, body?: unknown) => Promise<{ status: number; body: unknown }>;
@@ -79,7 +82,8 @@ async function settledStatus(call: Call, refId: string): Promise<string | null> 
 /**
  * Gives the demo user a history through the app at `appUrl`: four top-ups (one plain, one whose webhook the bank
  * delivers three times, one declined, one disputed and lost: a chargeback), a payment, a payment refused for
- * insufficient funds, a reward, and a refund made by the admin. Safe to run again (see the module's comment).
+ * insufficient funds, a reward, a withdrawal, money sent to the admin, and a refund made by the admin. Safe to run
+ * again (see the module's comment).
  *
  * @param appUrl the running app (`APP_URL`).
  * @param accounts.user, accounts.admin the demo accounts, already created.
@@ -112,6 +116,21 @@ export async function seedDemoHistory(
     (entry) => entry.type === "reward",
   );
   if (!hasReward) lines.push(`reward ad-a: ${(await user("POST", "/api/v1/rewards", { adId: "ad-a" })).status}`);
+  // Money out and between people (contract sections 14 and 15): a withdrawal to a sandbox account, and money sent to
+  // the admin, whose wallet then shows who sent it.
+  const payout = await user("POST", "/api/v1/payouts", {
+    refId: "demo-payout-1",
+    amount: 700,
+    destination: DEMO_DESTINATION,
+  });
+  lines.push(`withdrawal demo-payout-1: ${payout.status}`);
+  const transfer = await user("POST", "/api/v1/transfers", {
+    refId: "demo-transfer-1",
+    to: accounts.admin.email,
+    amount: 300,
+    note: "Thanks for the refund",
+  });
+  lines.push(`transfer demo-transfer-1 to ${accounts.admin.email}: ${transfer.status}`);
 
   const admin = await signedInCaller(appUrl, accounts.admin);
   const userId = await userIdOf(admin, accounts.user.email);
