@@ -143,7 +143,10 @@ function problemResponses(spec: ProblemSpec): ZodOpenApiResponsesObject {
   for (const [status, codes] of [...byStatus].sort(([a], [b]) => a - b)) {
     const schemas = codes.map(problemSchema);
     const headers: Record<string, z.ZodType> = { ...baseHeaders };
-    if (codes.includes("request_in_progress")) headers["Retry-After"] = retryAfterHeader;
+    // request_in_progress always says when to retry; a refusal of the same status beside it (topup_not_refundable,
+    // transfer_not_reversible) does not.
+    if (codes.includes("request_in_progress"))
+      headers["Retry-After"] = codes.length > 1 ? retryAfterHeader.optional() : retryAfterHeader;
     // rate_limited always says when to retry; daily_cap_reached (same status on rewards) does not.
     if (codes.includes("rate_limited"))
       headers["Retry-After"] = codes.includes("daily_cap_reached") ? retryAfterHeader.optional() : retryAfterHeader;
