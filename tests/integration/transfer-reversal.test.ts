@@ -240,6 +240,29 @@ describe("reverseTransfer", () => {
     expect(refId).toBeTruthy();
   });
 
+  it("negative control: the audit names a second debit of a reversed transfer's recipient (a double reversal)", async () => {
+    const { sender, recipient, admin } = await threeUsers(5000);
+    const refId = await sent(sender, recipient, 300);
+    await reverseTransfer({ userId: sender.id, refId, reason: "Once", adminId: admin.id });
+    expect((await auditOf([recipient])).filter((check) => !check.ok)).toEqual([]);
+    const [received] = await entriesOf(recipient.id, "transfer_in");
+    // What the once-guard prevents, written by hand: one more debit of the same received transfer, under a key no
+    // reversal made, with its journal transaction (so only the transfers check can see it).
+    await testPool().query(
+      `SELECT ledger_debit_into_debt(c) FROM ledger_claim(
+         p_user_id => $1, p_type => 'transfer_reversal_out', p_ref_id => 'transfer_reversal:0', p_amount_minor => 300,
+         p_currency => 'USD', p_fingerprint => encode(sha256('control'), 'hex'), p_params => jsonb_build_object('transferInEntryId', $2::text),
+         p_actor => 'admin', p_status => 'succeeded') AS c`,
+      [recipient.id, String(received!.id)],
+    );
+    const transfers = await createTransfersCheck({ userIds: [recipient.id] }).run();
+    expect(transfers.ok).toBe(false);
+    expect(transfers.violations).toEqual([
+      `reversal of transfer ${refId} of user ${sender.id}: the transfer user ${recipient.id} received was reversed more than once`,
+      `transfer_reversal:0 of user ${recipient.id} was debited, but no reversal made it`,
+    ]);
+  });
+
   it("refuses the same reversal with another reason (422 idempotency_key_reused): nothing moves again", async () => {
     const { sender, recipient, admin } = await threeUsers(5000);
     const refId = await sent(sender, recipient, 400);
@@ -264,10 +287,12 @@ function gatedReversal(recipientFirst: boolean): string {
   return recipientFirst ? text.replace("  IF p_user_id < p_recipient_id THEN", "  IF false THEN") : text;
 }
 
+// The transfer's gate after the recipient's lock (ledger_room_for_credit), which is its first lock when the sender's
+// id is the higher one (B -> A here): both statements then hold one wallet when the gate opens.
 function gatedTransfer(): string {
-  const room = "  SELECT r.room INTO v_room";
-  if (!TRANSFER_TEXT.includes(room)) throw new Error("function text moved");
-  return TRANSFER_TEXT.replace(room, `  ${GATE.trim()}\n${room}`);
+  const senderSecond = "  IF p_user_id > p_recipient_id THEN";
+  if (!TRANSFER_TEXT.includes(senderSecond)) throw new Error("function text moved");
+  return TRANSFER_TEXT.replace(senderSecond, `  ${GATE.trim()}\n${senderSecond}`);
 }
 
 /** A reversal request for the scratch databases' users, called on the ledger's statement directly. */

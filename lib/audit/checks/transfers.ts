@@ -31,6 +31,9 @@ WITH sent AS (
          r.amount_minor AS received_minor, r.currency AS received_currency
     FROM sent s
     FULL OUTER JOIN received r ON r.ref_id = 'transfer:' || s.id
+   -- A transfer received in scope whose sender is outside it is paired by the branch below, not left unpaired here.
+   WHERE s.id IS NOT NULL OR $1::text[] IS NULL
+      OR NOT EXISTS (SELECT 1 FROM ledger_entries x WHERE x.type = 'transfer' AND 'transfer:' || x.id = r.ref_id)
   UNION ALL
   -- A recipient in scope whose sender is outside it: the sender's entry is read by its id.
   SELECT s.user_id, s.ref_id, s.status, s.amount_minor, s.currency, r.user_id, r.ref_id, r.status, r.amount_minor,
