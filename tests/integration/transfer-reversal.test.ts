@@ -27,7 +27,8 @@ import {
 import { migrate } from "@/lib/migrate";
 import { reverseTransfer, type ReverseTransferResult } from "@/lib/transfers/reverse-transfer";
 import { createScratchDatabase, createTestUser, dropScratchDatabases, testPool, type TestUser } from "../helpers/db";
-import { balanceOf, freshRefId, seedBalance } from "../helpers/ledger";
+import { balanceOf, dedicatedClient, freshRefId, seedBalance } from "../helpers/ledger";
+import { waitFor } from "../helpers/wait";
 
 afterAll(async () => {
   await dropScratchDatabases();
@@ -261,6 +262,38 @@ describe("reverseTransfer", () => {
       `reversal of transfer ${refId} of user ${sender.id}: the transfer user ${recipient.id} received was reversed more than once`,
       `transfer_reversal:0 of user ${recipient.id} was debited, but no reversal made it`,
     ]);
+  });
+
+  it("announces both sides to watched users, so both wallet pages follow the reversal live", async () => {
+    const { sender, recipient, admin } = await threeUsers(5000);
+    const refId = await sent(sender, recipient, 200);
+    const listener = await dedicatedClient("reversal-listener");
+    const heard: { userId: string; type: string; refId: string; status: string }[] = [];
+    try {
+      listener.on("notification", (message) => {
+        if (message.channel === "ledger_changes" && message.payload) heard.push(JSON.parse(message.payload));
+      });
+      await listener.query("LISTEN ledger_changes");
+      await testPool().query("SELECT live_watchers_register($1::text[], 300)", [[sender.id, recipient.id]]);
+      await reverseTransfer({ userId: sender.id, refId, reason: "Live", adminId: admin.id });
+      const [reversal] = await entriesOf(sender.id, "transfer_reversal");
+      const expected = [
+        { userId: sender.id, type: "transfer_reversal", refId, status: "succeeded" },
+        {
+          userId: recipient.id,
+          type: "transfer_reversal_out",
+          refId: `transfer_reversal:${reversal!.id}`,
+          status: "succeeded",
+        },
+      ];
+      await waitFor(
+        () => heard,
+        (events) => expected.every((e) => events.some((h) => JSON.stringify(h) === JSON.stringify(e))),
+        { what: "both sides of the reversal announced", timeoutMs: 10_000, intervalMs: 10 },
+      );
+    } finally {
+      await listener.end();
+    }
   });
 
   it("refuses the same reversal with another reason (422 idempotency_key_reused): nothing moves again", async () => {

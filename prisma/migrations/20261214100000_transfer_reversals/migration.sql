@@ -14,3 +14,12 @@ ALTER TABLE ledger_entries ADD CONSTRAINT ledger_entries_type_check
 INSERT INTO ledger_journal_rules (type, event, from_account, to_account) VALUES
   ('transfer_reversal_out', 'move', 'wallet', 'transfers_in_transit'),
   ('transfer_reversal', 'move', 'transfers_in_transit', 'wallet');
+
+-- Live status (prisma/functions/ledger_change_notify.sql): both sides of a reversal are made by an admin's request,
+-- not the watching user's, so they are announced like a transfer received, and both wallet pages follow them.
+DROP TRIGGER ledger_entries_change_notify_insert ON ledger_entries;
+CREATE TRIGGER ledger_entries_change_notify_insert
+  AFTER INSERT ON ledger_entries
+  FOR EACH ROW WHEN (NEW.type IN ('topup', 'adjustment', 'payout', 'payout_return', 'transfer_in',
+                                  'transfer_reversal', 'transfer_reversal_out'))
+  EXECUTE FUNCTION ledger_change_notify();
