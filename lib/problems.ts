@@ -18,6 +18,7 @@ export const PROBLEM_CODES = {
   request_in_progress: { status: 409, title: "Request in progress" },
   token_limit_reached: { status: 409, title: "Token limit reached" },
   topup_not_refundable: { status: 409, title: "Top-up not refundable" },
+  transfer_not_reversible: { status: 409, title: "Transfer not reversible" },
   payload_too_large: { status: 413, title: "Payload too large" },
   unsupported_media_type: { status: 415, title: "Unsupported media type" },
   idempotency_key_reused: { status: 422, title: "Idempotency key reused with different parameters" },

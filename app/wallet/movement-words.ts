@@ -18,6 +18,8 @@ export const KIND_WORDS = {
   payout_return: "Withdrawals returned",
   transfer: "Transfers sent",
   transfer_in: "Transfers received",
+  transfer_reversal: "Transfers reversed",
+  transfer_reversal_out: "Received transfers reversed",
 } as const;
 
 /** What `line` was, in a few words. */
@@ -49,6 +51,11 @@ export function describeMovement(line: Pick<StatementLine, "type" | "refId" | "p
       return line.to ? `Sent to ${line.to}` : "Money sent";
     case "transfer_in":
       return line.from ? `Received from ${line.from}` : "Money received";
+    case "transfer_reversal":
+      // Contract section 15: an admin took a transfer back; the money sent came back.
+      return "Transfer reversed: the money came back";
+    case "transfer_reversal_out":
+      return "Transfer received, reversed by the wallet's support";
   }
 }
 

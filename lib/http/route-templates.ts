@@ -20,6 +20,7 @@ const API_ROUTE_TEMPLATES = [
   "/api/v1/bank/webhook",
   "/api/v1/admin/topups",
   "/api/v1/admin/topups/{userId}/{refId}/refunds",
+  "/api/v1/admin/transfers/{userId}/{refId}/reversal",
   "/api/v1/admin/reconcile",
   "/api/v1/admin/audit",
   "/api/v1/admin/books",

@@ -9,6 +9,7 @@ export * from "./claim";
 export * from "./claim-runner";
 export * from "./payment-statement";
 export * from "./transfer-statement";
+export * from "./transfer-reversal";
 export * from "./payouts";
 export * from "./reward-statement";
 export * from "./topup-admission";

@@ -13,7 +13,10 @@
  * reverses it; both are keyed by the bank's dispute id (contract section 12).
  * A `payout` withdraws to a bank account: a debit, held when it is claimed; a `payout_return` credits a paid payout
  * the bank gave back, keyed by the payout's ref id (contract section 14). A `transfer` debits the sender and its
- * `transfer_in` credits the recipient, keyed `transfer:<the sender's entry id>`, in one statement (section 15).
+ * `transfer_in` credits the recipient, keyed `transfer:<the sender's entry id>`, in one statement (section 15). An
+ * admin's reversal of a succeeded transfer credits the sender back with a `transfer_reversal`, keyed by the transfer's
+ * ref id (at most one per transfer), and debits the recipient with a `transfer_reversal_out`, keyed
+ * `transfer_reversal:<the sender's reversal entry id>`, in one statement (section 15; docs/decisions/063).
  */
 export const LEDGER_TYPES = [
   "topup",
@@ -27,6 +30,8 @@ export const LEDGER_TYPES = [
   "payout_return",
   "transfer",
   "transfer_in",
+  "transfer_reversal",
+  "transfer_reversal_out",
 ] as const;
 export type LedgerType = (typeof LEDGER_TYPES)[number];
 
@@ -43,6 +48,8 @@ export const LEDGER_DIRECTION: Record<LedgerType, 1 | -1> = {
   payout_return: 1,
   transfer: -1,
   transfer_in: 1,
+  transfer_reversal: 1,
+  transfer_reversal_out: -1,
 };
 
 /** Contract section 1: 1..128 characters of `[A-Za-z0-9._:-]`, taken exactly as sent. */

@@ -54,6 +54,7 @@ import { PROBLEM_CODES, PROBLEM_CONTENT_TYPE, STORED_PROBLEM_CODES, type Problem
 import { reconcileResultSchema } from "../reconciler/reconcile-result";
 import { refundPathSchema, refundRequestSchema } from "../refunds/refund-request";
 import { refundResponseSchema } from "../refunds/refund-view-schema";
+import { reversalPathSchema, reversalRequestSchema, reversalResponseSchema } from "../transfers/reversal-request";
 import { bankEventSchema } from "../webhooks/bank-event-schema";
 import { walletViewSchema } from "../wallet/get-wallet";
 import { statementPageSchema } from "../wallet/read-statement";
@@ -142,7 +143,10 @@ function problemResponses(spec: ProblemSpec): ZodOpenApiResponsesObject {
   for (const [status, codes] of [...byStatus].sort(([a], [b]) => a - b)) {
     const schemas = codes.map(problemSchema);
     const headers: Record<string, z.ZodType> = { ...baseHeaders };
-    if (codes.includes("request_in_progress")) headers["Retry-After"] = retryAfterHeader;
+    // request_in_progress always says when to retry; a refusal of the same status beside it (topup_not_refundable,
+    // transfer_not_reversible) does not.
+    if (codes.includes("request_in_progress"))
+      headers["Retry-After"] = codes.length > 1 ? retryAfterHeader.optional() : retryAfterHeader;
     // rate_limited always says when to retry; daily_cap_reached (same status on rewards) does not.
     if (codes.includes("rate_limited"))
       headers["Retry-After"] = codes.includes("daily_cap_reached") ? retryAfterHeader.optional() : retryAfterHeader;
@@ -521,6 +525,37 @@ const API_PATHS = {
           "debt_outstanding",
           "refund_exceeds_topup",
           "topup_disputed",
+        ],
+      },
+    }),
+  },
+  "/api/v1/admin/transfers/{userId}/{refId}/reversal": {
+    post: operation("Reverse a succeeded transfer, exactly once per transfer (admins)", {
+      tags: ["admin"],
+      security: SESSION_OR_TOKEN,
+      description:
+        "Contract section 15; docs/decisions/063. One statement credits the sender back through an entry of their " +
+        "own (`transfer_reversal`, keyed by the transfer's refId: at most one per transfer) and debits the recipient " +
+        "through theirs (`transfer_reversal_out`); what the recipient's balance no longer covers becomes their debt " +
+        "(contract section 12). The fingerprint is the reason: the same transfer reversed again with the same reason " +
+        "replays the stored 201 with Idempotent-Replayed, with another reason is 422 `idempotency_key_reused`. Not " +
+        "stored, nothing claimed: 404 `not_found` (the sender sent no transfer with this refId) and 409 " +
+        "`transfer_not_reversible` (the transfer failed: it moved nothing).",
+      requestParams: { path: reversalPathSchema },
+      requestBody: operationBody(reversalRequestSchema),
+      success: {
+        201: json("The reversal; replays carry Idempotent-Replayed.", reversalResponseSchema, {
+          "Idempotent-Replayed": replayedHeader.optional(),
+        }),
+      },
+      problems: {
+        codes: [
+          ...BODY_CODES,
+          ...ADMIN_CODES,
+          "not_found",
+          "transfer_not_reversible",
+          "request_in_progress",
+          "idempotency_key_reused",
         ],
       },
     }),

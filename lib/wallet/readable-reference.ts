@@ -27,6 +27,8 @@ export const REFERENCE_PREFIXES: Readonly<Record<LedgerType, string>> = {
   payout_return: "WR",
   transfer: "TS",
   transfer_in: "TR",
+  transfer_reversal: "RS",
+  transfer_reversal_out: "RR",
 };
 
 /** Each prefix's kind, for reading a reference back. */

@@ -137,6 +137,8 @@ const KIND_WORDS: Readonly<Record<LedgerType, string>> = {
   payout_return: "Withdrawal returned",
   transfer: "Transfer sent",
   transfer_in: "Transfer received",
+  transfer_reversal: "Transfer reversed",
+  transfer_reversal_out: "Received transfer reversed",
 };
 
 const COUNTERPARTY_WORDS: Readonly<Record<CounterpartyAccount, string>> = {

@@ -189,6 +189,9 @@ export const PROBLEM_SENTENCES: Readonly<Record<ProblemCode, (context: SentenceC
   // Contract section 11: only a top-up the bank confirmed can be refunded.
   topup_not_refundable: () =>
     "This top-up cannot be refunded: only a top-up that went through can be. Nothing was refunded.",
+  // Contract section 15: only a transfer that went through moved money to take back.
+  transfer_not_reversible: () =>
+    "This transfer cannot be reversed: it did not go through, so it moved no money. Nothing was taken back.",
   // Contract section 11: refunds of a top-up never add up to more than the top-up.
   refund_exceeds_topup: (c) =>
     `This refund${ofAmount(c)} is more than what is left to refund of the top-up, so nothing was refunded.`,

@@ -5,8 +5,8 @@
 --
 -- Called by the triggers ledger_entries_change_notify_insert (AFTER INSERT) and ledger_entries_change_notify_status
 -- (AFTER UPDATE OF status, when it changed) on ledger_entries, for the types 'topup' and 'adjustment', and since
--- prisma/migrations/20261212100000_payouts_and_transfers 'payout', 'payout_return' and 'transfer_in' (a trigger is
--- schema). The listener is
+-- prisma/migrations/20261212100000_payouts_and_transfers 'payout', 'payout_return' and 'transfer_in', and since
+-- prisma/migrations/20261214100000_transfer_reversals a reversal's two sides (a trigger is schema). The listener is
 -- lib/live/ledger-change-feed.ts: one direct connection per process, fanning the notices out to the user's open
 -- pages over Server-Sent Events.
 --

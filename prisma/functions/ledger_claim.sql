@@ -13,7 +13,7 @@
 --
 -- Called by lib/ledger/claim.ts (`insertClaim`: the plain claim of every entry type) and by every function that
 -- claims and decides at once (ledger_claim_topup, ledger_decide_payment, ledger_decide_reward, ledger_claim_refund,
--- ledger_land_bank_entry). The insert goes through the claim's unique index only (case C25).
+-- ledger_land_bank_entry, ledger_claim_payout, ledger_decide_transfer, ledger_reverse_transfer). The insert goes through the claim's unique index only (case C25).
 CREATE OR REPLACE FUNCTION ledger_claim(
   p_user_id text,
   p_type text,

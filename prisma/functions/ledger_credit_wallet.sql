@@ -5,9 +5,11 @@
 -- user has none. Both SET expressions read the row as it was before the update. Returns the wallet as it is now.
 --
 -- The one credit of the ledger: ledger_move_entry (a top-up, an adjustment, a chargeback's reversal completed with a
--- credit), ledger_decide_reward, ledger_release_reservation (a failed refund's money given back) and
--- ledger_land_bank_entry (a reversal). Never refused for the ceiling: the admissions made room for it first
--- (ledger_room_for_credit); the balance CHECK is the last line of defence.
+-- credit), ledger_decide_reward, ledger_release_reservation (a failed refund's money given back),
+-- ledger_land_bank_entry (a reversal), ledger_decide_transfer (a transfer received) and ledger_reverse_transfer (a
+-- transfer's reversal, back to its sender). Never refused for the ceiling: the admissions made room for it first
+-- (ledger_room_for_credit), and what is not admitted is the user's own money coming back (a chargeback's reversal, a
+-- payout's return, a transfer's reversal: docs/decisions/063); the balance CHECK is the last line of defence.
 CREATE OR REPLACE FUNCTION ledger_credit_wallet(p_entry ledger_entries, p_event text DEFAULT 'move')
 RETURNS wallets
 LANGUAGE plpgsql VOLATILE AS $$

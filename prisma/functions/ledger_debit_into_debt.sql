@@ -5,7 +5,8 @@
 -- the user has none: a charge credited here always has one, so that is a guard. Both SET expressions read the row as
 -- it was before the update. Returns the wallet as it is now.
 --
--- Called by ledger_land_bank_entry, the only debit that may not be refused (the bank has taken the money back).
+-- Called by ledger_land_bank_entry (the bank has taken the money back) and ledger_reverse_transfer (an admin takes a
+-- transfer back from its recipient; docs/decisions/063): the only debits that may not be refused.
 CREATE OR REPLACE FUNCTION ledger_debit_into_debt(p_entry ledger_entries)
 RETURNS wallets
 LANGUAGE plpgsql VOLATILE AS $$

@@ -100,6 +100,8 @@ describe("keys", () => {
       "payout_return",
       "transfer",
       "transfer_in",
+      "transfer_reversal",
+      "transfer_reversal_out",
     ]);
     expect(LEDGER_DIRECTION).toEqual({
       topup: 1,
@@ -113,6 +115,8 @@ describe("keys", () => {
       payout_return: 1,
       transfer: -1,
       transfer_in: 1,
+      transfer_reversal: 1,
+      transfer_reversal_out: -1,
     });
   });
 });

@@ -24,6 +24,8 @@ export const MOVEMENT_WORDS: Readonly<Record<LedgerType, string>> = {
   payout_return: "Withdrawal returned",
   transfer: "Transfer sent",
   transfer_in: "Transfer received",
+  transfer_reversal: "Transfer reversed (back to the sender)",
+  transfer_reversal_out: "Transfer reversed (taken from the recipient)",
 };
 
 /** A refund's three events, in words; `move` says nothing more than the movement's kind. */
