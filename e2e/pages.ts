@@ -30,6 +30,8 @@ export interface SeededUser {
   readonly webhookRefId: string;
   /** A withdrawal of this user, for the admin payout timeline. */
   readonly payoutRefId: string;
+  /** A transfer of this user to the admin, for the admin transfers page. */
+  readonly transferRefId: string;
 }
 
 /** A top-up reference of 128 characters, the longest the API accepts. */
@@ -86,8 +88,9 @@ async function seedUser(page: Page): Promise<SeededUser> {
   // Money out and between people: a withdrawal (its admin pages) and a transfer to the admin (both statements).
   const payoutRefId = `po-${randomUUID().slice(0, 8)}`;
   expect(await apiPayout(page, payoutRefId, 500)).toBe(201);
-  expect(await apiTransfer(page, `tr-${randomUUID().slice(0, 8)}`, adminEmail, 300)).toBe(201);
-  return { email, userId, refId, adminEmail, movementPath, webhookRefId, payoutRefId };
+  const transferRefId = `tr-${randomUUID().slice(0, 8)}`;
+  expect(await apiTransfer(page, transferRefId, adminEmail, 300)).toBe(201);
+  return { email, userId, refId, adminEmail, movementPath, webhookRefId, payoutRefId, transferRefId };
 }
 
 /** Every page of the app people use, in the order a visitor meets them. */
@@ -195,6 +198,14 @@ function pageVisits(user: SeededUser): PageVisit[] {
       name: "admin-payout-timeline",
       as: "admin",
       open: go(`/admin/payouts/${encodeURIComponent(user.userId)}/${encodeURIComponent(user.payoutRefId)}`),
+    },
+    {
+      name: "admin-transfers",
+      as: "admin",
+      open: async (page) => {
+        await go("/admin/transfers")(page);
+        await expect(page.locator(`[data-ref="${user.transferRefId}"]`).first()).toBeVisible();
+      },
     },
     {
       name: "admin-books",

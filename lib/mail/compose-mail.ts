@@ -92,6 +92,19 @@ function whatOf(entry: ReceiptEntry, amount: string): { title: string; label: st
         party: from ? { label: "From", value: from } : null,
       };
     }
+    // An admin's reversal of a transfer (contract section 15.1): the money back to the sender, taken from the recipient.
+    case "transfer_reversal":
+      return {
+        title: `A transfer you sent was reversed: ${amount} is back in your wallet`,
+        label: "Transfer reversed by the wallet's staff",
+        party: null,
+      };
+    case "transfer_reversal_out":
+      return {
+        title: `A transfer you received was reversed: ${amount} was taken back`,
+        label: "Transfer reversed by the wallet's staff",
+        party: null,
+      };
     case "refund":
       return { title: `Refund of ${amount} to your card`, label: "Refund of a top-up", party: null };
     default:
@@ -101,18 +114,20 @@ function whatOf(entry: ReceiptEntry, amount: string): { title: string; label: st
 }
 
 /**
- * A receipt's title and lines for a succeeded `entry` (a top-up, payment, refund, payout, transfer sent or received;
- * the types the receipt triggers queue). Pure: what the entry's row says at sending time.
+ * A receipt's title and lines for a succeeded `entry` (a top-up, payment, refund, payout, transfer sent or received,
+ * either side of a transfer's reversal: the types the receipt triggers queue). Pure: what the entry's row says at sending time.
  */
 export function receiptOf(entry: ReceiptEntry): { title: string; lines: ReceiptLine[] } {
   const amount = formatMoney(entry.amount_minor, entry.currency);
   const note = textParam(entry, "note");
+  const reason = textParam(entry, "reason");
   const what = whatOf(entry, amount);
   const lines: ReceiptLine[] = [
     { label: "What", value: what.label },
     { label: "Amount", value: amount },
     ...(what.party ? [what.party] : []),
     ...(note ? [{ label: "Note", value: note }] : []),
+    ...(reason ? [{ label: "Why", value: reason }] : []),
     { label: "Reference", value: readableReference(entry.type, entry.id) },
     { label: "Full reference", value: entry.ref_id },
     { label: "When", value: utcTime(entry.updated_at) },

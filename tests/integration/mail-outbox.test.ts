@@ -15,6 +15,7 @@ import { claimPayout } from "../../lib/ledger/payouts";
 import { createPayment } from "../../lib/payments/create-payment";
 import { problemStoredResponse } from "../../lib/problems";
 import { createTransfer } from "../../lib/transfers/create-transfer";
+import { reverseTransfer } from "../../lib/transfers/reverse-transfer";
 import { createTestUser, testPool } from "../helpers/db";
 import { claimEntry, claimRequest, seedBalance } from "../helpers/ledger";
 import {
@@ -72,7 +73,7 @@ describe("receipts are queued by the commit that makes the money final", () => {
     expect(rows.map((row) => row.kind)).toEqual(["receipt"]);
   });
 
-  it("a transfer queues a receipt for the sender and one for the recipient; a refused one (402) queues none", async () => {
+  it("a transfer queues a receipt for the sender and one for the recipient, a refused one (402) none, a reversal one more each", async () => {
     const [sender, recipient] = [await createTestUser(), await createTestUser()];
     await seedBalance(sender.id, 1000);
     const transfer = (amountMinor: number) =>
@@ -83,11 +84,25 @@ describe("receipts are queued by the commit that makes the money final", () => {
         amountMinor,
         currency: "USD",
       });
-    expect((await transfer(600)).kind).toBe("response");
+    const refId = `t-${randomUUID()}`;
+    const sent = await createTransfer({
+      userId: sender.id,
+      refId,
+      to: recipient.email,
+      amountMinor: 600,
+      currency: "USD",
+    });
+    expect(sent.kind).toBe("response");
     const refused = await transfer(600);
     expect(refused.kind === "response" && refused.response.status).toBe(402);
     expect((await outboxRows(testPool(), sender.id)).map((row) => row.kind)).toEqual(["receipt"]);
     expect((await outboxRows(testPool(), recipient.id)).map((row) => row.kind)).toEqual(["receipt"]);
+    // An admin's reversal: one more receipt on each side (contract section 15.1).
+    const admin = await createTestUser({ role: "admin" });
+    const reversed = await reverseTransfer({ userId: sender.id, refId, reason: "Sent by mistake", adminId: admin.id });
+    expect(reversed.kind === "response" && reversed.response.status).toBe(201);
+    expect(await outboxRows(testPool(), sender.id)).toHaveLength(2);
+    expect(await outboxRows(testPool(), recipient.id)).toHaveLength(2);
   });
 
   it("a payout queues its receipt when the bank paid it, not when its money is held", async () => {

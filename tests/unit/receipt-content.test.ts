@@ -46,6 +46,15 @@ describe("receipts for money out and between people", () => {
     ]);
   });
 
+  it("both sides of a transfer's reversal say what happened and why", () => {
+    const back = receiptOf(entry("transfer_reversal", { reason: "Sent to the wrong person" }));
+    expect(back.title).toBe("A transfer you sent was reversed: $12.50 is back in your wallet");
+    expect(line(back, "Why")).toBe("Sent to the wrong person");
+    const taken = receiptOf(entry("transfer_reversal_out", { reason: "Sent to the wrong person" }));
+    expect(taken.title).toBe("A transfer you received was reversed: $12.50 was taken back");
+    expect(line(taken, "Why")).toBe("Sent to the wrong person");
+  });
+
   it("the kinds before them keep their words", () => {
     expect(receiptOf(entry("topup", {})).title).toBe("Top-up of $12.50 received");
     expect(receiptOf(entry("payment", { payee: "Cafe" })).title).toBe("Payment of $12.50 to Cafe");
