@@ -4,7 +4,7 @@
  * top-up a charge matches credited and the event recorded, in one statement, or nothing written),
  * `noteDisputeStatus` (only ever forward) and `landBankEntry` (a chargeback debited into debt where the balance
  * is short, a reversal repaying debt first, each claimed once by its dispute id). The paths above them
- * (tests/integration/chargebacks.test.ts, credit-matching-topup.test.ts, tests/http/webhook-events.test.ts) run
+ * (tests/integration/chargebacks.test.ts, settle-matching-entry.test.ts, tests/http/webhook-events.test.ts) run
  * with the sandbox bank; these pin what each call itself answers and writes, so mutation testing of lib/ledger
  * reaches them.
  */
