@@ -10,7 +10,14 @@
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { describe, expect, it } from "vitest";
-import { attachCharge, completeEntry, failEntry, getEntryById, markProcessing } from "../../lib/ledger/transitions";
+import {
+  attachCharge,
+  completeEntry,
+  failEntry,
+  getEntryById,
+  markProcessing,
+  storeResponse,
+} from "../../lib/ledger/transitions";
 import { createTestUser, testPool } from "../helpers/db";
 import { functionDefinition } from "../helpers/function-files";
 import { balanceOf, claimEntry, claimRequest, dedicatedClient, freshRefId, transitionsOf } from "../helpers/ledger";
@@ -18,6 +25,7 @@ import { waitForBlockedSessions } from "../helpers/wait";
 import { operationKey } from "../../lib/ledger/keys";
 import { claimPayout } from "../../lib/ledger/payouts";
 import { releaseReservation } from "../../lib/ledger/refunds";
+import { settleFromWebhook } from "../../lib/ledger/webhook-settlement";
 import { problemStoredResponse } from "../../lib/problems";
 import { DESTINATION, journalEventsOf } from "./payout-fixtures";
 import { backendPid } from "./reconciler-fixtures";
@@ -237,6 +245,30 @@ describe("webhook_settle_entry: a payout (docs/decisions/064)", () => {
     // A second delivery finds the row terminal: nothing written, the webhook takes the long way.
     expect((await creditThrough(key, reported, testPool(), "payout")).moved).toBeNull();
     expect(await journalEventsOf(user.id, ref.entryId)).toEqual(["reserve", "settle"]);
+  });
+
+  it("settleFromWebhook names the settled payout and whether its first response is still to be stored", async () => {
+    const user = await createTestUser();
+    const { key, ref } = await processingPayout(user.id, 900);
+    const success = (bankId: string) => ({
+      entryType: "payout" as const,
+      userId: user.id,
+      refId: key.refId,
+      eventId: `evt_test_${randomUUID()}`,
+      eventType: "payout.paid",
+      merchantRef: `payout:${user.id}:${key.refId}`,
+      bankId,
+      amountMinor: 900,
+      currency: "USD",
+      payload: "{}",
+    });
+    // Born processing without a response: its request's reply never came, so the webhook stores it.
+    expect(await settleFromWebhook(success("po_lost_reply"))).toEqual({ entryId: ref.entryId, responseMissing: true });
+    const other = await processingPayout((await createTestUser()).id, 900);
+    await storeResponse(other.ref, { status: 201, body: "{}" });
+    const answered = { ...success("po_answered"), userId: other.key.userId, refId: other.key.refId };
+    expect(await settleFromWebhook(answered)).toEqual({ entryId: other.ref.entryId, responseMissing: false });
+    expect(await settleFromWebhook(answered)).toBeNull();
   });
 
   it("writes nothing for a payout.paid of another amount, payout id or currency, or for a failed payout", async () => {

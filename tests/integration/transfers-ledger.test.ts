@@ -13,9 +13,11 @@ import { readFileSync } from "node:fs";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import {
+  decideTransferUnderWalletLocks,
+  fingerprint,
   jsonResponseTemplate,
   operationKey,
-  decideTransferUnderWalletLocks,
+  succeededTransferResponse,
   type TransferDecisionRequest,
 } from "@/lib/ledger";
 import { migrate } from "@/lib/migrate";
@@ -88,6 +90,48 @@ describe("decideTransferUnderWalletLocks", () => {
       { account: "transfers_in_transit", amount: "-1200", after: null },
       { account: "wallet", amount: "1200", after: "1200" },
     ]);
+  });
+
+  it("stores the 201 the API answers (succeededTransferResponse: the note only when given), and each row's fingerprint", async () => {
+    const { sender, recipient } = await twoUsers(5000);
+    for (const note of ["for the flowers", undefined]) {
+      const refId = freshRefId("tr-body");
+      const params = { amount: 700, currency: "USD", to: recipient.email, ...(note ? { note } : {}) };
+      const recipientParams = { from: sender.email, ...(note ? { note } : {}) };
+      const request = {
+        ...transferRequest(sender.id, recipient.id, 700, refId),
+        params,
+        recipientParams,
+        responses: {
+          ...transferRequest(sender.id, recipient.id, 700, refId).responses,
+          succeeded: succeededTransferResponse(refId, 700, "USD", params),
+        },
+      };
+      const decided = await decideTransferUnderWalletLocks(testPool(), request);
+      const at = decided!.entry.createdAt.toISOString();
+      expect(JSON.parse(decided!.response.body)).toEqual({
+        transfer: {
+          refId,
+          to: recipient.email,
+          ...(note ? { note } : {}),
+          amount: 700,
+          currency: "USD",
+          status: "succeeded",
+          failureReason: null,
+          createdAt: at,
+          updatedAt: at,
+        },
+      });
+      const rows = await testPool().query<{ type: string; fingerprint: string }>(
+        `SELECT type, fingerprint FROM ledger_entries
+          WHERE (user_id = $1 AND id = $2) OR (user_id = $3 AND ref_id = 'transfer:' || $2) ORDER BY type`,
+        [sender.id, decided!.entry.id, recipient.id],
+      );
+      expect(rows.rows).toEqual([
+        { type: "transfer", fingerprint: fingerprint("transfer", params) },
+        { type: "transfer_in", fingerprint: fingerprint("transfer_in", recipientParams) },
+      ]);
+    }
   });
 
   it("stores 402 insufficient_funds and moves nothing when the balance is short", async () => {
