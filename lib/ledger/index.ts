@@ -7,6 +7,7 @@ export * from "./fingerprint";
 export * from "./entry";
 export * from "./claim";
 export * from "./claim-runner";
+export * from "./decided-claim";
 export * from "./payment-statement";
 export * from "./transfer-statement";
 export * from "./transfer-reversal";

@@ -3,8 +3,8 @@
  * function ledger_decide_payment, which locks the wallet row, then claims the row terminal with its audit rows and
  * stored first response and makes the conditional debit, all in the caller's one statement (docs/decisions/040).
  */
-import { classifyDbError } from "./db-errors";
-import { ENTRY_COLUMNS, toLedgerEntry, type LedgerEntry, type StoredResponse } from "./entry";
+import { decidedClaimOf, type DecidedClaim } from "./decided-claim";
+import { ENTRY_COLUMNS, type StoredResponse } from "./entry";
 import { fingerprint, type OperationParams } from "./fingerprint";
 import type { OperationKey } from "./keys";
 import { prepared, type Queryable } from "./queryable";
@@ -45,10 +45,7 @@ const DECIDE_PAYMENT_SQL = `SELECT ${ENTRY_COLUMNS}
     p_debt_body => $12::text[])`;
 
 /** A payment this statement claimed and decided: the terminal row and its stored first response. */
-export interface DecidedPayment {
-  readonly entry: LedgerEntry;
-  readonly response: StoredResponse;
-}
+export type DecidedPayment = DecidedClaim;
 
 /**
  * Claims `request.key` and decides the payment in one statement on `db`: a pool or client in autocommit, where the
@@ -66,8 +63,9 @@ export async function decidePaymentUnderWalletLock(
   request: PaymentDecisionRequest,
 ): Promise<DecidedPayment | null> {
   const { key, responses } = request;
-  const row = await db
-    .query(
+  // No row back: the key already had one. The race is decided here, by the claim index.
+  return decidedClaimOf(
+    db.query(
       prepared("ledger_decide_payment", DECIDE_PAYMENT_SQL, [
         key.userId,
         key.refId,
@@ -82,19 +80,6 @@ export async function decidePaymentUnderWalletLock(
         responses.debtOutstanding.status,
         responses.debtOutstanding.segments,
       ]),
-    )
-    .then(
-      (result) => result.rows[0],
-      (error: unknown) => {
-        // ON CONFLICT makes it unexpected, but a 23505 naming the claim index means exactly "the key is taken".
-        if (classifyDbError(error).kind === "already_claimed") return undefined;
-        throw error;
-      },
-    );
-  // No row back: the key already had one. The race is decided here, by the claim index.
-  if (!row) return null;
-  return {
-    entry: toLedgerEntry(row),
-    response: { status: row.response_status as number, body: row.response_body as string },
-  };
+    ),
+  );
 }

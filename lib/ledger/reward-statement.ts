@@ -5,7 +5,8 @@
  * statement (docs/decisions/047).
  */
 import { classifyDbError } from "./db-errors";
-import { ENTRY_COLUMNS, toLedgerEntry, type LedgerEntry, type StoredResponse } from "./entry";
+import { decidedFromRow } from "./decided-claim";
+import { ENTRY_COLUMNS, type LedgerEntry, type StoredResponse } from "./entry";
 import { fingerprint, type OperationParams } from "./fingerprint";
 import type { OperationKey } from "./keys";
 import { prepared, type Queryable } from "./queryable";
@@ -121,10 +122,5 @@ export async function decideRewardUnderWalletLock(
     throw error;
   }
   if (!row) return { kind: "lost" };
-  return {
-    kind: "decided",
-    entry: toLedgerEntry(row),
-    response: { status: row.response_status as number, body: row.response_body as string },
-    creditedTodayMinor: row.credited_today_minor as number | null,
-  };
+  return { kind: "decided", ...decidedFromRow(row), creditedTodayMinor: row.credited_today_minor as number | null };
 }

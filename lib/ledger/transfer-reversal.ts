@@ -5,8 +5,8 @@
  * first response, and debits the recipient through their own `transfer_reversal_out` row (into debt when their balance
  * no longer covers it) and credits the sender, all in the caller's one statement.
  */
-import { classifyDbError } from "./db-errors";
-import { ENTRY_COLUMNS, toLedgerEntry, type LedgerEntry, type StoredResponse } from "./entry";
+import { decidedClaimOf, type DecidedClaim } from "./decided-claim";
+import { ENTRY_COLUMNS } from "./entry";
 import { fingerprint, type OperationParams } from "./fingerprint";
 import type { OperationKey } from "./keys";
 import { prepared, type Queryable } from "./queryable";
@@ -35,10 +35,7 @@ const REVERSE_TRANSFER_SQL = `SELECT ${ENTRY_COLUMNS}
     p_recipient_fingerprint => $6, p_recipient_params => $7::jsonb, p_succeeded_body => $8::text[], p_detail => $9)`;
 
 /** A reversal this statement claimed: the sender's `transfer_reversal` row and its stored first response (201). */
-export interface ReversedTransfer {
-  readonly entry: LedgerEntry;
-  readonly response: StoredResponse;
-}
+export type ReversedTransfer = DecidedClaim;
 
 /**
  * Claims `request.key` and reverses the transfer of the same sender and ref id in one statement on `db` (a pool in
@@ -55,8 +52,9 @@ export async function reverseTransferUnderWalletLocks(
   request: TransferReversalRequest,
 ): Promise<ReversedTransfer | null> {
   const { key } = request;
-  const row = await db
-    .query(
+  // No row back: the key already had one. The race is decided here, by the claim index.
+  return decidedClaimOf(
+    db.query(
       prepared("ledger_reverse_transfer", REVERSE_TRANSFER_SQL, [
         key.userId,
         key.refId,
@@ -68,18 +66,6 @@ export async function reverseTransferUnderWalletLocks(
         request.succeeded.segments,
         request.detail,
       ]),
-    )
-    .then(
-      (result) => result.rows[0],
-      (error: unknown) => {
-        // ON CONFLICT makes it unexpected, but a 23505 naming the claim index means exactly "the key is taken".
-        if (classifyDbError(error).kind === "already_claimed") return undefined;
-        throw error;
-      },
-    );
-  if (!row) return null;
-  return {
-    entry: toLedgerEntry(row),
-    response: { status: row.response_status as number, body: row.response_body as string },
-  };
+    ),
+  );
 }

@@ -4,8 +4,8 @@
  * order, claims the sender's row terminal with its stored first response and, on success, debits the sender and
  * claims and credits the recipient's `transfer_in` row, all in the caller's one statement.
  */
-import { classifyDbError } from "./db-errors";
-import { ENTRY_COLUMNS, toLedgerEntry, type LedgerEntry, type StoredResponse } from "./entry";
+import { decidedClaimOf, type DecidedClaim } from "./decided-claim";
+import { ENTRY_COLUMNS, type StoredResponse } from "./entry";
 import { fingerprint, type OperationParams } from "./fingerprint";
 import type { OperationKey } from "./keys";
 import { prepared, type Queryable } from "./queryable";
@@ -51,10 +51,7 @@ const DECIDE_TRANSFER_SQL = `SELECT ${ENTRY_COLUMNS}
     p_debt_body => $13::text[], p_no_room_body => $14)`;
 
 /** A transfer this statement claimed and decided: the sender's terminal row and its stored first response. */
-export interface DecidedTransfer {
-  readonly entry: LedgerEntry;
-  readonly response: StoredResponse;
-}
+export type DecidedTransfer = DecidedClaim;
 
 /**
  * Claims `request.key` and decides the transfer in one statement on `db` (a pool in autocommit: once sent, the caller
@@ -70,8 +67,9 @@ export async function decideTransferUnderWalletLocks(
   request: TransferDecisionRequest,
 ): Promise<DecidedTransfer | null> {
   const { key, responses } = request;
-  const row = await db
-    .query(
+  // No row back: the key already had one. The race is decided here, by the claim index.
+  return decidedClaimOf(
+    db.query(
       prepared("ledger_decide_transfer", DECIDE_TRANSFER_SQL, [
         key.userId,
         key.refId,
@@ -88,18 +86,6 @@ export async function decideTransferUnderWalletLocks(
         responses.debtOutstanding.segments,
         responses.recipientCannotReceive.body,
       ]),
-    )
-    .then(
-      (result) => result.rows[0],
-      (error: unknown) => {
-        // ON CONFLICT makes it unexpected, but a 23505 naming the claim index means exactly "the key is taken".
-        if (classifyDbError(error).kind === "already_claimed") return undefined;
-        throw error;
-      },
-    );
-  if (!row) return null;
-  return {
-    entry: toLedgerEntry(row),
-    response: { status: row.response_status as number, body: row.response_body as string },
-  };
+    ),
+  );
 }
