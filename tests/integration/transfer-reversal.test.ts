@@ -26,6 +26,7 @@ import {
 } from "@/lib/ledger";
 import { migrate } from "@/lib/migrate";
 import { reverseTransfer, type ReverseTransferResult } from "@/lib/transfers/reverse-transfer";
+import { waitForBlockedSessions } from "../helpers/wait";
 import { createScratchDatabase, createTestUser, dropScratchDatabases, testPool, type TestUser } from "../helpers/db";
 import { balanceOf, dedicatedClient, freshRefId, seedBalance } from "../helpers/ledger";
 import { waitFor } from "../helpers/wait";
@@ -369,12 +370,7 @@ async function stagedReversalAgainstTransfer(recipientFirst: boolean): Promise<P
       decideTransferUnderWalletLocks(sessions[1]!, transferRequest(b.id, a, 100)),
     ]);
     // Both statements wait on a lock: the gate, or (one lock order) the other's first wallet.
-    for (;;) {
-      const waiting = await admin.query(
-        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'reversal_staged' AND wait_event_type = 'Lock'",
-      );
-      if (waiting.rows[0].n === 2) break;
-    }
+    await waitForBlockedSessions({ applicationNamePrefix: "reversal_staged" }, 2);
     await admin.query("SELECT pg_advisory_unlock(63063)");
     return await settled;
   } finally {

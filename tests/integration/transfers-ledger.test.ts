@@ -21,6 +21,7 @@ import {
   type TransferDecisionRequest,
 } from "@/lib/ledger";
 import { migrate } from "@/lib/migrate";
+import { waitForBlockedSessions } from "../helpers/wait";
 import { createScratchDatabase, createTestUser, dropScratchDatabases, testPool } from "../helpers/db";
 import { balanceOf, freshRefId, seedBalance } from "../helpers/ledger";
 
@@ -260,12 +261,7 @@ async function stagedOppositeTransfers(senderFirst: boolean): Promise<PromiseSet
     );
     const settled = Promise.allSettled(running);
     // Both statements wait on a lock: the gate, or (real order) the other's wallet.
-    for (;;) {
-      const waiting = await admin.query(
-        "SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'transfer_staged' AND wait_event_type = 'Lock'",
-      );
-      if (waiting.rows[0].n === 2) break;
-    }
+    await waitForBlockedSessions({ applicationNamePrefix: "transfer_staged" }, 2);
     await admin.query("SELECT pg_advisory_unlock(61061)");
     return await settled;
   } finally {
