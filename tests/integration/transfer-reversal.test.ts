@@ -17,6 +17,7 @@ import { createBooksBalancedCheck, createJournalMatchesEntriesCheck } from "@/li
 import { createTransfersCheck } from "@/lib/audit/checks/transfers";
 import {
   decideTransferUnderWalletLocks,
+  fingerprint,
   jsonResponseTemplate,
   operationKey,
   reverseTransferUnderWalletLocks,
@@ -152,6 +153,18 @@ describe("reverseTransfer", () => {
         transferInEntryId: String(received!.id),
       },
     });
+    // Each row's fingerprint is its own type's over the reason (the ids the statement adds are not fingerprinted).
+    const fingerprints = await testPool().query<{ type: string; fingerprint: string }>(
+      "SELECT type, fingerprint FROM ledger_entries WHERE (user_id, id) IN (($1, $2), ($3, $4)) ORDER BY type",
+      [sender.id, reversal!.id, recipient.id, out!.id],
+    );
+    expect(fingerprints.rows).toEqual([
+      { type: "transfer_reversal", fingerprint: fingerprint("transfer_reversal", { reason: "Sent by mistake" }) },
+      {
+        type: "transfer_reversal_out",
+        fingerprint: fingerprint("transfer_reversal_out", { reason: "Sent by mistake" }),
+      },
+    ]);
     expect(await balanceOf(sender.id)).toBe(5000);
     expect(await balanceOf(recipient.id)).toBe(0);
     expect(await postingsOf(sender.id, reversal!.id)).toEqual([
