@@ -2,40 +2,18 @@ import type { Metadata } from "next";
 import { forbidden } from "next/navigation";
 import Link from "next/link";
 import { getPayoutTimeline, type TimelinePosting } from "@/lib/admin/get-payout-timeline";
-import type { TimelineTransition } from "@/lib/admin/get-topup-timeline";
 import { STUCK_AGE_MS } from "@/lib/admin/stuck";
 import { formatMoney } from "@/lib/money";
-import { describeFailure } from "@/lib/web/failure-reasons";
-import { isUnfinished, STATUS_WORDS } from "@/lib/web/status-words";
+import { isUnfinished } from "@/lib/web/status-words";
 import { StatusBadge } from "../../../../components/status-badge";
 import { AdminNav } from "../../../admin-nav";
 import { ChargeId } from "../../../charge-id";
 import { currentAdmin } from "../../../require-admin";
-import { UtcTime } from "../../../utc-time";
+import { At, decodeSegment, EntryStateFacts, stateName, Transitions } from "../../../timeline-parts";
 import "../../../admin.css";
 
 export const metadata: Metadata = { title: "Payout timeline" };
 export const dynamic = "force-dynamic";
-
-/** Decodes a path segment once; a malformed escape is kept as it is (it then matches no row: "not found"). */
-function decodeSegment(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment;
-  }
-}
-
-/** A time on this page, with seconds; "—" for none. */
-function At({ iso }: { iso: string | null }) {
-  return iso ? <UtcTime iso={iso} /> : <>—</>;
-}
-
-/** A state name of the audit trail, as the pages write it ("∅" before the claim). */
-function stateName(status: string | null): string {
-  if (status === null) return "∅";
-  return STATUS_WORDS[status as keyof typeof STATUS_WORDS]?.label ?? status;
-}
 
 /** What each journal event of a payout means, in words. */
 const POSTING_EVENTS: Record<string, string> = {
@@ -44,27 +22,6 @@ const POSTING_EVENTS: Record<string, string> = {
   release: "given back: from payouts in flight to the wallet",
   move: "returned: from the bank back to the wallet",
 };
-
-function Transitions({ transitions, testId }: { transitions: TimelineTransition[]; testId: string }) {
-  return (
-    <ol className="timeline" data-testid={testId}>
-      {transitions.map((t, index) => (
-        // biome-ignore lint/suspicious/noArrayIndexKey: a list rendered once from one response, never reordered
-        <li key={index} data-actor={t.actor} data-to={t.to}>
-          <At iso={t.at} /> —{" "}
-          {t.from === t.to ? (
-            <>lease taken over ({stateName(t.to)})</>
-          ) : (
-            <>
-              {stateName(t.from)} → {stateName(t.to)}
-            </>
-          )}{" "}
-          by <strong>{t.actor}</strong> (fencing token {t.fencingToken}){t.detail ? `: ${t.detail}` : ""}
-        </li>
-      ))}
-    </ol>
-  );
-}
 
 function Postings({ postings, testId }: { postings: TimelinePosting[]; testId: string }) {
   if (postings.length === 0) return <p data-testid={testId}>Nothing posted.</p>;
@@ -162,35 +119,7 @@ export default async function PayoutTimelinePage({ params }: { params: Promise<{
           <dd>
             <ChargeId chargeId={payout.payoutId} none="none yet" what="payout id" />
           </dd>
-          <dt>Lease</dt>
-          <dd>
-            {payout.leaseOwner ? (
-              <>
-                <span className="mono clip-inline" title={payout.leaseOwner}>
-                  {payout.leaseOwner}
-                </span>{" "}
-                until <At iso={payout.leaseExpiresAt} />
-              </>
-            ) : (
-              "none (finished)"
-            )}
-          </dd>
-          {payout.failureReason && (
-            <>
-              <dt>Failure</dt>
-              <dd>
-                {describeFailure(payout.failureReason)} (<code>{payout.failureReason}</code>)
-              </dd>
-            </>
-          )}
-          <dt>Created</dt>
-          <dd>
-            <At iso={payout.createdAt} />
-          </dd>
-          <dt>Updated</dt>
-          <dd>
-            <At iso={payout.updatedAt} />
-          </dd>
+          <EntryStateFacts row={payout} />
         </dl>
       </section>
 

@@ -8,37 +8,15 @@ import { env } from "@/lib/env";
 import { formatMoney, moneyInputPattern } from "@/lib/money";
 import { listTopupChargebacks } from "@/lib/chargebacks/list-topup-chargebacks";
 import { listTopupRefunds } from "@/lib/refunds/list-topup-refunds";
-import { describeFailure } from "@/lib/web/failure-reasons";
-import { STATUS_WORDS } from "@/lib/web/status-words";
-import { UtcTime } from "../../../utc-time";
 import { StatusBadge } from "../../../../components/status-badge";
 import { ChargeId } from "../../../charge-id";
 import { currentAdmin } from "../../../require-admin";
+import { At, decodeSegment, EntryStateFacts, stateName, Transitions } from "../../../timeline-parts";
 import "../../../admin.css";
 import { RefundForm } from "./refund-form";
 
 export const metadata: Metadata = { title: "Top-up timeline" };
 export const dynamic = "force-dynamic";
-
-/** Decodes a path segment once; a malformed escape is kept as it is (it then matches no row: "not found"). */
-function decodeSegment(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment;
-  }
-}
-
-/** A time on this page, with seconds; "—" for none. */
-function At({ iso }: { iso: string | null }) {
-  return iso ? <UtcTime iso={iso} /> : <>—</>;
-}
-
-/** A state name of the audit trail, as the pages write it ("∅" before the claim). */
-function stateName(status: string | null): string {
-  if (status === null) return "∅";
-  return STATUS_WORDS[status as keyof typeof STATUS_WORDS]?.label ?? status;
-}
 
 /**
  * One top-up's timeline for admins: the row, its audit transitions (who moved it, with which fencing attempt,
@@ -115,35 +93,7 @@ export default async function TopupTimelinePage({ params }: { params: Promise<{ 
           <dd>
             <ChargeId chargeId={topup.chargeId} none="none yet" />
           </dd>
-          <dt>Lease</dt>
-          <dd>
-            {topup.leaseOwner ? (
-              <>
-                <span className="mono clip-inline" title={topup.leaseOwner}>
-                  {topup.leaseOwner}
-                </span>{" "}
-                until <At iso={topup.leaseExpiresAt} />
-              </>
-            ) : (
-              "none (finished)"
-            )}
-          </dd>
-          {topup.failureReason && (
-            <>
-              <dt>Failure</dt>
-              <dd>
-                {describeFailure(topup.failureReason)} (<code>{topup.failureReason}</code>)
-              </dd>
-            </>
-          )}
-          <dt>Created</dt>
-          <dd>
-            <At iso={topup.createdAt} />
-          </dd>
-          <dt>Updated</dt>
-          <dd>
-            <At iso={topup.updatedAt} />
-          </dd>
+          <EntryStateFacts row={topup} />
         </dl>
       </section>
 
@@ -195,22 +145,7 @@ export default async function TopupTimelinePage({ params }: { params: Promise<{ 
 
       <section className="card" aria-labelledby="transitions-heading">
         <h2 id="transitions-heading">Transitions</h2>
-        <ol className="timeline" data-testid="transitions">
-          {transitions.map((t, index) => (
-            // biome-ignore lint/suspicious/noArrayIndexKey: a list rendered once from one response, never reordered
-            <li key={index} data-actor={t.actor} data-to={t.to}>
-              <At iso={t.at} /> —{" "}
-              {t.from === t.to ? (
-                <>lease taken over ({stateName(t.to)})</>
-              ) : (
-                <>
-                  {stateName(t.from)} → {stateName(t.to)}
-                </>
-              )}{" "}
-              by <strong>{t.actor}</strong> (fencing token {t.fencingToken}){t.detail ? `: ${t.detail}` : ""}
-            </li>
-          ))}
-        </ol>
+        <Transitions transitions={transitions} testId="transitions" />
       </section>
 
       <section className="card" aria-labelledby="bank-heading">
