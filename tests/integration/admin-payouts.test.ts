@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { getPayoutTimeline } from "@/lib/admin/get-payout-timeline";
 import { listAdminPayouts, type AdminPayoutView } from "@/lib/admin/list-admin-payouts";
-import { listPayoutWebhookAnomalies } from "@/lib/admin/list-payout-webhook-anomalies";
+import { listWebhookAnomalies } from "@/lib/admin/list-webhook-anomalies";
 import { listPayoutsNeedingAttention } from "@/lib/admin/list-payouts-needing-attention";
 import { STUCK_AGE_MS } from "@/lib/admin/stuck";
 import { payoutMerchantRefFor } from "@/lib/bank/merchant-ref";
@@ -250,7 +250,18 @@ describe("admin payouts", () => {
       kind: "received",
       outcome: "anomaly_unknown_merchant_ref",
     });
-    const listed = (await listPayoutWebhookAnomalies()).find((a) => a.eventId === eventId);
+    const listed = (await listWebhookAnomalies(undefined, { payoutsOnly: true })).find((a) => a.eventId === eventId);
     expect(listed).toMatchObject({ merchantRef, outcome: "anomaly_unknown_merchant_ref", chargeId: "po_ghost_admin" });
+    // A charge's anomaly is the admin home's, not the payouts page's.
+    const chargeEventId = `evt_admin_charge_${merchantRef}`;
+    await testPool().query(
+      `INSERT INTO bank_webhook_events (event_id, type, merchant_ref, charge_id, amount_minor, currency, outcome, payload)
+       VALUES ($1, 'charge.succeeded', 'topup:nobody:x', 'ch_ghost', 700, 'USD', 'anomaly_unknown_merchant_ref', '{}')`,
+      [chargeEventId],
+    );
+    const ids = async (payoutsOnly: boolean) =>
+      (await listWebhookAnomalies(undefined, { payoutsOnly })).map((a) => a.eventId);
+    expect(await ids(true)).not.toContain(chargeEventId);
+    expect(await ids(false)).toEqual(expect.arrayContaining([chargeEventId, eventId]));
   });
 });

@@ -2,7 +2,7 @@ import type { Metadata } from "next";
 import { forbidden } from "next/navigation";
 import Link from "next/link";
 import { listAdminPayouts } from "@/lib/admin/list-admin-payouts";
-import { listPayoutWebhookAnomalies } from "@/lib/admin/list-payout-webhook-anomalies";
+import { listWebhookAnomalies } from "@/lib/admin/list-webhook-anomalies";
 import { listPayoutsNeedingAttention, RETURNS_LISTED_DAYS } from "@/lib/admin/list-payouts-needing-attention";
 import { STUCK_AGE_MS } from "@/lib/admin/stuck";
 import { formatMoney } from "@/lib/money";
@@ -45,7 +45,7 @@ export default async function AdminPayoutsPage({ searchParams }: { searchParams:
   const { status, understood } = statusOf(await searchParams);
   const [attention, anomalies, payouts] = await Promise.all([
     listPayoutsNeedingAttention(ATTENTION_ROWS_MAX),
-    listPayoutWebhookAnomalies(ATTENTION_ROWS_MAX),
+    listWebhookAnomalies(ATTENTION_ROWS_MAX, { payoutsOnly: true }),
     listAdminPayouts({ status }).then(firstPageOrThrow),
   ]);
   const count = attention.length + anomalies.length;
@@ -110,7 +110,7 @@ export default async function AdminPayoutsPage({ searchParams }: { searchParams:
 }
 
 /** Payout webhook events that moved nothing: what the app found, the event, its payout and its deliveries. */
-function PayoutAnomalies({ anomalies }: { anomalies: Awaited<ReturnType<typeof listPayoutWebhookAnomalies>> }) {
+function PayoutAnomalies({ anomalies }: { anomalies: Awaited<ReturnType<typeof listWebhookAnomalies>> }) {
   return (
     <>
       <h3>Payout events that could not be applied</h3>
