@@ -11,7 +11,6 @@
  * with the claim's key changed per call reverses one transfer twice.
  */
 import { readFileSync } from "node:fs";
-import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { createBooksBalancedCheck, createJournalMatchesEntriesCheck } from "@/lib/audit/checks/books";
 import { createTransfersCheck } from "@/lib/audit/checks/transfers";
@@ -25,10 +24,9 @@ import {
   type TransferDecisionRequest,
   type TransferReversalRequest,
 } from "@/lib/ledger";
-import { migrate } from "@/lib/migrate";
 import { reverseTransfer, type ReverseTransferResult } from "@/lib/transfers/reverse-transfer";
-import { waitForBlockedSessions } from "../helpers/wait";
-import { createScratchDatabase, createTestUser, dropScratchDatabases, testPool, type TestUser } from "../helpers/db";
+import { releaseBehindGate, scratchWithTwoUsers } from "../helpers/staged-gate";
+import { createTestUser, dropScratchDatabases, testPool, type TestUser } from "../helpers/db";
 import { balanceOf, dedicatedClient, freshRefId, seedBalance } from "../helpers/ledger";
 import { waitFor } from "../helpers/wait";
 
@@ -354,40 +352,18 @@ function reversalRequest(senderId: string, transferRefId: string, recipientId: s
   };
 }
 
-async function scratchWithTwoUsers(prefix: string) {
-  const url = await createScratchDatabase(prefix);
-  await migrate(url);
-  const admin = new pg.Client({ connectionString: url });
-  await admin.connect();
-  const users: TestUser[] = [];
-  for (const id of ["user_a", "user_b"]) {
-    const email = `${id}@example.test`;
-    await admin.query(`INSERT INTO "user" (id, name, email, role) VALUES ($1, $1, $2, 'user')`, [id, email]);
-    await admin.query("INSERT INTO wallets (user_id, balance_minor, currency) VALUES ($1, 10000, 'USD')", [id]);
-    users.push({ id, email });
-  }
-  return { url, admin, a: users[0]!, b: users[1]! };
-}
-
 async function stagedReversalAgainstTransfer(recipientFirst: boolean): Promise<PromiseSettledResult<unknown>[]> {
   const { url, admin, a, b } = await scratchWithTwoUsers("reversal_lock_order");
-  const sessions = [0, 1].map(() => new pg.Client({ connectionString: url, application_name: "reversal_staged" }));
   try {
     await admin.query(gatedReversal(recipientFirst));
     await admin.query(gatedTransfer());
     const refId = await sent(a, b, 300, admin);
-    await Promise.all(sessions.map((s) => s.connect()));
-    await admin.query("SELECT pg_advisory_lock(63063)");
-    const settled = Promise.allSettled([
-      reverseTransferUnderWalletLocks(sessions[0]!, reversalRequest(a.id, refId, b.id)),
-      decideTransferUnderWalletLocks(sessions[1]!, transferRequest(b.id, a, 100)),
+    // Both statements wait on a lock when the gate opens: the gate, or (one lock order) the other's first wallet.
+    return await releaseBehindGate({ url, admin, gateKey: 63063, applicationName: "reversal_staged" }, [
+      (session) => reverseTransferUnderWalletLocks(session, reversalRequest(a.id, refId, b.id)),
+      (session) => decideTransferUnderWalletLocks(session, transferRequest(b.id, a, 100)),
     ]);
-    // Both statements wait on a lock: the gate, or (one lock order) the other's first wallet.
-    await waitForBlockedSessions({ applicationNamePrefix: "reversal_staged" }, 2);
-    await admin.query("SELECT pg_advisory_unlock(63063)");
-    return await settled;
   } finally {
-    await Promise.all(sessions.map((s) => s.end().catch(() => undefined)));
     await admin.end();
   }
 }

@@ -20,9 +20,8 @@ import {
   succeededTransferResponse,
   type TransferDecisionRequest,
 } from "@/lib/ledger";
-import { migrate } from "@/lib/migrate";
-import { waitForBlockedSessions } from "../helpers/wait";
-import { createScratchDatabase, createTestUser, dropScratchDatabases, testPool } from "../helpers/db";
+import { releaseBehindGate, scratchWithTwoUsers } from "../helpers/staged-gate";
+import { createTestUser, dropScratchDatabases, testPool } from "../helpers/db";
 import { balanceOf, freshRefId, seedBalance } from "../helpers/ledger";
 
 afterAll(async () => {
@@ -235,37 +234,15 @@ function gatedFunction(senderFirst: boolean): string {
 }
 
 async function stagedOppositeTransfers(senderFirst: boolean): Promise<PromiseSettledResult<unknown>[]> {
-  const url = await createScratchDatabase("transfer_lock_order");
-  await migrate(url);
-  const admin = new pg.Client({ connectionString: url });
-  await admin.connect();
-  const sessions = [0, 1].map(() => new pg.Client({ connectionString: url, application_name: "transfer_staged" }));
+  const { url, admin, a, b } = await scratchWithTwoUsers("transfer_lock_order");
   try {
     await admin.query(gatedFunction(senderFirst));
-    for (const id of ["user_a", "user_b"]) {
-      await admin.query(`INSERT INTO "user" (id, name, email, role) VALUES ($1, $1, $1 || '@example.test', 'user')`, [
-        id,
-      ]);
-      await admin.query("INSERT INTO wallets (user_id, balance_minor, currency) VALUES ($1, 10000, 'USD')", [id]);
-    }
-    await Promise.all(sessions.map((s) => s.connect()));
-    await admin.query("SELECT pg_advisory_lock(61061)");
-    const running = [
-      decideTransferUnderWalletLocks(sessions[0]!, transferRequest("user_a", "user_b", 100)),
-      decideTransferUnderWalletLocks(sessions[1]!, transferRequest("user_b", "user_a", 100)),
-    ].map((p) =>
-      p.then(
-        (r) => r,
-        (e: unknown) => Promise.reject(e),
-      ),
-    );
-    const settled = Promise.allSettled(running);
-    // Both statements wait on a lock: the gate, or (real order) the other's wallet.
-    await waitForBlockedSessions({ applicationNamePrefix: "transfer_staged" }, 2);
-    await admin.query("SELECT pg_advisory_unlock(61061)");
-    return await settled;
+    // Both statements wait on a lock when the gate opens: the gate, or (real order) the other's wallet.
+    return await releaseBehindGate({ url, admin, gateKey: 61061, applicationName: "transfer_staged" }, [
+      (session) => decideTransferUnderWalletLocks(session, transferRequest(a.id, b.id, 100)),
+      (session) => decideTransferUnderWalletLocks(session, transferRequest(b.id, a.id, 100)),
+    ]);
   } finally {
-    await Promise.all(sessions.map((s) => s.end().catch(() => undefined)));
     await admin.end();
   }
 }
