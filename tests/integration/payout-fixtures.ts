@@ -10,6 +10,9 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { BankPayout } from "@/lib/bank/payouts-client";
+import { operationKey } from "@/lib/ledger/keys";
+import type { PayoutClaimRequest } from "@/lib/ledger/payouts";
+import { problemStoredResponse } from "@/lib/problems";
 import { signWebhook } from "@/lib/bank/signature";
 import { handleBankWebhook } from "@/lib/webhooks/handle-bank-webhook";
 import { freePort } from "@/scripts/lib/ports";
@@ -235,4 +238,32 @@ export async function limitUsedToday(userId: string): Promise<number> {
     [userId],
   );
   return Number(result.rows[0]?.n ?? 0);
+}
+
+/**
+ * A payout claim of `amountMinor` to {@link DESTINATION} under a test lease, as lib/payouts/create-payout.ts makes
+ * one; its refusals' bodies are `test: <code>`.
+ */
+export function payoutClaimRequest(
+  userId: string,
+  refId: string,
+  amountMinor: number,
+  dailyLimitMinor: number,
+): PayoutClaimRequest {
+  const refusal = (code: "insufficient_funds" | "debt_outstanding" | "payout_limit_exceeded") =>
+    problemStoredResponse(code, `test: ${code}`);
+  return {
+    key: operationKey(userId, "payout", refId),
+    amountMinor,
+    currency: "USD",
+    params: { amount: amountMinor, currency: "USD", destination: DESTINATION },
+    leaseOwner: "test-claim",
+    leaseMs: 30_000,
+    dailyLimitMinor,
+    refusals: {
+      insufficientFunds: refusal("insufficient_funds"),
+      debtOutstanding: refusal("debt_outstanding"),
+      limitExceeded: refusal("payout_limit_exceeded"),
+    },
+  };
 }

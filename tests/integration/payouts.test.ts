@@ -13,7 +13,7 @@ import type { BankPayout } from "@/lib/bank/payouts-client";
 import { findEntryByKey } from "@/lib/ledger/claim";
 import { landBankEntry } from "@/lib/ledger/dispute-entries";
 import { operationKey } from "@/lib/ledger/keys";
-import { claimPayout, type PayoutClaimRequest } from "@/lib/ledger/payouts";
+import { claimPayout } from "@/lib/ledger/payouts";
 import { releaseReservation } from "@/lib/ledger/refunds";
 import { replayCacheKey } from "@/lib/ledger/replay-cache";
 import type { OperationResult } from "@/lib/ledger/outcome";
@@ -21,7 +21,6 @@ import { migrate } from "@/lib/migrate";
 import { createPayment } from "@/lib/payments/create-payment";
 import { createPayout, type CreatePayoutInput } from "@/lib/payouts/create-payout";
 import { settlePayout } from "@/lib/payouts/settle-payout";
-import { problemStoredResponse } from "@/lib/problems";
 import { reconcileOnce } from "@/lib/reconciler/reconcile-once";
 import { redis } from "@/lib/redis";
 import { getWallet } from "@/lib/wallet/get-wallet";
@@ -34,6 +33,7 @@ import {
   bankPayoutsListed,
   DESTINATION,
   deliverPayoutEvent,
+  payoutClaimRequest,
   journalEventsOf,
   limitUsedToday,
   startPayoutBank,
@@ -115,24 +115,6 @@ async function expireLease(userId: string, entryId: number): Promise<void> {
 }
 
 /** A claim request for `ledger_claim_payout` called directly (the scratch database's controls, the limit). */
-function claimRequest(userId: string, refId: string, amountMinor: number, dailyLimitMinor: number): PayoutClaimRequest {
-  const refusal = (code: "insufficient_funds" | "debt_outstanding" | "payout_limit_exceeded") =>
-    problemStoredResponse(code, `test: ${code}`);
-  return {
-    key: operationKey(userId, "payout", refId),
-    amountMinor,
-    currency: "USD",
-    params: { amount: amountMinor, currency: "USD", destination: DESTINATION },
-    leaseOwner: "test-claim",
-    leaseMs: 30_000,
-    dailyLimitMinor,
-    refusals: {
-      insufficientFunds: refusal("insufficient_funds"),
-      debtOutstanding: refusal("debt_outstanding"),
-      limitExceeded: refusal("payout_limit_exceeded"),
-    },
-  };
-}
 
 /**
  * `n` concurrent claims of one payout key in a scratch database (migrated from the real files), its wallet holding
@@ -155,7 +137,7 @@ async function claimsInScratch(withoutClaimIndex: boolean, n: number) {
     }
     await admin.query(`INSERT INTO "user" (id, name, email, role) VALUES ('u1', 'u1', 'u1@example.test', 'user')`);
     await admin.query("INSERT INTO wallets (user_id, balance_minor, currency) VALUES ('u1', 10000, 'USD')");
-    const request = claimRequest("u1", "same-key", 1000, DAILY_LIMIT_MINOR);
+    const request = payoutClaimRequest("u1", "same-key", 1000, DAILY_LIMIT_MINOR);
     const outcomes = await Promise.all(Array.from({ length: n }, () => claimPayout(request, pool)));
     const wallet = await admin.query("SELECT balance_minor::int AS b FROM wallets WHERE user_id = 'u1'");
     const reserves = await admin.query(
@@ -531,7 +513,9 @@ describe("payouts: refusals are stored", () => {
     const user = await createTestUser();
     await succeededTopup(user.id, 10_000);
     const outcomes = await Promise.all(
-      [1, 2, 3, 4, 5].map((i) => claimPayout(claimRequest(user.id, freshRefId(`edge${i}`), 1000, 2500), testPool())),
+      [1, 2, 3, 4, 5].map((i) =>
+        claimPayout(payoutClaimRequest(user.id, freshRefId(`edge${i}`), 1000, 2500), testPool()),
+      ),
     );
     expect(outcomes.filter((o) => o.kind === "held")).toHaveLength(2);
     const refused = outcomes.filter((o) => o.kind === "stored_refusal");
@@ -558,12 +542,12 @@ async function claimMeetsRelease(releaseText?: string): Promise<PromiseSettledRe
     if (releaseText) await admin.query(releaseText);
     await admin.query(`INSERT INTO "user" (id, name, email, role) VALUES ('u1', 'u1', 'u1@example.test', 'user')`);
     await admin.query("INSERT INTO wallets (user_id, balance_minor, currency) VALUES ('u1', 10000, 'USD')");
-    const first = await claimPayout(claimRequest("u1", "first", 1000, DAILY_LIMIT_MINOR), admin);
+    const first = await claimPayout(payoutClaimRequest("u1", "first", 1000, DAILY_LIMIT_MINOR), admin);
     if (first.kind !== "held") throw new Error(`the first payout was not held: ${first.kind}`);
     await admin.query("BEGIN");
     await admin.query("SELECT 1 FROM wallets WHERE user_id = 'u1' FOR UPDATE");
     const holder = await backendPid(admin);
-    const claim = claimPayout(claimRequest("u1", "second", 1000, DAILY_LIMIT_MINOR), claimer!);
+    const claim = claimPayout(payoutClaimRequest("u1", "second", 1000, DAILY_LIMIT_MINOR), claimer!);
     await waitForBlockedSessions({ blockedBy: holder }, 1);
     const release = releaseReservation(
       { userId: "u1", entryId: first.entry.id },

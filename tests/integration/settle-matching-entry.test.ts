@@ -22,12 +22,10 @@ import { createTestUser, testPool } from "../helpers/db";
 import { functionDefinition } from "../helpers/function-files";
 import { balanceOf, claimEntry, claimRequest, dedicatedClient, freshRefId, transitionsOf } from "../helpers/ledger";
 import { waitForBlockedSessions } from "../helpers/wait";
-import { operationKey } from "../../lib/ledger/keys";
 import { claimPayout } from "../../lib/ledger/payouts";
 import { releaseReservation } from "../../lib/ledger/refunds";
 import { settleFromWebhook } from "../../lib/ledger/webhook-settlement";
-import { problemStoredResponse } from "../../lib/problems";
-import { DESTINATION, journalEventsOf } from "./payout-fixtures";
+import { journalEventsOf, payoutClaimRequest } from "./payout-fixtures";
 import { backendPid } from "./reconciler-fixtures";
 
 /** What a signed success reports about a top-up's charge: its id, amount (minor units) and currency. */
@@ -209,20 +207,7 @@ async function processingPayout(userId: string, amountMinor: number, fundedMinor
     fundedMinor,
   ]);
   const refId = freshRefId("smp");
-  const refusal = problemStoredResponse("insufficient_funds", "test");
-  const claimed = await claimPayout(
-    {
-      key: operationKey(userId, "payout", refId),
-      amountMinor,
-      currency: "USD",
-      params: { amount: amountMinor, currency: "USD", destination: DESTINATION },
-      leaseOwner: "test-claim",
-      leaseMs: 30_000,
-      dailyLimitMinor: 1_000_000,
-      refusals: { insufficientFunds: refusal, debtOutstanding: refusal, limitExceeded: refusal },
-    },
-    testPool(),
-  );
+  const claimed = await claimPayout(payoutClaimRequest(userId, refId, amountMinor, 1_000_000), testPool());
   if (claimed.kind !== "held") throw new Error(`payout not held: ${claimed.kind}`);
   return { key: { userId, refId }, ref: { userId, entryId: claimed.entry.id } };
 }
